@@ -1,0 +1,43 @@
+#include "apps/cli_args.h"
+
+#include "sim/core/error.h"
+
+namespace stratasim {
+
+CliArgs parse_cli(int argc, char** argv, int first, const std::set<std::string>& valued,
+                  const std::set<std::string>& switches) {
+  CliArgs args;
+  for (int i = first; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--", 0) != 0 || a == "--") {
+      args.positionals.push_back(a);
+      continue;
+    }
+    std::string name = a.substr(2), value;
+    const size_t eq = name.find('=');
+    const bool inline_value = eq != std::string::npos;
+    if (inline_value) value = name.substr(eq + 1), name = name.substr(0, eq);
+    if (switches.count(name)) {
+      args.flags.insert(name);
+      continue;
+    }
+    if (name != "set" && !valued.count(name)) {
+      std::string known;
+      for (const auto& v : valued) known += " --" + v;
+      for (const auto& s : switches) known += " --" + s;
+      throw InputError("command line", "--" + name, "\"" + a + "\"",
+                       "is not an option of this command (options: --set" + known + ")");
+    }
+    if (!inline_value) {
+      if (i + 1 >= argc) {
+        throw InputError("command line", "--" + name, "(missing)", "needs a value");
+      }
+      value = argv[++i];
+    }
+    if (name == "set") args.sets.push_back(value);
+    else args.options[name] = value;
+  }
+  return args;
+}
+
+}  // namespace stratasim

@@ -1,0 +1,29 @@
+// A small argument reader for the stratasim subcommands: positionals, repeated --set, and
+// --flag value options. Unknown options are InputErrors naming the option.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace stratasim {
+
+struct CliArgs {
+  std::vector<std::string> positionals;
+  std::vector<std::string> sets;               // --set key=value, in order
+  std::map<std::string, std::string> options;  // --json out.json
+  std::set<std::string> flags;                 // --published
+
+  bool has(const std::string& flag) const { return flags.count(flag) > 0; }
+  std::string option(const std::string& name, const std::string& fallback = "") const {
+    auto it = options.find(name);
+    return it == options.end() ? fallback : it->second;
+  }
+};
+
+// `valued` lists options that take a value; `switches` lists options that do not.
+CliArgs parse_cli(int argc, char** argv, int first, const std::set<std::string>& valued,
+                  const std::set<std::string>& switches);
+
+}  // namespace stratasim

@@ -1,0 +1,108 @@
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "apps/cli_args.h"
+#include "apps/commands.h"
+#include "apps/report.h"
+#include "sim/analytical/analytical_engine.h"
+#include "sim/core/atomic_file.h"
+#include "sim/prediction/prediction_json.h"
+#include "strategies/lowering/lower.h"
+#include "strategies/strategy/strategy_json.h"
+
+namespace stratasim {
+namespace {
+
+std::vector<std::string> scenario_files(const std::vector<std::string>& inputs) {
+  std::vector<std::string> files;
+  for (const std::string& in : inputs) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(in, ec)) {
+      std::vector<std::string> found;
+      for (const auto& entry : std::filesystem::directory_iterator(in)) {
+        if (entry.path().extension() == ".json") found.push_back(entry.path().string());
+      }
+      std::sort(found.begin(), found.end());
+      files.insert(files.end(), found.begin(), found.end());
+    } else {
+      files.push_back(in);
+    }
+  }
+  return files;
+}
+
+struct ScenarioResult {
+  Scenario scenario;
+  std::vector<std::unique_ptr<Plan>> plans;
+  std::vector<CompareRow> rows;
+};
+
+ScenarioResult evaluate_variants(const std::string& file, const std::vector<std::string>& sets) {
+  ScenarioResult r{load_scenario(file, sets), {}, {}};
+  for (const auto& [name, strategy] : r.scenario.variants) {
+    CompareRow row{r.scenario.name, name, nullptr, {}, ""};
+    Expected<Plan> plan = lower(r.scenario.model, strategy, r.scenario.hardware);
+    if (plan) {
+      r.plans.push_back(std::make_unique<Plan>(std::move(*plan)));
+      row.plan = r.plans.back().get();
+      row.prediction = predict_analytical(*row.plan);
+    } else {
+      row.infeasible = std::string(reason_name(plan.error().reason)) + ": " + plan.error().detail;
+    }
+    r.rows.push_back(std::move(row));
+  }
+  return r;
+}
+
+Json rows_json(const ScenarioResult& r) {
+  Json variants = Json::array();
+  for (const CompareRow& row : r.rows) {
+    Json v{{"variant", row.variant}, {"feasible", row.plan != nullptr}};
+    if (row.plan) {
+      v["strategy"] = to_json(row.plan->strategy);
+      v["prediction"] = to_json(row.prediction);
+    } else {
+      v["reason"] = row.infeasible;
+    }
+    variants.push_back(v);
+  }
+  return Json{{"scenario", r.scenario.name}, {"file", r.scenario.file}, {"variants", variants}};
+}
+
+}  // namespace
+
+int cmd_compare(int argc, char** argv) {
+  const CliArgs args = parse_cli(argc, argv, 2, {"json", "csv"}, {});
+  const std::vector<std::string> files = scenario_files(args.positionals);
+  if (files.empty()) {
+    throw InputError("command line", "compare", "(no files)", "needs scenario files or directories");
+  }
+  int failures = 0;
+  Json all = Json::array();
+  std::vector<CompareRow> csv_rows;
+  std::vector<ScenarioResult> results;
+  for (const std::string& file : files) {
+    try {
+      results.push_back(evaluate_variants(file, args.sets));
+    } catch (const InputError& e) {
+      std::fprintf(stderr, "error: %s\n", e.what());
+      ++failures;
+      continue;
+    }
+    const ScenarioResult& r = results.back();
+    std::string title = r.scenario.name + "  [" + r.scenario.file + "]";
+    if (!r.scenario.description.empty()) title += "\n   " + r.scenario.description;
+    std::fputs((compare_table(title, r.rows) + "\n").c_str(), stdout);
+    all.push_back(rows_json(r));
+    csv_rows.insert(csv_rows.end(), r.rows.begin(), r.rows.end());
+  }
+  std::printf("%zu scenario(s) compared, %d failed to load; '*' marks the fastest variant that "
+              "fits in memory\n", results.size(), failures);
+  if (!args.option("json").empty()) write_file_atomically(args.option("json"), all.dump(1) + "\n");
+  if (!args.option("csv").empty()) write_file_atomically(args.option("csv"), compare_csv(csv_rows));
+  return failures > 0 ? 2 : 0;
+}
+
+}  // namespace stratasim

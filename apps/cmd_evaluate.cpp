@@ -1,0 +1,78 @@
+#include <cstdio>
+
+#include "apps/cli_args.h"
+#include "apps/commands.h"
+#include "apps/report.h"
+#include "sim/analytical/analytical_engine.h"
+#include "sim/core/atomic_file.h"
+#include "sim/prediction/prediction_json.h"
+#include "sim/scenario/scenario.h"
+#include "strategies/lowering/lower.h"
+#include "strategies/strategy/strategy_json.h"
+
+namespace stratasim {
+namespace {
+
+struct Loaded {
+  Scenario scenario;
+  Strategy strategy;
+};
+
+Loaded load(const CliArgs& args, const char* command) {
+  if (args.positionals.size() != 1) {
+    throw InputError("command line", command, std::to_string(args.positionals.size()) + " files",
+                     "takes exactly one SCENARIO.json");
+  }
+  Loaded l{load_scenario(args.positionals[0], args.sets), {}};
+  l.strategy = l.scenario.strategy;
+  const std::string variant = args.option("variant");
+  if (!variant.empty()) {
+    bool found = false;
+    for (const auto& [name, s] : l.scenario.variants) {
+      if (name == variant) l.strategy = s, found = true;
+    }
+    if (!found) {
+      throw InputError(args.positionals[0], "variants", "\"" + variant + "\"",
+                       "is not a variant of this scenario");
+    }
+  }
+  return l;
+}
+
+// An infeasible strategy is bad input for evaluate/explain: one message, exit code 2.
+int report_infeasible(const Loaded& l, const Infeasible& why) {
+  std::fprintf(stderr, "error: %s: strategy: infeasible (%s): %s\n", l.scenario.file.c_str(),
+               std::string(reason_name(why.reason)).c_str(), why.detail.c_str());
+  return 2;
+}
+
+}  // namespace
+
+int cmd_evaluate(int argc, char** argv) {
+  const CliArgs args = parse_cli(argc, argv, 2, {"json", "variant"}, {"timeline", "kernels"});
+  const Loaded l = load(args, "evaluate");
+  Expected<Plan> plan = lower(l.scenario.model, l.strategy, l.scenario.hardware);
+  if (!plan) return report_infeasible(l, plan.error());
+  EngineOptions options;
+  options.timeline = args.has("timeline") || !args.option("json").empty();
+  const Prediction p = predict_analytical(*plan, options);
+  std::fputs(evaluation_report(l.scenario, *plan, p).c_str(), stdout);
+  if (args.has("kernels")) std::fputs(("\n" + kernel_time_table(*plan)).c_str(), stdout);
+  if (!args.option("json").empty()) {
+    Json out{{"scenario", l.scenario.name}, {"file", l.scenario.file},
+             {"strategy", to_json(l.strategy)}, {"prediction", to_json(p)}};
+    write_file_atomically(args.option("json"), out.dump(1) + "\n");
+  }
+  return 0;
+}
+
+int cmd_explain(int argc, char** argv) {
+  const CliArgs args = parse_cli(argc, argv, 2, {"variant"}, {});
+  const Loaded l = load(args, "explain");
+  Expected<Plan> plan = lower(l.scenario.model, l.strategy, l.scenario.hardware);
+  if (!plan) return report_infeasible(l, plan.error());
+  std::fputs(explain(*plan).c_str(), stdout);
+  return 0;
+}
+
+}  // namespace stratasim

@@ -1,0 +1,13 @@
+// The stratasim subcommands. Each returns the process exit code: 0 success, 2 bad input or
+// infeasible strategy (message on stderr), 1 internal failure.
+#pragma once
+
+namespace stratasim {
+
+int cmd_evaluate(int argc, char** argv);
+int cmd_explain(int argc, char** argv);
+int cmd_compare(int argc, char** argv);
+int cmd_validate(int argc, char** argv);
+int cmd_presets(int argc, char** argv);
+
+}  // namespace stratasim

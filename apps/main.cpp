@@ -1,0 +1,52 @@
+// stratasim: predict the iteration time, throughput, communication and memory of a training
+// strategy, compare strategies, and validate the predictions against published results.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "apps/commands.h"
+#include "sim/core/error.h"
+
+namespace {
+
+const char* kUsage =
+    "usage: stratasim <command> [arguments]\n"
+    "\n"
+    "commands:\n"
+    "  evaluate SCENARIO.json [--set key=value ...] [--variant NAME] [--json OUT]\n"
+    "                         predict one strategy and print a report\n"
+    "  explain  SCENARIO.json [--set key=value ...] [--variant NAME]\n"
+    "                         print the lowered plan per stage\n"
+    "  compare  SCENARIO.json|DIR ... [--json OUT] [--csv OUT]\n"
+    "                         compare every strategy variant of each scenario in a table\n"
+    "  validate --published [--data FILE] [--json OUT]\n"
+    "                         compare predictions with published measurements\n"
+    "  presets                list the built-in models, devices, links and clusters\n"
+    "\n"
+    "--set takes a dotted JSON path into the scenario, e.g. --set strategy.tp=4\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string command = argv[1];
+  try {
+    if (command == "evaluate") return stratasim::cmd_evaluate(argc, argv);
+    if (command == "explain") return stratasim::cmd_explain(argc, argv);
+    if (command == "compare") return stratasim::cmd_compare(argc, argv);
+    if (command == "validate") return stratasim::cmd_validate(argc, argv);
+    if (command == "presets") return stratasim::cmd_presets(argc, argv);
+    std::fprintf(stderr, "stratasim: unknown command '%s'\n\n%s", command.c_str(), kUsage);
+    return 2;
+  } catch (const stratasim::InputError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "stratasim: internal error: %s\n", e.what());
+    return 1;
+  }
+}

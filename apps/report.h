@@ -1,0 +1,33 @@
+// Human-readable reports of predictions (the CLI's text output).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/prediction/prediction.h"
+#include "sim/scenario/scenario.h"
+
+namespace stratasim {
+
+std::string describe_model(const ModelSpec& m);
+std::string describe_cluster(const HardwareModel& hw);
+std::string describe_strategy(const Strategy& s, int dp, int micro_batches);
+
+std::string evaluation_report(const Scenario& sc, const Plan& plan, const Prediction& p);
+
+// Per-kernel predicted time of the transformer layer (or op-graph block): bound, time, share.
+std::string kernel_time_table(const Plan& plan);
+
+struct CompareRow {
+  std::string scenario;
+  std::string variant;
+  const Plan* plan = nullptr;  // null when infeasible
+  Prediction prediction;
+  std::string infeasible;  // reason when the variant cannot run
+};
+
+// One table per scenario; the fastest variant that fits is marked with '*'.
+std::string compare_table(const std::string& title, const std::vector<CompareRow>& rows);
+std::string compare_csv(const std::vector<CompareRow>& rows);
+
+}  // namespace stratasim

@@ -1,0 +1,469 @@
+// JSON readers and writers for DeviceSpec, LinkSpec and HardwareModel, and the catalog lookups.
+//
+// Every description may be given as
+//   - a catalog name:            "A100-SXM4-80GB"
+//   - a path ending in ".json":  "hw/my_gpu.json" (relative to the file that names it)
+//   - an object with all fields: {"name": ..., "peak": ..., ...}
+//   - an object that starts from a catalog entry or a file and overrides some fields:
+//       {"preset": "dgx_a100", "devices": 1024, "network": {"oversubscription": 4}}
+//       {"file": "hw/my_cluster.json", "devices": 64}
+// In an override, nested records (efficiency.matmul, node, network, ...) are merged field by
+// field; "peak" is replaced as a whole (it lists the supported dtypes), and so are "device",
+// "device_link" and "nic" (each is itself a description as above).
+#include "hardware_models/src/hardware_json.h"
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string_view>
+
+#include "hardware_models/src/catalog_data.h"
+
+namespace stratasim {
+namespace {
+
+// A chain of preset/file references longer than this is almost certainly a cycle.
+constexpr int kMaxReferenceDepth = 16;
+
+constexpr std::array<EnumName<NetworkTopology>, 2> kTopologyNames = {{
+    {"fat_tree", NetworkTopology::kFatTree},
+    {"rail_optimized", NetworkTopology::kRailOptimized},
+}};
+
+constexpr std::array<DType, kNumDTypes> kAllDTypes = {DType::kFp32, DType::kTf32, DType::kBf16,
+                                                      DType::kFp16, DType::kFp8};
+
+std::string join_path(const std::string& base, std::string_view key) {
+  return base.empty() ? std::string(key) : base + "." + std::string(key);
+}
+
+[[noreturn]] void fail_missing(const JsonNode& object, std::string_view key,
+                               const std::string& rule) {
+  throw InputError(object.file(), join_path(object.path(), key), "(missing)", rule);
+}
+
+// ---- scalar rules ------------------------------------------------------------------------
+
+std::string name_string(const JsonNode& n) {
+  std::string s = n.as_string();
+  if (s.empty()) n.fail("must not be empty");
+  return s;
+}
+
+double positive_quantity(const JsonNode& n, Dimension dim) {
+  double v = n.as_quantity(dim);
+  if (!(v > 0)) n.fail("must be greater than zero");
+  return v;
+}
+
+double fraction(const JsonNode& n) {
+  double v = n.as_number();
+  if (!(v > 0 && v <= 1)) n.fail("must be a fraction in (0, 1]");
+  return v;
+}
+
+int count_at_least(const JsonNode& n, int min) {
+  int64_t v = n.as_integer(INT32_MIN, INT32_MAX);
+  if (v < min) n.fail("must be at least " + std::to_string(min));
+  return static_cast<int>(v);
+}
+
+// Reads `key` of `object`. A full description requires it (missing -> "is a required field");
+// an override (partial) keeps the base value when the key is absent.
+template <class F>
+void field(const JsonNode& object, std::string_view key, bool partial, F&& read) {
+  if (partial && !object.has(key)) return;
+  read(object.at(key));
+}
+
+// An optional key: absent keeps the current value (the struct default, or the base value).
+template <class F>
+void optional_field(const JsonNode& object, std::string_view key, F&& read) {
+  if (auto child = object.find(key)) read(*child);
+}
+
+// The node to blame for a rule that involves several fields: the first of `keys` present in
+// `object`, else the object itself.
+JsonNode blame(const JsonNode& object, std::initializer_list<std::string_view> keys) {
+  for (std::string_view k : keys) {
+    if (object.has(k)) return object.at(k);
+  }
+  return object;
+}
+
+// ---- quantities as text ------------------------------------------------------------------
+
+// Units to_json may write, per dimension. The shortest text that parses back to exactly the same
+// double wins; the plain SI unit (first) always round-trips, so there is always a candidate.
+std::span<const std::string_view> output_units(Dimension dim) {
+  static constexpr std::string_view kTime[] = {"s", "ms", "us", "ns"};
+  static constexpr std::string_view kBytes[] = {"B",  "KB",  "MB",  "GB",  "TB",
+                                                "KiB", "MiB", "GiB", "TiB"};
+  static constexpr std::string_view kBandwidth[] = {"Bps",  "KBps", "MBps", "GBps",
+                                                    "TBps", "Gbps", "Tbps"};
+  static constexpr std::string_view kFlopRate[] = {"Flops", "GFlops", "TFlops", "PFlops"};
+  static constexpr std::string_view kFlops[] = {"FLOP", "GFLOP", "TFLOP", "PFLOP"};
+  static constexpr std::string_view kCount[] = {""};
+  switch (dim) {
+    case Dimension::kTime: return kTime;
+    case Dimension::kBytes: return kBytes;
+    case Dimension::kBandwidth: return kBandwidth;
+    case Dimension::kFlopRate: return kFlopRate;
+    case Dimension::kFlops: return kFlops;
+    case Dimension::kCount: return kCount;
+  }
+  return kCount;
+}
+
+std::string shortest_number(double v) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  if (ec != std::errc()) return "nan";
+  return std::string(buf, end);
+}
+
+std::string quantity_text(double value, Dimension dim) {
+  std::string best;
+  for (std::string_view unit : output_units(dim)) {
+    std::string one = "1";  // the unit's factor is what "1<unit>" parses to
+    one += unit;
+    std::optional<double> factor = parse_quantity(one, dim, nullptr);
+    if (!factor || *factor <= 0) continue;
+    std::string text = shortest_number(value / *factor) + std::string(unit);
+    std::optional<double> back = parse_quantity(text, dim, nullptr);
+    if (!back || *back != value) continue;  // not exact in this unit
+    if (best.empty() || text.size() < best.size()) best = std::move(text);
+  }
+  if (best.empty()) best = shortest_number(value) + std::string(output_units(dim).front());
+  return best;
+}
+
+// ---- references: catalog names and files -------------------------------------------------
+
+template <class T>
+struct Kind;
+template <>
+struct Kind<DeviceSpec> {
+  static constexpr CatalogKind value = CatalogKind::kDevice;
+};
+template <>
+struct Kind<LinkSpec> {
+  static constexpr CatalogKind value = CatalogKind::kLink;
+};
+template <>
+struct Kind<HardwareModel> {
+  static constexpr CatalogKind value = CatalogKind::kCluster;
+};
+
+template <class T>
+T read_any(const JsonNode& n, int depth);
+
+template <class T>
+T read_catalog_entry(const CatalogText& entry, int depth) {
+  std::string file = hw_detail::catalog_file_name(entry);
+  Json doc = parse_json_text(entry.text, file);
+  JsonNode root(doc, file, "");
+  T value = read_any<T>(root, depth);
+  if (value.name != entry.name) {
+    blame(root, {"name"}).fail("must equal the catalog entry's file name '" +
+                               std::string(entry.name) + "'");
+  }
+  return value;
+}
+
+// `name_node` is a string naming a catalog entry of T's kind.
+template <class T>
+T from_catalog(const JsonNode& name_node, int depth) {
+  std::string name = name_node.as_string();
+  const CatalogText* entry = hw_detail::find_entry(Kind<T>::value, name);
+  if (!entry) name_node.fail(hw_detail::unknown_name_rule(Kind<T>::value, name));
+  return read_catalog_entry<T>(*entry, depth + 1);
+}
+
+// `path_node` is a string naming a JSON file, relative to the file that contains it.
+template <class T>
+T from_file(const JsonNode& path_node, int depth) {
+  if (path_node.file().starts_with(hw_detail::kCatalogFilePrefix)) {
+    path_node.fail("is a file reference; a built-in catalog entry may only name catalog entries");
+  }
+  std::filesystem::path path(path_node.as_string());
+  if (path.is_relative()) path = std::filesystem::path(path_node.file()).parent_path() / path;
+  std::string resolved = path.lexically_normal().generic_string();
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(resolved, ec)) {
+    path_node.fail("names a file that does not exist: " + resolved);
+  }
+  Json doc = load_json_file(resolved);
+  JsonNode root(doc, resolved, "");
+  return read_any<T>(root, depth + 1);
+}
+
+// ---- field readers (apply = overwrite the fields present) --------------------------------
+
+std::array<double, kNumDTypes> read_peak(const JsonNode& n) {
+  n.allow_keys({"fp32", "tf32", "bf16", "fp16", "fp8"});
+  std::array<double, kNumDTypes> peak{};
+  bool any = false;
+  for (DType t : kAllDTypes) {
+    if (auto c = n.find(dtype_name(t))) {
+      double v = c->as_quantity(Dimension::kFlopRate);
+      if (!(v > 0)) {
+        c->fail("must be greater than zero; leave out a dtype the device does not support");
+      }
+      peak[static_cast<size_t>(t)] = v;
+      any = true;
+    }
+  }
+  if (!any) n.fail("must give the dense peak of at least one dtype (fp32, tf32, bf16, fp16, fp8)");
+  return peak;
+}
+
+void apply_curve(const JsonNode& n, EfficiencyCurve& curve, bool partial, Dimension size_dim) {
+  n.allow_keys({"max_fraction", "half_size"});
+  field(n, "max_fraction", partial, [&](const JsonNode& c) { curve.max_fraction = fraction(c); });
+  field(n, "half_size", partial,
+        [&](const JsonNode& c) { curve.half_size = c.as_quantity(size_dim); });
+}
+
+void allow_device_keys(const JsonNode& n) {
+  n.allow_keys({"name", "peak", "vector_flops", "memory", "memory_bandwidth", "efficiency",
+                "kernel_overhead", "reserved_memory", "price_per_hour", "source", "preset",
+                "file"});
+}
+
+void apply(const JsonNode& n, DeviceSpec& d, bool partial, int /*depth*/) {
+  field(n, "name", partial, [&](const JsonNode& c) { d.name = name_string(c); });
+  field(n, "peak", partial, [&](const JsonNode& c) { d.peak_flops = read_peak(c); });
+  field(n, "vector_flops", partial,
+        [&](const JsonNode& c) { d.vector_flops = positive_quantity(c, Dimension::kFlopRate); });
+  field(n, "memory", partial,
+        [&](const JsonNode& c) { d.memory_B = positive_quantity(c, Dimension::kBytes); });
+  field(n, "memory_bandwidth", partial, [&](const JsonNode& c) {
+    d.memory_bandwidth_Bps = positive_quantity(c, Dimension::kBandwidth);
+  });
+  field(n, "efficiency", partial, [&](const JsonNode& e) {
+    e.allow_keys({"matmul", "memory"});
+    field(e, "matmul", partial,
+          [&](const JsonNode& c) { apply_curve(c, d.matmul, partial, Dimension::kFlops); });
+    field(e, "memory", partial,
+          [&](const JsonNode& c) { apply_curve(c, d.memory, partial, Dimension::kBytes); });
+  });
+  field(n, "kernel_overhead", partial,
+        [&](const JsonNode& c) { d.kernel_overhead_s = c.as_quantity(Dimension::kTime); });
+  field(n, "reserved_memory", partial,
+        [&](const JsonNode& c) { d.reserved_memory_B = c.as_quantity(Dimension::kBytes); });
+  optional_field(n, "price_per_hour", [&](const JsonNode& c) {
+    double v = c.as_number();
+    if (v < 0) c.fail("must not be negative (US dollars per device-hour)");
+    d.price_per_hour = v;
+  });
+  optional_field(n, "source", [&](const JsonNode& c) { d.source = c.as_string(); });
+
+  if (d.reserved_memory_B >= d.memory_B) {
+    JsonNode at = blame(n, {"reserved_memory", "memory"});
+    at.fail("leaves no usable memory: reserved_memory (" + format_bytes(d.reserved_memory_B) +
+            ") must be less than memory (" + format_bytes(d.memory_B) + ")");
+  }
+}
+
+void allow_link_keys(const JsonNode& n) {
+  n.allow_keys({"name", "bandwidth", "latency", "efficiency", "source", "preset", "file"});
+}
+
+void apply(const JsonNode& n, LinkSpec& l, bool partial, int /*depth*/) {
+  field(n, "name", partial, [&](const JsonNode& c) { l.name = name_string(c); });
+  field(n, "bandwidth", partial,
+        [&](const JsonNode& c) { l.bandwidth_Bps = positive_quantity(c, Dimension::kBandwidth); });
+  field(n, "latency", partial,
+        [&](const JsonNode& c) { l.latency_s = c.as_quantity(Dimension::kTime); });
+  field(n, "efficiency", partial, [&](const JsonNode& c) { l.efficiency = fraction(c); });
+  optional_field(n, "source", [&](const JsonNode& c) { l.source = c.as_string(); });
+}
+
+void apply_node(const JsonNode& n, NodeSpec& node, bool partial, int depth) {
+  n.allow_keys({"devices", "device_link", "nics", "nic"});
+  field(n, "devices", partial, [&](const JsonNode& c) { node.devices = count_at_least(c, 1); });
+  field(n, "device_link", partial,
+        [&](const JsonNode& c) { node.device_link = read_any<LinkSpec>(c, depth + 1); });
+  field(n, "nics", partial, [&](const JsonNode& c) { node.nics = count_at_least(c, 0); });
+  optional_field(n, "nic", [&](const JsonNode& c) { node.nic = read_any<LinkSpec>(c, depth + 1); });
+  if (node.nics > 0 && node.nic == LinkSpec{}) {
+    fail_missing(n, "nic", "is a required field when nics > 0");
+  }
+}
+
+void apply_network(const JsonNode& n, NetworkSpec& net, bool partial) {
+  n.allow_keys({"topology", "oversubscription", "levels", "nodes_per_leaf", "switch_latency"});
+  field(n, "topology", partial, [&](const JsonNode& c) {
+    net.topology = c.as_enum(std::span<const EnumName<NetworkTopology>>(kTopologyNames));
+  });
+  field(n, "oversubscription", partial, [&](const JsonNode& c) {
+    double v = c.as_number();
+    if (!(v >= 1)) c.fail("must be at least 1 (1 = full bisection bandwidth)");
+    net.oversubscription = v;
+  });
+  field(n, "levels", partial, [&](const JsonNode& c) { net.levels = count_at_least(c, 1); });
+  field(n, "nodes_per_leaf", partial,
+        [&](const JsonNode& c) { net.nodes_per_leaf = count_at_least(c, 1); });
+  optional_field(n, "switch_latency", [&](const JsonNode& c) {
+    net.switch_latency_s = c.as_quantity(Dimension::kTime);
+  });
+}
+
+void allow_cluster_keys(const JsonNode& n) {
+  n.allow_keys({"name", "device", "node", "network", "devices", "source", "preset", "file"});
+}
+
+void apply(const JsonNode& n, HardwareModel& h, bool partial, int depth) {
+  field(n, "name", partial, [&](const JsonNode& c) { h.name = name_string(c); });
+  field(n, "device", partial,
+        [&](const JsonNode& c) { h.device = read_any<DeviceSpec>(c, depth + 1); });
+  field(n, "node", partial, [&](const JsonNode& c) { apply_node(c, h.node, partial, depth); });
+  bool network_given = partial || n.has("network");
+  optional_field(n, "network", [&](const JsonNode& c) { apply_network(c, h.network, partial); });
+  if (!partial) h.num_devices = h.node.devices;  // default: one node
+  optional_field(n, "devices", [&](const JsonNode& c) { h.num_devices = count_at_least(c, 1); });
+  optional_field(n, "source", [&](const JsonNode& c) { (void)c.as_string(); });  // documentation
+
+  if (h.num_devices > h.node.devices && h.num_devices % h.node.devices != 0) {
+    if (n.has("devices")) {
+      n.at("devices").fail("must fit in one node or be a multiple of node.devices (" +
+                           std::to_string(h.node.devices) + ")");
+    }
+    blame(n, {"node"}).fail("leaves devices=" + std::to_string(h.num_devices) +
+                            " neither within one node nor a multiple of node.devices (" +
+                            std::to_string(h.node.devices) + ")");
+  }
+  if (!network_given && h.num_nodes() > 1) {
+    fail_missing(n, "network", "is a required field for a cluster of more than one node (" +
+                                   std::to_string(h.num_devices) + " devices, " +
+                                   std::to_string(h.node.devices) + " per node)");
+  }
+}
+
+void allow_keys_for(const JsonNode& n, const DeviceSpec*) { allow_device_keys(n); }
+void allow_keys_for(const JsonNode& n, const LinkSpec*) { allow_link_keys(n); }
+void allow_keys_for(const JsonNode& n, const HardwareModel*) { allow_cluster_keys(n); }
+
+template <class T>
+T read_any(const JsonNode& n, int depth) {
+  if (depth > kMaxReferenceDepth) {
+    n.fail("is reached through more than " + std::to_string(kMaxReferenceDepth) +
+           " nested preset/file references (is there a cycle?)");
+  }
+  const std::string noun(hw_detail::kind_noun(Kind<T>::value));
+  if (n.is_string()) {
+    if (n.as_string().ends_with(".json")) return from_file<T>(n, depth);
+    return from_catalog<T>(n, depth);
+  }
+  if (!n.is_object()) {
+    n.fail("must be a " + noun + " object, a catalog name or a path ending in .json");
+  }
+  allow_keys_for(n, static_cast<const T*>(nullptr));
+  T value{};
+  bool partial = false;
+  if (n.has("preset") && n.has("file")) n.fail("gives both \"preset\" and \"file\"; use one");
+  if (n.has("preset")) {
+    value = from_catalog<T>(n.at("preset"), depth);
+    partial = true;
+  } else if (n.has("file")) {
+    value = from_file<T>(n.at("file"), depth);
+    partial = true;
+  }
+  apply(n, value, partial, depth);
+  return value;
+}
+
+// ---- writers -----------------------------------------------------------------------------
+
+Json curve_json(const EfficiencyCurve& c, Dimension size_dim) {
+  Json j = Json::object();
+  j["max_fraction"] = c.max_fraction;
+  j["half_size"] = quantity_text(c.half_size, size_dim);
+  return j;
+}
+
+}  // namespace
+
+DeviceSpec read_device(const JsonNode& node) { return read_any<DeviceSpec>(node, 0); }
+LinkSpec read_link(const JsonNode& node) { return read_any<LinkSpec>(node, 0); }
+HardwareModel read_cluster(const JsonNode& node) { return read_any<HardwareModel>(node, 0); }
+
+Json to_json(const DeviceSpec& d) {
+  Json j = Json::object();
+  j["name"] = d.name;
+  Json peak = Json::object();
+  for (DType t : kAllDTypes) {
+    double v = d.peak_flops[static_cast<size_t>(t)];
+    if (v > 0) peak[std::string(dtype_name(t))] = quantity_text(v, Dimension::kFlopRate);
+  }
+  j["peak"] = std::move(peak);
+  j["vector_flops"] = quantity_text(d.vector_flops, Dimension::kFlopRate);
+  j["memory"] = quantity_text(d.memory_B, Dimension::kBytes);
+  j["memory_bandwidth"] = quantity_text(d.memory_bandwidth_Bps, Dimension::kBandwidth);
+  j["efficiency"] = {{"matmul", curve_json(d.matmul, Dimension::kFlops)},
+                     {"memory", curve_json(d.memory, Dimension::kBytes)}};
+  j["kernel_overhead"] = quantity_text(d.kernel_overhead_s, Dimension::kTime);
+  j["reserved_memory"] = quantity_text(d.reserved_memory_B, Dimension::kBytes);
+  if (d.price_per_hour != 0) j["price_per_hour"] = d.price_per_hour;
+  if (!d.source.empty()) j["source"] = d.source;
+  return j;
+}
+
+Json to_json(const LinkSpec& l) {
+  Json j = Json::object();
+  j["name"] = l.name;
+  j["bandwidth"] = quantity_text(l.bandwidth_Bps, Dimension::kBandwidth);
+  j["latency"] = quantity_text(l.latency_s, Dimension::kTime);
+  j["efficiency"] = l.efficiency;
+  if (!l.source.empty()) j["source"] = l.source;
+  return j;
+}
+
+Json to_json(const HardwareModel& h) {
+  Json node = Json::object();
+  node["devices"] = h.node.devices;
+  node["device_link"] = to_json(h.node.device_link);
+  node["nics"] = h.node.nics;
+  if (h.node.nics > 0 || h.node.nic != LinkSpec{}) node["nic"] = to_json(h.node.nic);
+
+  Json network = Json::object();
+  network["topology"] = std::string(topology_name(h.network.topology));
+  network["oversubscription"] = h.network.oversubscription;
+  network["levels"] = h.network.levels;
+  network["nodes_per_leaf"] = h.network.nodes_per_leaf;
+  network["switch_latency"] = quantity_text(h.network.switch_latency_s, Dimension::kTime);
+
+  Json j = Json::object();
+  j["name"] = h.name;
+  j["device"] = to_json(h.device);
+  j["node"] = std::move(node);
+  j["network"] = std::move(network);
+  j["devices"] = h.num_devices;
+  return j;
+}
+
+namespace {
+
+template <class T>
+T catalog_entry(const std::string& name) {
+  const CatalogText* entry = hw_detail::find_entry(Kind<T>::value, name);
+  if (!entry) {
+    throw InputError("catalog", std::string(hw_detail::kind_folder(Kind<T>::value)),
+                     "\"" + name + "\"", hw_detail::unknown_name_rule(Kind<T>::value, name));
+  }
+  return read_catalog_entry<T>(*entry, 0);
+}
+
+}  // namespace
+
+DeviceSpec catalog_device(const std::string& name) { return catalog_entry<DeviceSpec>(name); }
+LinkSpec catalog_link(const std::string& name) { return catalog_entry<LinkSpec>(name); }
+HardwareModel catalog_cluster(const std::string& name) {
+  return catalog_entry<HardwareModel>(name);
+}
+
+}  // namespace stratasim

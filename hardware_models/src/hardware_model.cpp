@@ -1,0 +1,40 @@
+#include "hardware_models/src/hardware_model.h"
+
+namespace stratasim {
+
+std::string_view dtype_name(DType d) {
+  switch (d) {
+    case DType::kFp32: return "fp32";
+    case DType::kTf32: return "tf32";
+    case DType::kBf16: return "bf16";
+    case DType::kFp16: return "fp16";
+    case DType::kFp8: return "fp8";
+  }
+  return "?";
+}
+
+double dtype_bytes(DType d) {
+  switch (d) {
+    case DType::kFp32:
+    case DType::kTf32: return 4;
+    case DType::kBf16:
+    case DType::kFp16: return 2;
+    case DType::kFp8: return 1;
+  }
+  return 4;
+}
+
+double EfficiencyCurve::at(double size) const {
+  if (half_size <= 0) return max_fraction;
+  return max_fraction * size / (size + half_size);
+}
+
+std::string_view topology_name(NetworkTopology t) {
+  switch (t) {
+    case NetworkTopology::kFatTree: return "fat_tree";
+    case NetworkTopology::kRailOptimized: return "rail_optimized";
+  }
+  return "?";
+}
+
+}  // namespace stratasim

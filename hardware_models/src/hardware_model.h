@@ -1,0 +1,81 @@
+// HardwareModel: *where* a model runs. Devices, links and the cluster topology, in SI units.
+// Independent of the model and the strategy (no strategy knob lives here).
+#pragma once
+
+#include <array>
+#include <string>
+#include <string_view>
+
+namespace stratasim {
+
+enum class DType { kFp32, kTf32, kBf16, kFp16, kFp8 };
+inline constexpr int kNumDTypes = 5;
+std::string_view dtype_name(DType d);
+double dtype_bytes(DType d);  // storage size of one element: fp32/tf32 4, bf16/fp16 2, fp8 1
+
+// Achievable fraction of a peak as a function of the size of the work:
+//   fraction(size) = max_fraction * size / (size + half_size)
+// Small kernels cannot fill the device; large ones approach max_fraction.
+struct EfficiencyCurve {
+  double max_fraction = 1.0;
+  double half_size = 0.0;  // FLOP for compute curves, bytes for memory curves
+  double at(double size) const;
+  bool operator==(const EfficiencyCurve&) const = default;
+};
+
+struct DeviceSpec {
+  std::string name;
+  std::array<double, kNumDTypes> peak_flops{};  // dense FLOP/s per dtype; 0 = unsupported
+  double vector_flops = 0;                      // non-matrix (CUDA core / SIMD) FLOP/s, fp32
+  double memory_B = 0;
+  double memory_bandwidth_Bps = 0;
+  EfficiencyCurve matmul;  // achievable fraction of peak_flops vs FLOP of one kernel
+  EfficiencyCurve memory;  // achievable fraction of memory bandwidth vs bytes of one kernel
+  double kernel_overhead_s = 0;  // fixed cost per kernel (launch, ramp-up, tail)
+  double reserved_memory_B = 0;  // runtime context, library workspaces, allocator slack
+  double price_per_hour = 0;     // optional, for cost objectives (0 = unknown)
+  std::string source;            // where the numbers come from
+  bool operator==(const DeviceSpec&) const = default;
+};
+
+struct LinkSpec {
+  std::string name;
+  double bandwidth_Bps = 0;  // per direction, per port
+  double latency_s = 0;      // per message (alpha)
+  double efficiency = 1.0;   // achievable fraction of bandwidth for collectives (NCCL bus bw)
+  std::string source;
+  bool operator==(const LinkSpec&) const = default;
+};
+
+struct NodeSpec {
+  int devices = 1;      // devices in one NVLink/NVSwitch (or PCIe) domain
+  LinkSpec device_link;  // one device's port into the node fabric
+  int nics = 0;          // network interfaces per node
+  LinkSpec nic;          // one NIC's port into the inter-node network
+  bool operator==(const NodeSpec&) const = default;
+};
+
+enum class NetworkTopology { kFatTree, kRailOptimized };
+std::string_view topology_name(NetworkTopology t);
+
+struct NetworkSpec {
+  NetworkTopology topology = NetworkTopology::kFatTree;
+  double oversubscription = 1.0;  // leaf uplink:downlink ratio, 1 = full bisection
+  int levels = 2;                 // switch levels of the fat tree
+  int nodes_per_leaf = 4;         // nodes under one leaf switch (for oversubscription)
+  double switch_latency_s = 0;    // per switch hop
+  bool operator==(const NetworkSpec&) const = default;
+};
+
+struct HardwareModel {
+  std::string name;
+  DeviceSpec device;
+  NodeSpec node;
+  NetworkSpec network;
+  int num_devices = 1;  // total devices; nodes = ceil(num_devices / node.devices)
+
+  int num_nodes() const { return (num_devices + node.devices - 1) / node.devices; }
+  bool operator==(const HardwareModel&) const = default;
+};
+
+}  // namespace stratasim

@@ -1,0 +1,214 @@
+#include "sim/analytical/analytical_engine.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "sim/analytical/collective_cost.h"
+#include "sim/analytical/memory_model.h"
+#include "sim/analytical/stage_costs.h"
+#include "sim/core/units.h"
+#include "strategies/pipeline/schedules.h"
+
+namespace stratasim {
+namespace {
+
+struct RankSync {
+  double dp_total_s = 0, dp_exposed_s = 0, dp_bytes = 0;
+  double embedding_s = 0, embedding_bytes = 0;
+  double optimizer_s = 0;
+};
+
+// In-flight micro-batches per rank depend only on (schedule, p, m, v); cache them.
+const std::vector<int>& in_flight_for(const Plan& plan) {
+  thread_local std::map<std::tuple<int, int, int, int>, std::vector<int>> cache;
+  const auto key = std::make_tuple(static_cast<int>(plan.strategy.schedule), plan.pp,
+                                   plan.micro_batches, plan.chunks);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  if (cache.size() > 4096) cache.clear();
+  return cache[key] = peak_in_flight(
+             make_schedule(plan.strategy.schedule, plan.pp, plan.micro_batches, plan.chunks));
+}
+
+double rank_params(const Plan& plan, int rank) {
+  double params = 0;
+  for (const VirtualStage& st : plan.stages) {
+    if (st.rank == rank) params += st.params;
+  }
+  return params;
+}
+
+// Gradient reduction after the last backward (bucketed and overlapped with that backward
+// when asked), the ZeRO parameter all-gather, the tied-embedding all-reduce, and the
+// optimizer step (memory-bound: reads and writes every optimizer state once).
+RankSync rank_sync(const Plan& plan, int rank, double last_backward_s) {
+  const Strategy& s = plan.strategy;
+  const HardwareModel& hw = plan.hardware;
+  const double params = rank_params(plan, rank);
+  RankSync r;
+  auto coll = [&](CommKind k, double bytes) {
+    return collective_time(k, bytes, plan.dp_group, hw, s.collective).time_s;
+  };
+  const double grads = params * plan.grad_bytes_per_param;
+  const double weights = params * plan.weight_bytes_per_param;
+  double reduce = 0, gather = 0;
+  if (plan.dp > 1) {
+    if (s.zero_stage == 0) reduce = coll(CommKind::kAllReduce, grads);
+    if (s.zero_stage == 1) reduce = coll(CommKind::kReduceScatter, grads);
+    if (s.zero_stage == 1 || s.zero_stage == 2) gather = coll(CommKind::kAllGather, weights);
+    r.dp_bytes = (s.zero_stage == 0 ? grads : 0) + (s.zero_stage == 1 ? grads : 0) +
+                 (s.zero_stage == 1 || s.zero_stage == 2 ? weights : 0);
+  }
+  const double buckets = std::max(1.0, grads / plan.dp_bucket_B);
+  const double reduce_exposed =
+      s.overlap_dp ? std::max(reduce / buckets, reduce - last_backward_s) : reduce;
+  r.dp_total_s = reduce + gather;
+  r.dp_exposed_s = reduce_exposed + gather;
+  const bool tied_copy = plan.model.family != ModelFamily::kOpGraph &&
+                         plan.model.transformer.tied_embeddings && plan.pp > 1 &&
+                         (rank == 0 || rank == plan.pp - 1);
+  if (tied_copy) {
+    const TransformerSpec& t = plan.model.transformer;
+    r.embedding_bytes = double(t.vocab) * t.hidden / plan.tp * plan.grad_bytes_per_param;
+    const bool same_node = plan.pp * plan.tp * plan.dp <= hw.node.devices;
+    const LinkLevel link = same_node ? intra_node_level(hw) : inter_node_level(hw);
+    r.embedding_s = ring_all_reduce_s(r.embedding_bytes, 2, link);
+  }
+  const double shard = s.zero_stage >= 1 ? plan.dp : 1;
+  const double update_bytes = params / shard *
+      (2 * plan.optimizer_bytes_per_param + plan.grad_bytes_per_param + plan.weight_bytes_per_param);
+  const DeviceSpec& d = hw.device;
+  r.optimizer_s = update_bytes / (d.memory_bandwidth_Bps * d.memory.at(update_bytes)) +
+                  d.kernel_overhead_s;
+  return r;
+}
+
+void add_comm(Prediction& p, CommCategory c, std::string what, double bytes, double total,
+              double exposed) {
+  if (total <= 0) return;
+  p.comms.push_back(CommStat{c, std::move(what), bytes, total, exposed});
+  p.comm_total_s += total;
+  p.comm_exposed_s += exposed;
+}
+
+std::string group_text(const char* name, const CommGroup& g) {
+  return std::string(name) + " over " + std::to_string(g.size) + " ranks (" +
+         std::to_string(g.nodes()) + (g.nodes() == 1 ? " node)" : " nodes)");
+}
+
+void fill_timeline(Prediction& p, const Plan& plan, const StageDurations& d) {
+  const Timeline tl = execute_schedule(
+      make_schedule(plan.strategy.schedule, plan.pp, plan.micro_batches, plan.chunks), d);
+  for (size_t r = 0; r < tl.per_rank.size(); ++r) {
+    double cursor = 0;
+    for (const TimedOp& op : tl.per_rank[r]) {
+      if (op.start_s > cursor) {
+        p.timeline.push_back({int(r), EventKind::kIdle, -1, 0, cursor, op.start_s, "idle"});
+      }
+      const bool fwd = op.op.kind == PipeOpKind::kForward;
+      p.timeline.push_back({int(r), fwd ? EventKind::kForward : EventKind::kBackward,
+                            op.op.micro_batch, op.op.chunk, op.start_s, op.end_s,
+                            (fwd ? "F" : "B") + std::to_string(op.op.micro_batch)});
+      cursor = op.end_s;
+    }
+  }
+}
+
+}  // namespace
+
+Prediction predict_analytical(const Plan& plan, const EngineOptions& options) {
+  Prediction p;
+  p.engine = "analytical";
+  const Strategy& s = plan.strategy;
+  const StageCosts costs = stage_costs(plan);
+  const ScheduleTiming timing =
+      time_schedule(s.schedule, plan.pp, plan.micro_batches, plan.chunks, costs.durations);
+  p.pipeline_s = timing.makespan_s;
+  p.bubble_fraction = timing.bubble_fraction;
+  p.bubble_s = timing.bubble_fraction * timing.makespan_s;
+
+  const double m = plan.micro_batches;
+  double tp_total = 0, tp_exposed = 0, tp_bytes = 0, zero_total = 0, zero_exposed = 0,
+         zero_bytes = 0, model_flops = 0, hardware_flops = 0;
+  std::vector<double> rank_compute(plan.pp, 0), rank_recompute(plan.pp, 0);
+  for (size_t i = 0; i < plan.stages.size(); ++i) {
+    const StageCost& c = costs.stages[i];
+    const int r = plan.stages[i].rank;
+    rank_compute[r] += m * (c.forward_s + c.backward_s - c.tp_exposed_s - c.zero_exposed_s);
+    rank_recompute[r] += m * c.recompute_s;
+    model_flops += c.model_flops;
+    hardware_flops += c.hardware_flops;
+    p.forward_s = std::max(p.forward_s, c.forward_s);
+    p.backward_s = std::max(p.backward_s, c.backward_s);
+    if (r == 0) {  // communication per device is reported for rank 0's chunks
+      tp_total += m * c.tp_total_s, tp_exposed += m * c.tp_exposed_s, tp_bytes += m * c.tp_bytes;
+      zero_total += m * c.zero_total_s, zero_exposed += m * c.zero_exposed_s;
+      zero_bytes += m * c.zero_bytes;
+    }
+  }
+  const auto busiest = std::max_element(rank_compute.begin(), rank_compute.end());
+  p.compute_s = *busiest;
+  p.recompute_s = rank_recompute[busiest - rank_compute.begin()];
+
+  double iteration = 0;
+  RankSync worst;
+  for (int r = 0; r < plan.pp; ++r) {
+    const RankSync sync = rank_sync(plan, r, timing.rank_last_backward_s[r]);
+    const double end = timing.rank_finish_s[r] + sync.dp_exposed_s + sync.embedding_s +
+                       sync.optimizer_s;
+    if (end >= iteration) iteration = end, worst = sync;
+    if (r == 0 || r == plan.pp - 1) worst.embedding_s = std::max(worst.embedding_s, sync.embedding_s);
+  }
+  p.iteration_s = iteration;
+  p.optimizer_s = worst.optimizer_s;
+
+  add_comm(p, CommCategory::kTensorParallel, group_text("tp collectives", plan.tp_group), tp_bytes,
+           tp_total, tp_exposed);
+  add_comm(p, CommCategory::kZero, group_text("zero per-micro-batch", plan.dp_group), zero_bytes,
+           zero_total, zero_exposed);
+  add_comm(p, CommCategory::kDataParallel, group_text("dp gradient sync", plan.dp_group),
+           worst.dp_bytes, worst.dp_total_s, worst.dp_exposed_s);
+  add_comm(p, CommCategory::kEmbeddingSync, "tied embedding all-reduce (first/last stage)",
+           worst.embedding_bytes, worst.embedding_s, worst.embedding_s);
+  if (plan.pp > 1) {
+    double p2p_total = 0;
+    for (double t : costs.durations.p2p_s) p2p_total += t;
+    p2p_total = 2 * m * p2p_total / plan.pp;  // per rank: activations out, gradients back
+    StageDurations no_p2p = costs.durations;
+    std::fill(no_p2p.p2p_s.begin(), no_p2p.p2p_s.end(), 0.0);
+    const double without =
+        time_schedule(s.schedule, plan.pp, plan.micro_batches, plan.chunks, no_p2p).makespan_s;
+    add_comm(p, CommCategory::kPipelineP2P, "pp activations/gradients point-to-point",
+             2 * m * plan.p2p_bytes * plan.chunks, p2p_total,
+             std::max(0.0, timing.makespan_s - without));
+  }
+
+  const double devices = plan.hardware.num_devices;
+  const double replicas = double(plan.dp) * plan.tp;  // model_flops are per device of a stage
+  p.model_flops = model_flops * m * replicas;
+  p.hardware_flops = hardware_flops * m * replicas;
+  p.samples_per_s = plan.samples_per_iteration / iteration;
+  p.tokens_per_s = p.samples_per_s * (plan.model.family == ModelFamily::kOpGraph
+                                          ? 1.0
+                                          : plan.model.transformer.seq_len);
+  p.model_flops_per_device_s = p.model_flops / (iteration * devices);
+  p.hardware_flops_per_device_s = p.hardware_flops / (iteration * devices);
+  const double peak = plan.hardware.device.peak_flops[static_cast<int>(s.dtype)];
+  p.mfu = p.model_flops_per_device_s / peak;
+  p.hfu = p.hardware_flops_per_device_s / peak;
+
+  p.rank_memory = rank_memory(plan, in_flight_for(plan));
+  for (int r = 0; r < plan.pp; ++r) {
+    if (p.rank_memory[r].total() > p.peak_memory_B) {
+      p.peak_memory_B = p.rank_memory[r].total();
+      p.peak_rank = r;
+    }
+  }
+  p.capacity_B = plan.hardware.device.memory_B;
+  p.fits = p.peak_memory_B <= p.capacity_B;
+  if (options.timeline) fill_timeline(p, plan, costs.durations);
+  return p;
+}
+
+}  // namespace stratasim

@@ -1,0 +1,73 @@
+#include "sim/analytical/block_cost.h"
+
+#include <algorithm>
+
+#include "sim/analytical/collective_cost.h"
+#include "sim/analytical/kernel_cost.h"
+
+namespace stratasim {
+namespace {
+
+struct PhaseSums {
+  double time_s = 0, recompute_s = 0, comm_total_s = 0, comm_exposed_s = 0, comm_bytes = 0;
+  double model_flops = 0, hardware_flops = 0;
+};
+
+// With overlap, a collective runs concurrently with the GEMM next to it (chunked
+// all-gather/reduce-scatter pipelined with the GEMM, as in Megatron-Core's TP overlap); only
+// what exceeds that GEMM stays exposed.
+double neighbour_matmul_s(const std::vector<double>& times, const std::vector<Kernel>& ks,
+                          size_t i) {
+  double best = 0;
+  if (i > 0 && ks[i - 1].cls == OpClass::kMatmul) best = std::max(best, times[i - 1]);
+  if (i + 1 < ks.size() && ks[i + 1].cls == OpClass::kMatmul) best = std::max(best, times[i + 1]);
+  return best;
+}
+
+PhaseSums sum_kernels(const std::vector<Kernel>& ks, const Plan& plan) {
+  const HardwareModel& hw = plan.hardware;
+  const Strategy& s = plan.strategy;
+  std::vector<double> times(ks.size());
+  for (size_t i = 0; i < ks.size(); ++i) {
+    const Kernel& k = ks[i];
+    times[i] = k.cls == OpClass::kCollective
+                   ? collective_time(k.comm, k.comm_bytes, plan.tp_group, hw, s.collective).time_s
+                   : kernel_time(k, hw.device, s.dtype).total_s;
+  }
+  PhaseSums sum;
+  for (size_t i = 0; i < ks.size(); ++i) {
+    const Kernel& k = ks[i];
+    double t = times[i];
+    if (k.cls == OpClass::kCollective) {
+      sum.comm_total_s += t;
+      sum.comm_bytes += k.comm_bytes;
+      if (s.overlap_tp) t = std::max(0.0, t - neighbour_matmul_s(times, ks, i));
+      sum.comm_exposed_s += t;
+    } else {
+      sum.hardware_flops += k.model_flops;
+      if (k.phase != Phase::kRecompute) sum.model_flops += k.model_flops;
+    }
+    sum.time_s += t;
+    if (k.phase == Phase::kRecompute) sum.recompute_s += t;
+  }
+  return sum;
+}
+
+}  // namespace
+
+BlockCost block_cost(const Block& b, const Plan& plan) {
+  const PhaseSums f = sum_kernels(b.forward, plan);
+  const PhaseSums bw = sum_kernels(b.backward, plan);
+  BlockCost c;
+  c.forward_s = f.time_s;
+  c.backward_s = bw.time_s;
+  c.recompute_s = bw.recompute_s;
+  c.comm_total_s = f.comm_total_s + bw.comm_total_s;
+  c.comm_exposed_s = f.comm_exposed_s + bw.comm_exposed_s;
+  c.comm_bytes = f.comm_bytes + bw.comm_bytes;
+  c.model_flops = f.model_flops + bw.model_flops;
+  c.hardware_flops = f.hardware_flops + bw.hardware_flops;
+  return c;
+}
+
+}  // namespace stratasim

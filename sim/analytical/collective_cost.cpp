@@ -1,0 +1,91 @@
+#include "sim/analytical/collective_cost.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace stratasim {
+namespace {
+
+bool is_all_reduce(CommKind k) { return k == CommKind::kAllReduce; }
+
+double flat_time(CommKind kind, double bytes, int n, LinkLevel link, bool tree) {
+  if (n <= 1) return 0;
+  if (is_all_reduce(kind)) return tree ? tree_all_reduce_s(bytes, n, link)
+                                       : ring_all_reduce_s(bytes, n, link);
+  return ring_gather_s(bytes, n, link);  // all-gather, reduce-scatter, all-to-all, broadcast
+}
+
+// Slowest link of a ring that spans nodes: the inter-node share, with the larger latency.
+LinkLevel spanning_level(const HardwareModel& hw) {
+  LinkLevel intra = intra_node_level(hw), inter = inter_node_level(hw);
+  return LinkLevel{std::min(intra.bandwidth_Bps, inter.bandwidth_Bps),
+                   std::max(intra.latency_s, inter.latency_s)};
+}
+
+// Intra-node phase over k ranks, inter-node phase over the nodes on S/k each.
+double hierarchical_time(CommKind kind, double bytes, const CommGroup& g, const HardwareModel& hw) {
+  const int k = g.ranks_per_node, nodes = g.nodes();
+  const LinkLevel intra = intra_node_level(hw), inter = inter_node_level(hw);
+  if (is_all_reduce(kind)) {
+    return 2 * ring_gather_s(bytes, k, intra) + ring_all_reduce_s(bytes / k, nodes, inter);
+  }
+  return ring_gather_s(bytes, k, intra) + ring_gather_s(bytes / k, nodes, inter);
+}
+
+}  // namespace
+
+LinkLevel intra_node_level(const HardwareModel& hw) {
+  const LinkSpec& l = hw.node.device_link;
+  return LinkLevel{l.bandwidth_Bps * l.efficiency, l.latency_s};
+}
+
+LinkLevel inter_node_level(const HardwareModel& hw) {
+  const LinkSpec& nic = hw.node.nic;
+  const int active = std::max(1, std::min(hw.node.devices, hw.num_devices));
+  const double node_bw = hw.node.nics * nic.bandwidth_Bps * nic.efficiency;
+  // Up to the top of the fat tree and back: 2 * (levels - 1) + 1 switch hops.
+  const double hops = 2.0 * std::max(0, hw.network.levels - 1) + 1;
+  return LinkLevel{node_bw / active, nic.latency_s + hops * hw.network.switch_latency_s};
+}
+
+double ring_all_reduce_s(double bytes, int n, LinkLevel link) {
+  if (n <= 1) return 0;
+  return 2.0 * (n - 1) / n * bytes / link.bandwidth_Bps + 2.0 * (n - 1) * link.latency_s;
+}
+
+double ring_gather_s(double bytes, int n, LinkLevel link) {
+  if (n <= 1) return 0;
+  return double(n - 1) / n * bytes / link.bandwidth_Bps + double(n - 1) * link.latency_s;
+}
+
+double tree_all_reduce_s(double bytes, int n, LinkLevel link) {
+  if (n <= 1) return 0;
+  return 2.0 * std::ceil(std::log2(n)) * link.latency_s + 2.0 * bytes / link.bandwidth_Bps;
+}
+
+CollectiveChoice collective_time(CommKind kind, double bytes, const CommGroup& g,
+                                 const HardwareModel& hw, CollectiveAlgorithm algorithm) {
+  if (g.size <= 1 || bytes <= 0) return {0, algorithm};
+  const bool one_node = g.nodes() <= 1;
+  const LinkLevel level = one_node ? intra_node_level(hw) : spanning_level(hw);
+  const double ring = flat_time(kind, bytes, g.size, level, false);
+  const double tree = is_all_reduce(kind) ? flat_time(kind, bytes, g.size, level, true) : ring;
+  const double hier = one_node || g.ranks_per_node <= 1 ? ring : hierarchical_time(kind, bytes, g, hw);
+  switch (algorithm) {
+    case CollectiveAlgorithm::kRing: return {ring, algorithm};
+    case CollectiveAlgorithm::kTree: return {tree, algorithm};
+    case CollectiveAlgorithm::kHierarchical: return {hier, algorithm};
+    case CollectiveAlgorithm::kAuto: break;
+  }
+  CollectiveChoice best{ring, CollectiveAlgorithm::kRing};
+  if (tree < best.time_s) best = {tree, CollectiveAlgorithm::kTree};
+  if (hier < best.time_s) best = {hier, CollectiveAlgorithm::kHierarchical};
+  return best;
+}
+
+double p2p_time(double bytes, bool same_node, const HardwareModel& hw) {
+  const LinkLevel link = same_node ? intra_node_level(hw) : inter_node_level(hw);
+  return bytes / link.bandwidth_Bps + link.latency_s;
+}
+
+}  // namespace stratasim

@@ -1,0 +1,42 @@
+// Alpha-beta cost of collectives on the link hierarchy of a HardwareModel (Thakur et al.
+// 2005; Patarasuk & Yuan 2009 for the ring; NCCL's bus-bandwidth conventions).
+// Message size S is the buffer per rank: all-reduce input, all-gather output, reduce-scatter
+// input. Pure functions.
+#pragma once
+
+#include "hardware_models/src/hardware_model.h"
+#include "strategies/lowering/plan.h"
+
+namespace stratasim {
+
+struct LinkLevel {
+  double bandwidth_Bps = 0;  // per rank, per direction, achievable
+  double latency_s = 0;
+};
+
+// NVLink/NVSwitch (or PCIe) port of one device.
+LinkLevel intra_node_level(const HardwareModel& hw);
+// One rank's share of its node's NICs when every device of the node communicates at once.
+LinkLevel inter_node_level(const HardwareModel& hw);
+
+// Ring all-reduce over n ranks: 2(n-1)/n * S/B + 2(n-1) * alpha.
+double ring_all_reduce_s(double bytes, int n, LinkLevel link);
+// Ring all-gather or reduce-scatter: (n-1)/n * S/B + (n-1) * alpha.
+double ring_gather_s(double bytes, int n, LinkLevel link);
+// Double binary tree all-reduce (NCCL): 2 * log2(n) * alpha + 2 * S/B.
+double tree_all_reduce_s(double bytes, int n, LinkLevel link);
+
+struct CollectiveChoice {
+  double time_s = 0;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
+};
+
+// Time of a collective over a group placed on the cluster. kAuto picks the fastest of ring,
+// tree and hierarchical (intra-node reduce-scatter, inter-node all-reduce, intra all-gather).
+CollectiveChoice collective_time(CommKind kind, double bytes, const CommGroup& group,
+                                 const HardwareModel& hw, CollectiveAlgorithm algorithm);
+
+// Point-to-point transfer: S/B + alpha, over NVLink when both ends share a node.
+double p2p_time(double bytes, bool same_node, const HardwareModel& hw);
+
+}  // namespace stratasim

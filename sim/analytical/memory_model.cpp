@@ -1,0 +1,51 @@
+#include "sim/analytical/memory_model.h"
+
+#include <algorithm>
+
+namespace stratasim {
+
+MemoryBreakdown model_state_memory(double params, int dp, int zero, StateBytes bytes) {
+  MemoryBreakdown m;
+  m.weights_B = params * bytes.weights / (zero >= 3 ? dp : 1);
+  m.gradients_B = params * bytes.gradients / (zero >= 2 ? dp : 1);
+  m.optimizer_B = params * bytes.optimizer / (zero >= 1 ? dp : 1);
+  return m;
+}
+
+std::vector<MemoryBreakdown> rank_memory(const Plan& plan, const std::vector<int>& in_flight) {
+  const Strategy& s = plan.strategy;
+  std::vector<MemoryBreakdown> out(plan.pp);
+  for (int r = 0; r < plan.pp; ++r) {
+    double params = 0, activation_sum = 0, transient = 0;
+    int chunks = 0;
+    for (const VirtualStage& st : plan.stages) {
+      if (st.rank != r) continue;
+      params += st.params;
+      activation_sum += st.activation_B;
+      transient = std::max(transient, st.layers > 0 ? plan.layer.peak_transient_B : 0.0);
+      ++chunks;
+    }
+    MemoryBreakdown m = model_state_memory(
+        params, plan.dp, s.zero_stage,
+        StateBytes{plan.weight_bytes_per_param, plan.grad_state_bytes_per_param,
+                   plan.optimizer_bytes_per_param});
+    // PipeDream weight stashing: one weight version per in-flight micro-batch.
+    if (s.schedule == ScheduleKind::kPipeDreamAsync) {
+      m.weights_B *= std::max(1, in_flight[r]);
+    }
+    // ZeRO-3 gathers a layer's full weights before using it (and prefetches the next).
+    if (s.zero_stage >= 3 && plan.dp > 1) {
+      m.weights_B += 2 * plan.layer.params * plan.weight_bytes_per_param;
+    }
+    m.activations_B = in_flight[r] * activation_sum / std::max(1, chunks);
+    m.transient_B = transient;
+    // p2p send and receive buffers; the gradient bucket being reduced.
+    m.buffers_B = (plan.pp > 1 ? 2 * plan.p2p_bytes : 0) +
+                  (plan.dp > 1 ? std::min(plan.dp_bucket_B, params * plan.grad_bytes_per_param) : 0);
+    m.workspace_B = plan.hardware.device.reserved_memory_B;
+    out[r] = m;
+  }
+  return out;
+}
+
+}  // namespace stratasim

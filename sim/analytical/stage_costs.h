@@ -1,0 +1,30 @@
+// Per-virtual-stage forward/backward durations of one micro-batch, and the communication
+// that happens once per micro-batch (tensor parallel inside the blocks, ZeRO gathers).
+#pragma once
+
+#include <vector>
+
+#include "sim/analytical/block_cost.h"
+#include "strategies/pipeline/schedule_timing.h"
+
+namespace stratasim {
+
+struct StageCost {
+  double forward_s = 0, backward_s = 0, recompute_s = 0;
+  double tp_total_s = 0, tp_exposed_s = 0, tp_bytes = 0;
+  double zero_total_s = 0, zero_exposed_s = 0, zero_bytes = 0;
+  double model_flops = 0, hardware_flops = 0;
+};
+
+struct StageCosts {
+  std::vector<StageCost> stages;  // per virtual stage
+  StageDurations durations;       // for the schedule executor
+};
+
+StageCosts stage_costs(const Plan& plan);
+
+// Whether pipeline ranks r and r + 1 share a node (Megatron order: pp is the outermost
+// rank dimension, so consecutive stages are tp * dp devices apart).
+bool pipeline_neighbours_share_node(const Plan& plan, int rank);
+
+}  // namespace stratasim

@@ -1,0 +1,80 @@
+#include "sim/prediction/prediction.h"
+#include "sim/prediction/prediction_json.h"
+
+namespace stratasim {
+
+std::string_view comm_category_name(CommCategory c) {
+  switch (c) {
+    case CommCategory::kTensorParallel: return "tp";
+    case CommCategory::kDataParallel: return "dp";
+    case CommCategory::kZero: return "zero";
+    case CommCategory::kPipelineP2P: return "pp";
+    case CommCategory::kEmbeddingSync: return "embedding";
+  }
+  return "?";
+}
+
+std::string_view event_kind_name(EventKind k) {
+  switch (k) {
+    case EventKind::kForward: return "forward";
+    case EventKind::kBackward: return "backward";
+    case EventKind::kRecompute: return "recompute";
+    case EventKind::kComm: return "comm";
+    case EventKind::kIdle: return "idle";
+  }
+  return "?";
+}
+
+Json to_json(const MemoryBreakdown& m) {
+  return Json{{"weights_B", m.weights_B},         {"gradients_B", m.gradients_B},
+              {"optimizer_B", m.optimizer_B},     {"activations_B", m.activations_B},
+              {"transient_B", m.transient_B},     {"buffers_B", m.buffers_B},
+              {"workspace_B", m.workspace_B},     {"total_B", m.total()}};
+}
+
+Json to_json(const Prediction& p) {
+  Json comms = Json::array();
+  for (const CommStat& c : p.comms) {
+    comms.push_back({{"category", std::string(comm_category_name(c.category))},
+                     {"description", c.description}, {"bytes", c.bytes},
+                     {"total_s", c.total_s}, {"exposed_s", c.exposed_s}});
+  }
+  Json memory = Json::array();
+  for (const MemoryBreakdown& m : p.rank_memory) memory.push_back(to_json(m));
+  Json timeline = Json::array();
+  for (const TimelineEvent& e : p.timeline) {
+    timeline.push_back({{"device", e.device}, {"kind", std::string(event_kind_name(e.kind))},
+                        {"micro_batch", e.micro_batch}, {"chunk", e.chunk},
+                        {"start_s", e.start_s}, {"end_s", e.end_s}, {"name", e.name}});
+  }
+  return Json{{"engine", p.engine},
+              {"iteration_s", p.iteration_s},
+              {"tokens_per_s", p.tokens_per_s},
+              {"samples_per_s", p.samples_per_s},
+              {"model_flops", p.model_flops},
+              {"hardware_flops", p.hardware_flops},
+              {"model_flops_per_device_s", p.model_flops_per_device_s},
+              {"hardware_flops_per_device_s", p.hardware_flops_per_device_s},
+              {"mfu", p.mfu},
+              {"hfu", p.hfu},
+              {"compute_s", p.compute_s},
+              {"recompute_s", p.recompute_s},
+              {"bubble_s", p.bubble_s},
+              {"bubble_fraction", p.bubble_fraction},
+              {"pipeline_s", p.pipeline_s},
+              {"optimizer_s", p.optimizer_s},
+              {"forward_s", p.forward_s},
+              {"backward_s", p.backward_s},
+              {"comms", comms},
+              {"comm_total_s", p.comm_total_s},
+              {"comm_exposed_s", p.comm_exposed_s},
+              {"rank_memory", memory},
+              {"peak_rank", p.peak_rank},
+              {"peak_memory_B", p.peak_memory_B},
+              {"capacity_B", p.capacity_B},
+              {"fits", p.fits},
+              {"timeline", timeline},
+              {"notes", p.notes}};
+}
+
+}  // namespace stratasim

@@ -1,0 +1,85 @@
+// Prediction: what every engine returns for one (model, strategy, hardware). The analytical
+// and the SimGrid engine fill the same fields; the report, JSON, CSV and GUI read them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "strategies/lowering/plan.h"
+
+namespace stratasim {
+
+struct MemoryBreakdown {
+  double weights_B = 0;      // incl. stashed versions (PipeDream) and ZeRO-3 gathered layers
+  double gradients_B = 0;
+  double optimizer_B = 0;
+  double activations_B = 0;  // saved for backward, all in-flight micro-batches
+  double transient_B = 0;    // rematerialised by recomputation, largest live working set
+  double buffers_B = 0;      // communication buffers (p2p, gradient buckets)
+  double workspace_B = 0;    // runtime context, library workspaces
+  double total() const {
+    return weights_B + gradients_B + optimizer_B + activations_B + transient_B + buffers_B +
+           workspace_B;
+  }
+};
+
+enum class CommCategory { kTensorParallel, kDataParallel, kZero, kPipelineP2P, kEmbeddingSync };
+std::string_view comm_category_name(CommCategory c);
+
+struct CommStat {
+  CommCategory category;
+  std::string description;  // "tp all-reduce (NVLink, 8 ranks)"
+  double bytes = 0;         // per device per iteration
+  double total_s = 0;       // time the communication takes on the busiest device
+  double exposed_s = 0;     // part of it not hidden behind computation
+};
+
+enum class EventKind { kForward, kBackward, kRecompute, kComm, kIdle };
+std::string_view event_kind_name(EventKind k);
+
+struct TimelineEvent {
+  int device = 0;  // pipeline rank (all tp/dp peers of a rank behave alike)
+  EventKind kind = EventKind::kForward;
+  int micro_batch = -1;
+  int chunk = 0;
+  double start_s = 0;
+  double end_s = 0;
+  std::string name;
+};
+
+struct Prediction {
+  std::string engine;  // "analytical" or "simgrid"
+  double iteration_s = 0;
+  double tokens_per_s = 0;
+  double samples_per_s = 0;
+  double model_flops = 0;     // per iteration, whole job (no recomputation)
+  double hardware_flops = 0;  // per iteration, whole job (with recomputation)
+  double model_flops_per_device_s = 0;     // model FLOP/s per device
+  double hardware_flops_per_device_s = 0;  // hardware FLOP/s per device
+  double mfu = 0;  // model FLOP/s / peak
+  double hfu = 0;  // hardware FLOP/s / peak
+
+  double compute_s = 0;         // busiest device's compute time (incl. recompute)
+  double recompute_s = 0;       // of which recomputation
+  double bubble_s = 0;          // pipeline idle time, from the schedule
+  double bubble_fraction = 0;   // bubble_s / pipeline makespan
+  double pipeline_s = 0;        // forward/backward makespan of all micro-batches
+  double optimizer_s = 0;
+  double forward_s = 0;         // per micro-batch, busiest virtual stage
+  double backward_s = 0;        // per micro-batch, busiest virtual stage (incl. recompute)
+
+  std::vector<CommStat> comms;
+  double comm_total_s = 0;
+  double comm_exposed_s = 0;
+
+  std::vector<MemoryBreakdown> rank_memory;  // per pipeline rank
+  int peak_rank = 0;
+  double peak_memory_B = 0;
+  double capacity_B = 0;
+  bool fits = true;
+
+  std::vector<TimelineEvent> timeline;  // filled when asked for
+  std::vector<std::string> notes;
+};
+
+}  // namespace stratasim

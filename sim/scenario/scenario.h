@@ -1,0 +1,41 @@
+// A scenario file: model (what) + cluster (where) + strategy (how), optionally with named
+// strategy variants to compare. Units are parsed here, at the boundary, and nowhere else.
+//
+//   {"name": "...", "description": "...", "model": "gpt3-175b",
+//    "cluster": {"preset": "dgx_a100", "devices": 1024},
+//    "strategy": {"tp": 8, "pp": 8, "global_batch": 1536, ...},
+//    "variants": {"interleaved v=2": {"schedule": "interleaved", "interleave": 2}}}
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hardware_models/src/hardware_model.h"
+#include "sim/core/json_reader.h"
+#include "strategies/model/model_spec.h"
+#include "strategies/strategy/strategy.h"
+
+namespace stratasim {
+
+struct Scenario {
+  std::string file;
+  std::string name;
+  std::string description;
+  ModelSpec model;
+  HardwareModel hardware;
+  Strategy strategy;
+  std::vector<std::pair<std::string, Strategy>> variants;  // base strategy first ("base")
+};
+
+// Loads a scenario file; `overrides` are "dotted.path=value" texts (from --set) applied to
+// the JSON before it is read, so they are validated like the file itself.
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
+Scenario read_scenario(const Json& j, const std::string& file);
+
+// Applies one "a.b.c=value" override to a JSON document; throws InputError naming --set.
+void apply_override(Json& doc, const std::string& assignment);
+
+Json to_json(const Scenario& s);
+
+}  // namespace stratasim

@@ -1,0 +1,186 @@
+#include "strategies/lowering/block_lowering.h"
+
+#include <algorithm>
+
+namespace stratasim {
+namespace {
+
+struct Usage {
+  std::vector<int> producer;       // op writing each tensor (-1: block input)
+  std::vector<int> last_consumer;  // last op reading each tensor (-1: none)
+};
+
+Usage usage_of(const LayerGraph& g) {
+  Usage u{std::vector<int>(g.tensors.size(), -1), std::vector<int>(g.tensors.size(), -1)};
+  for (int i = 0; i < static_cast<int>(g.ops.size()); ++i) {
+    const LayerOp& op = g.ops[i];
+    for (int16_t in : op.inputs) {
+      if (in >= 0) u.last_consumer[in] = i;
+    }
+    if (op.output >= 0) u.producer[op.output] = i;
+  }
+  return u;
+}
+
+bool op_state_kept(const LayerOp& op, Recompute mode) {
+  if (mode == Recompute::kFull) return false;
+  return !(mode == Recompute::kSelective && op.attention_core);
+}
+
+bool same_group(const LayerOp& a, const LayerOp& b) {
+  return a.cls != OpClass::kCollective && b.cls != OpClass::kCollective && a.fusion_group >= 0 &&
+         a.fusion == b.fusion && a.fusion_group == b.fusion_group;
+}
+
+Kernel make_kernel(const LayerGraph& g, const Usage& u, const std::vector<bool>& saved,
+                   int first, int last, Recompute mode) {
+  Kernel k;
+  const LayerOp& head = g.ops[first];
+  k.cls = head.cls;
+  k.first_op = first;
+  k.last_op = last;
+  k.fused_ops = static_cast<uint16_t>(last - first + 1);
+  k.comm = head.comm;
+  k.comm_bytes = head.comm_bytes;
+  k.reads_input_fused = head.reads_input_fused;
+  for (int i = first; i <= last; ++i) {
+    const LayerOp& op = g.ops[i];
+    if (op.cls == OpClass::kMatmul || op.cls == OpClass::kFlashAttention) k.cls = op.cls;
+    k.matmul_flops += op.matmul_flops;
+    k.model_flops += op.model_flops;
+    k.other_flops += op.other_flops;
+    k.bytes += op.weight_bytes;
+    for (int j = 0; j < kMaxOpInputs; ++j) {
+      const int t = op.inputs[j];
+      if (t < 0 || (u.producer[t] >= first && u.producer[t] <= last)) continue;
+      if (op.reads_input_fused && i == first) continue;  // arrives in registers
+      bool seen = false;  // a tensor read twice by one kernel is loaded once
+      for (int p = first; p < i && !seen; ++p) {
+        for (int16_t q : g.ops[p].inputs) seen = seen || q == t;
+      }
+      if (!seen) k.bytes += g.tensors[t].bytes;
+    }
+    const int out = op.output;
+    if (out >= 0 && (u.last_consumer[out] > last || saved[out] || out == g.output_tensor)) {
+      k.bytes += g.tensors[out].bytes;
+    }
+    if (op_state_kept(op, mode)) k.bytes += op.aux_saved_bytes;
+  }
+  return k;
+}
+
+CommKind conjugate(CommKind c) {
+  switch (c) {
+    case CommKind::kAllGather: return CommKind::kReduceScatter;
+    case CommKind::kReduceScatter: return CommKind::kAllGather;
+    default: return c;
+  }
+}
+
+Kernel backward_of(const LayerGraph& g, const Kernel& f) {
+  Kernel b = f;
+  b.phase = Phase::kBackward;
+  if (f.cls == OpClass::kCollective) {
+    b.comm = conjugate(f.comm);
+    return b;
+  }
+  double factor = 2;
+  for (int i = f.first_op; i <= f.last_op; ++i) factor = std::max(factor, g.ops[i].backward_flops_factor);
+  b.matmul_flops = f.matmul_flops * factor;
+  b.model_flops = f.model_flops * 2;  // model FLOPs: backward = 2x forward (Narayanan Eq. 3)
+  b.other_flops = f.other_flops * 2;
+  // Backward reads the output gradient and the saved inputs and writes the input gradient
+  // (and weight gradient): about twice the forward traffic.
+  b.bytes = f.bytes * 2;
+  b.launches = f.cls == OpClass::kMatmul ? 2 * f.launches : f.launches;  // dgrad + wgrad
+  b.reads_input_fused = false;
+  return b;
+}
+
+bool kernel_recomputed(const LayerGraph& g, const Kernel& k, Recompute mode) {
+  if (mode == Recompute::kFull) return true;
+  if (mode == Recompute::kNone) return false;
+  for (int i = k.first_op; i <= k.last_op; ++i) {
+    if (g.ops[i].attention_core) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<bool> saved_tensors(const LayerGraph& g, Recompute mode) {
+  std::vector<bool> saved(g.tensors.size(), false);
+  if (mode == Recompute::kFull) {
+    saved[g.input_tensor] = true;
+    return saved;
+  }
+  const Usage u = usage_of(g);
+  for (const LayerOp& op : g.ops) {
+    for (int j = 0; j < kMaxOpInputs; ++j) {
+      if ((op.saves & (1u << j)) && op.inputs[j] >= 0) saved[op.inputs[j]] = true;
+    }
+    if ((op.saves & kSaveOutput) && op.output >= 0) saved[op.output] = true;
+  }
+  if (mode == Recompute::kSelective) {
+    for (size_t t = 0; t < saved.size(); ++t) {
+      if (u.producer[t] >= 0 && g.ops[u.producer[t]].attention_core) saved[t] = false;
+    }
+  }
+  return saved;
+}
+
+double saved_activation_bytes(const LayerGraph& g, Recompute mode) {
+  const std::vector<bool> saved = saved_tensors(g, mode);
+  double bytes = 0;
+  for (size_t t = 0; t < saved.size(); ++t) {
+    if (saved[t]) bytes += g.tensors[t].saved_bytes;
+  }
+  for (const LayerOp& op : g.ops) {
+    if (op_state_kept(op, mode)) bytes += op.aux_saved_bytes;
+  }
+  return bytes;
+}
+
+std::vector<Kernel> fuse_kernels(const LayerGraph& g, Recompute mode) {
+  const Usage u = usage_of(g);
+  // Forward traffic writes what a backward without recomputation needs; the saved set under
+  // recomputation is smaller, but the forward still writes every tensor that leaves a kernel.
+  const std::vector<bool> saved = saved_tensors(g, mode);
+  std::vector<Kernel> kernels;
+  kernels.reserve(g.ops.size());
+  const int n = static_cast<int>(g.ops.size());
+  for (int first = 0; first < n;) {
+    int last = first;
+    while (last + 1 < n && same_group(g.ops[first], g.ops[last + 1])) ++last;
+    kernels.push_back(make_kernel(g, u, saved, first, last, mode));
+    first = last + 1;
+  }
+  return kernels;
+}
+
+std::vector<Kernel> backward_kernels(const LayerGraph& g, const std::vector<Kernel>& forward,
+                                     Recompute mode) {
+  std::vector<Kernel> out;
+  out.reserve(forward.size() * 2);
+  for (const Kernel& k : forward) {
+    if (!kernel_recomputed(g, k, mode)) continue;
+    Kernel r = k;
+    r.phase = Phase::kRecompute;
+    out.push_back(r);
+  }
+  for (auto it = forward.rbegin(); it != forward.rend(); ++it) out.push_back(backward_of(g, *it));
+  return out;
+}
+
+void lower_block(Block& block, Recompute mode) {
+  block.forward = fuse_kernels(block.graph, mode);
+  block.backward = backward_kernels(block.graph, block.forward, mode);
+  block.saved_activation_B = saved_activation_bytes(block.graph, mode);
+  // While one block runs its backward, what recomputation rebuilt is live as well.
+  block.peak_transient_B =
+      mode == Recompute::kNone
+          ? 0
+          : saved_activation_bytes(block.graph, Recompute::kNone) - block.saved_activation_B;
+}
+
+}  // namespace stratasim

@@ -1,0 +1,139 @@
+#include "strategies/lowering/edge_blocks.h"
+
+#include <algorithm>
+
+namespace stratasim {
+namespace {
+
+int add_tensor(LayerGraph& g, double bytes, double saved = -1) {
+  g.tensors.push_back(TensorInfo{bytes, saved < 0 ? bytes : saved});
+  return static_cast<int>(g.tensors.size()) - 1;
+}
+
+LayerOp& add_op(LayerGraph& g, std::string_view name, OpClass cls, int in, int out) {
+  LayerOp o;
+  o.name = name;
+  o.cls = cls;
+  o.inputs[0] = static_cast<int16_t>(in);
+  o.output = static_cast<int16_t>(out);
+  g.ops.push_back(o);
+  return g.ops.back();
+}
+
+int tp_collective(LayerGraph& g, std::string_view name, CommKind kind, int in, double out_bytes,
+                  double message) {
+  int out = add_tensor(g, out_bytes);
+  LayerOp& o = add_op(g, name, OpClass::kCollective, in, out);
+  o.comm = kind;
+  o.comm_bytes = message;
+  return out;
+}
+
+}  // namespace
+
+LayerGraph build_embedding(const TransformerSpec& t, const LayerShape& sh) {
+  LayerGraph g;
+  const double e = sh.element_bytes, n = double(sh.micro_batch) * t.seq_len, h = t.hidden;
+  const double nr = sh.sequence_parallel ? n / sh.tp : n;
+  g.input_tensor = add_tensor(g, n * 4);  // token ids (int32)
+  int x = add_tensor(g, n * h * e);
+  LayerOp& lookup = add_op(g, "token_embedding", OpClass::kMemoryBound, g.input_tensor, x);
+  lookup.weight_bytes = n * h * e;  // gathers one row per token
+  if (sh.tp > 1) {
+    x = tp_collective(g, "tp_embedding_reduce",
+                      sh.sequence_parallel ? CommKind::kReduceScatter : CommKind::kAllReduce, x,
+                      nr * h * e, n * h * e);
+  }
+  if (t.learned_positions) {
+    int y = add_tensor(g, nr * h * e);
+    LayerOp& pos = add_op(g, "position_add", OpClass::kMemoryBound, x, y);
+    pos.weight_bytes = nr * h * e;
+    pos.other_flops = nr * h;
+    x = y;
+  }
+  int out = add_tensor(g, nr * h * e);
+  LayerOp& drop = add_op(g, "embedding_dropout", OpClass::kMemoryBound, x, out);
+  drop.aux_saved_bytes = nr * h;  // dropout mask
+  drop.other_flops = 2 * nr * h;
+  g.output_tensor = out;
+  return g;
+}
+
+LayerGraph build_head(const TransformerSpec& t, const LayerShape& sh) {
+  LayerGraph g;
+  const double e = sh.element_bytes, n = double(sh.micro_batch) * t.seq_len, h = t.hidden;
+  const double nr = sh.sequence_parallel ? n / sh.tp : n;
+  const double vocab_local = double(t.vocab) / sh.tp;
+  g.input_tensor = add_tensor(g, nr * h * e);
+  int y = add_tensor(g, nr * h * e);
+  LayerOp& norm = add_op(g, "final_norm", OpClass::kMemoryBound, g.input_tensor, y);
+  norm.saves = kSaveInput0;
+  norm.other_flops = 5 * nr * h;
+  if (sh.sequence_parallel) {
+    int gathered = add_tensor(g, n * h * e, nr * h * e);
+    LayerOp& ag = add_op(g, "sp_all_gather_head", OpClass::kCollective, y, gathered);
+    ag.comm = CommKind::kAllGather;
+    ag.comm_bytes = n * h * e;
+    y = gathered;
+  }
+  // Logits are produced in fp32 for a stable cross-entropy (Megatron), 4 bytes each.
+  int logits = add_tensor(g, n * vocab_local * 4);
+  LayerOp& proj = add_op(g, "output_projection", OpClass::kMatmul, y, logits);
+  proj.matmul_flops = proj.model_flops = 2 * n * h * vocab_local;
+  proj.weight_bytes = h * vocab_local * e;
+  proj.saves = kSaveInput0;
+  int loss = add_tensor(g, n * 4);
+  LayerOp& ce = add_op(g, "cross_entropy", OpClass::kMemoryBound, logits, loss);
+  ce.saves = kSaveInput0;  // softmax of the logits, reused by the backward
+  ce.other_flops = 5 * n * vocab_local;
+  if (sh.tp > 1) {  // vocab-parallel cross-entropy: max and sum all-reduces over tp
+    loss = tp_collective(g, "tp_loss_reduce", CommKind::kAllReduce, loss, n * 4, 2 * n * 4);
+  }
+  g.output_tensor = loss;
+  return g;
+}
+
+LayerGraph build_op_graph(const OpGraphSpec& spec, const LayerShape& sh) {
+  LayerGraph g;
+  const double b = sh.micro_batch, e = sh.element_bytes;
+  const int n = static_cast<int>(spec.ops.size());
+  std::vector<int> consumers(n, 0);
+  for (const GraphOp& op : spec.ops) {
+    for (int in : op.inputs) ++consumers[in];
+  }
+  double input_elements = 0;
+  for (const GraphOp& op : spec.ops) input_elements = std::max(input_elements, op.input_elements);
+  g.input_tensor = add_tensor(g, input_elements * b * e);
+  for (int i = 0; i < n; ++i) add_tensor(g, spec.ops[i].output_elements * b * e);
+  for (int i = 0; i < n; ++i) {
+    const GraphOp& src = spec.ops[i];
+    const bool compute = src.kind == GraphOpKind::kMatmul || src.kind == GraphOpKind::kConv;
+    LayerOp& op = add_op(g, {}, compute ? OpClass::kMatmul : OpClass::kMemoryBound,
+                         g.input_tensor, i + 1);
+    op.source_op = static_cast<int16_t>(i);
+    for (size_t k = 0; k < src.inputs.size() && k < kMaxOpInputs; ++k) {
+      op.inputs[k] = static_cast<int16_t>(src.inputs[k] + 1);
+    }
+    (compute ? op.matmul_flops : op.other_flops) = src.flops * b;
+    op.model_flops = compute ? src.flops * b : 0;
+    op.weight_bytes = src.params * e;
+    op.saves = src.kind == GraphOpKind::kElementwise ? kSaveOutput : kSaveInput0;
+    // Epilogue fusion: a norm or elementwise op whose single input has no other consumer
+    // joins its producer's kernel (conv + BN + ReLU, LSTM gate chains).
+    const bool chainable = src.kind == GraphOpKind::kNorm || src.kind == GraphOpKind::kElementwise;
+    if (chainable && src.inputs.size() == 1 && src.inputs[0] == i - 1 && consumers[i - 1] == 1 &&
+        sh.fusion.elementwise_epilogue) {
+      op.fusion = FusionRule::kEpilogue;
+      LayerOp& producer = g.ops[i - 1];
+      if (producer.fusion_group < 0) {
+        producer.fusion = FusionRule::kEpilogue;
+        producer.fusion_group = static_cast<int16_t>(i - 1);
+      }
+      op.fusion_group = producer.fusion_group;
+    }
+  }
+  g.output_tensor = n;
+  return g;
+}
+
+}  // namespace stratasim

@@ -1,0 +1,71 @@
+// The forward operator graph of one repeated block (a transformer layer, or an op-graph
+// model's block) for one micro-batch on one device, after tensor-parallel sharding.
+// Tensors carry their sizes; ops say which tensors they read and write and which must be
+// saved for the backward pass. Fusion, backward generation, recomputation and activation
+// memory are all computed from this one description.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace stratasim {
+
+enum class OpClass : uint8_t {
+  kMatmul,          // GEMM: compute-bound at large sizes
+  kMemoryBound,     // elementwise, norm, softmax, pooling: memory-bound
+  kFlashAttention,  // fused tiled attention
+  kCollective,      // tensor-parallel communication (a fusion barrier)
+};
+
+enum class CommKind : uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast };
+std::string_view comm_kind_name(CommKind k);
+
+enum class FusionRule : uint8_t {
+  kNone,
+  kEpilogue,            // bias + activation (+ dropout) epilogue chain
+  kBiasDropoutResidual,
+  kNormResidual,        // residual add + following norm
+  kSoftmax,             // scale + mask + softmax
+  kGraphGroup,          // explicit group from the strategy (op graphs)
+};
+
+struct TensorInfo {
+  double bytes = 0;          // bytes as read/written by the ops (after sharding)
+  double saved_bytes = 0;    // bytes kept for backward when saved (may be sharded under SP)
+};
+
+inline constexpr int kMaxOpInputs = 3;
+// Save mask bits: which of an op's tensors its backward needs kept in memory.
+inline constexpr uint8_t kSaveInput0 = 1, kSaveInput1 = 2, kSaveInput2 = 4, kSaveOutput = 8;
+
+struct LayerOp {
+  std::string_view name;       // static text; empty for op-graph models (see source_op)
+  int16_t source_op = -1;       // op-graph models: index into ModelSpec::graph.ops
+  OpClass cls = OpClass::kMemoryBound;
+  double matmul_flops = 0;  // FLOP on matrix units (model FLOPs)
+  double other_flops = 0;   // FLOP on vector units
+  double weight_bytes = 0;  // parameters read
+  double model_flops = 0;   // FLOP counted for MFU (flash attention: the full s x s work)
+  int16_t inputs[kMaxOpInputs] = {-1, -1, -1};
+  int16_t output = -1;
+  uint8_t saves = 0;        // kSave* bits: tensors this op's backward needs
+  double aux_saved_bytes = 0;  // extra state written and saved (dropout mask, softmax stats)
+  bool reads_input_fused = false;  // input arrives fused from the previous kernel (add+norm)
+  bool attention_core = false;  // recomputed by selective recomputation (Korthikanti 2022)
+  FusionRule fusion = FusionRule::kNone;  // group rule this op may join
+  int16_t fusion_group = -1;              // ops with the same rule and group id fuse
+  CommKind comm = CommKind::kAllReduce;   // for kCollective
+  double comm_bytes = 0;                  // for kCollective: message size per rank
+  double backward_flops_factor = 2;       // backward FLOP / forward FLOP
+};
+
+struct LayerGraph {
+  std::vector<TensorInfo> tensors;
+  std::vector<LayerOp> ops;
+  int input_tensor = 0;   // the block input (saved under full recomputation)
+  int output_tensor = 0;  // the block output (always written)
+};
+
+
+}  // namespace stratasim

@@ -1,0 +1,145 @@
+#include "strategies/lowering/lower.h"
+
+#include <algorithm>
+
+#include "strategies/lowering/block_lowering.h"
+#include "strategies/lowering/edge_blocks.h"
+#include "strategies/lowering/lower_checks.h"
+
+namespace stratasim {
+namespace {
+
+LayerShape shape_of(const Strategy& s, bool causal) {
+  return LayerShape{.micro_batch = s.micro_batch, .tp = s.tp,
+                    .sequence_parallel = s.sequence_parallel,
+                    .element_bytes = dtype_bytes(s.dtype), .causal = causal, .fusion = s.fusion};
+}
+
+// Explicit op groups from the strategy ("fuse conv1, bn1, relu1"); they must be consecutive.
+std::optional<Infeasible> apply_graph_groups(const ModelSpec& m, const FusionPlan& f,
+                                             LayerGraph& g) {
+  for (size_t gi = 0; gi < f.graph_groups.size(); ++gi) {
+    int previous = -1;
+    for (const std::string& name : f.graph_groups[gi]) {
+      auto it = std::find_if(m.graph.ops.begin(), m.graph.ops.end(),
+                             [&](const GraphOp& op) { return op.name == name; });
+      if (it == m.graph.ops.end()) {
+        return Infeasible{InfeasibleReason::kModel, "fusion group names unknown op '" + name + "'"};
+      }
+      const int index = static_cast<int>(it - m.graph.ops.begin());
+      if (previous >= 0 && index != previous + 1) {
+        return Infeasible{InfeasibleReason::kModel,
+                          "fusion group ops must be consecutive; '" + name + "' is not"};
+      }
+      g.ops[index].fusion = FusionRule::kGraphGroup;
+      g.ops[index].fusion_group = static_cast<int16_t>(1000 + gi);
+      previous = index;
+    }
+  }
+  return std::nullopt;
+}
+
+void build_transformer_blocks(Plan& plan) {
+  const TransformerSpec& t = plan.model.transformer;
+  const Strategy& s = plan.strategy;
+  const LayerShape shape = shape_of(s, plan.model.family == ModelFamily::kDecoder);
+  plan.layer.graph = build_transformer_layer(t, shape);
+  plan.embedding.graph = build_embedding(t, shape);
+  plan.head.graph = build_head(t, shape);
+  lower_block(plan.layer, s.recompute);
+  // The embedding and head are never recomputed (Megatron checkpoints transformer layers only).
+  lower_block(plan.embedding, Recompute::kNone);
+  lower_block(plan.head, Recompute::kNone);
+  // Parameters per device, from the model (weights read by a lookup are not the table size).
+  plan.layer.params = layer_params(t) / s.tp;
+  plan.embedding.params = static_cast<double>(t.vocab) * t.hidden / s.tp +
+                          (t.learned_positions ? double(t.seq_len) * t.hidden : 0);
+  const bool head_copy = !t.tied_embeddings || s.pp > 1;  // Megatron keeps a tied copy
+  plan.head.params = head_params(t) - (t.tied_embeddings ? 0 : double(t.vocab) * t.hidden) +
+                     (head_copy ? double(t.vocab) * t.hidden / s.tp : 0);
+  plan.tokens_per_micro_batch = double(s.micro_batch) * t.seq_len;
+  plan.p2p_bytes = double(s.micro_batch) * t.seq_len * t.hidden * dtype_bytes(s.dtype) /
+                   s.tp;  // scatter/gather optimisation (Narayanan et al. SC21, Sec. 4.1)
+}
+
+void assign_stages(Plan& plan) {
+  const int p = plan.pp, v = plan.chunks, vstages = p * v;
+  const int layers = plan.model.family == ModelFamily::kOpGraph ? 1 : plan.model.transformer.layers;
+  plan.stages.resize(vstages);
+  int next = 0;
+  for (int i = 0; i < vstages; ++i) {
+    VirtualStage& st = plan.stages[i];
+    st.rank = i % p;
+    st.chunk = i / p;
+    st.first_layer = next;
+    st.layers = layers / vstages + (i < layers % vstages ? 1 : 0);
+    next += st.layers;
+    st.has_embedding = i == 0 && plan.model.family != ModelFamily::kOpGraph;
+    st.has_head = i == vstages - 1 && plan.model.family != ModelFamily::kOpGraph;
+    st.params = st.layers * plan.layer.params + (st.has_embedding ? plan.embedding.params : 0) +
+                (st.has_head ? plan.head.params : 0);
+    st.activation_B = st.layers * plan.layer.saved_activation_B * plan.block_repeat +
+                      (st.has_embedding ? plan.embedding.saved_activation_B : 0) +
+                      (st.has_head ? plan.head.saved_activation_B : 0);
+  }
+}
+
+// Megatron rank order: tp fastest, then dp, then pp. A tp group fills a node first; the
+// dp group's members are tp apart, so a node holds devices_per_node / tp of them.
+void place_groups(Plan& plan) {
+  const int per_node = plan.hardware.node.devices;
+  plan.tp_group = CommGroup{GroupKind::kTensor, plan.tp, std::min(plan.tp, per_node)};
+  const int dp_per_node = std::max(1, std::min(plan.dp, per_node / std::min(plan.tp, per_node)));
+  plan.dp_group = CommGroup{GroupKind::kData, plan.dp, dp_per_node};
+}
+
+void set_state_bytes(Plan& plan) {
+  const Strategy& s = plan.strategy;
+  const double e = dtype_bytes(s.dtype);
+  plan.weight_bytes_per_param = e;
+  plan.grad_state_bytes_per_param = e;
+  plan.grad_bytes_per_param = e;
+  const double moments = s.optimizer == Optimizer::kAdam ? 8 : 4;  // fp32 m (+ v)
+  const double master = s.master_weights_fp32 && e < 4 ? 4 : 0;    // fp32 master copy
+  plan.optimizer_bytes_per_param = moments + master;  // mixed-precision Adam: 12 (ZeRO, Sec. 3.1)
+  // Megatron's default bucket: 40M parameters' gradients.
+  plan.dp_bucket_B = s.dp_bucket_B > 0 ? s.dp_bucket_B : 40e6 * plan.grad_bytes_per_param;
+}
+
+}  // namespace
+
+Expected<Plan> lower(const ModelSpec& model, const Strategy& strategy,
+                     const HardwareModel& hardware) {
+  int dp = 1, micro_batches = 1;
+  if (auto bad = check_degrees(strategy, hardware, &dp)) return *bad;
+  if (auto bad = check_model_split(model, strategy)) return *bad;
+  if (auto bad = check_batch_and_schedule(strategy, dp, &micro_batches)) return *bad;
+  if (auto bad = check_precision(strategy, hardware)) return *bad;
+
+  Plan plan;
+  plan.model = model;
+  plan.strategy = strategy;
+  plan.hardware = hardware;
+  plan.tp = strategy.tp;
+  plan.pp = strategy.pp;
+  plan.dp = dp;
+  plan.chunks = strategy.interleave;
+  plan.micro_batches = micro_batches;
+  plan.samples_per_iteration = strategy.global_batch;
+  if (model.family == ModelFamily::kOpGraph) {
+    plan.layer.graph = build_op_graph(model.graph, shape_of(strategy, false));
+    if (auto bad = apply_graph_groups(model, strategy.fusion, plan.layer.graph)) return *bad;
+    lower_block(plan.layer, strategy.recompute);
+    plan.layer.params = total_params(model);
+    plan.block_repeat = model.graph.repeat;
+    plan.tokens_per_micro_batch = strategy.micro_batch;
+  } else {
+    build_transformer_blocks(plan);
+  }
+  assign_stages(plan);
+  place_groups(plan);
+  set_state_bytes(plan);
+  return plan;
+}
+
+}  // namespace stratasim

@@ -1,0 +1,110 @@
+#include "strategies/lowering/lower_checks.h"
+
+#include <string>
+
+#include "strategies/pipeline/schedules.h"
+
+namespace stratasim {
+namespace {
+
+std::string str(long long v) { return std::to_string(v); }
+
+std::optional<Infeasible> check_tp_divides(const TransformerSpec& t, int tp) {
+  if (t.heads % tp != 0) {
+    return Infeasible{InfeasibleReason::kTensorParallel,
+                      "tp=" + str(tp) + " does not divide heads=" + str(t.heads)};
+  }
+  if (t.kv_heads_or_heads() % tp != 0) {
+    return Infeasible{InfeasibleReason::kTensorParallel,
+                      "tp=" + str(tp) + " does not divide kv_heads=" + str(t.kv_heads_or_heads())};
+  }
+  if (t.ffn_or_default() % tp != 0) {
+    return Infeasible{InfeasibleReason::kTensorParallel,
+                      "tp=" + str(tp) + " does not divide ffn_hidden=" + str(t.ffn_or_default())};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<Infeasible> check_degrees(const Strategy& s, const HardwareModel& hw, int* dp) {
+  const long long devices = hw.num_devices;
+  const long long tp_pp = static_cast<long long>(s.tp) * s.pp;
+  if (s.dp == 0) {
+    if (devices % tp_pp != 0) {
+      return Infeasible{InfeasibleReason::kDeviceCount,
+                        "tp*pp=" + str(tp_pp) + " does not divide devices=" + str(devices)};
+    }
+    *dp = static_cast<int>(devices / tp_pp);
+    return std::nullopt;
+  }
+  if (tp_pp * s.dp != devices) {
+    return Infeasible{InfeasibleReason::kDeviceCount,
+                      "tp*pp*dp=" + str(s.tp) + "*" + str(s.pp) + "*" + str(s.dp) + "=" +
+                          str(tp_pp * s.dp) + " differs from devices=" + str(devices)};
+  }
+  *dp = s.dp;
+  return std::nullopt;
+}
+
+std::optional<Infeasible> check_model_split(const ModelSpec& m, const Strategy& s) {
+  if (m.family == ModelFamily::kOpGraph) {
+    if (s.tp > 1 || s.pp > 1 || s.sequence_parallel) {
+      return Infeasible{InfeasibleReason::kModel,
+                        "operator-graph models support data parallelism (with ZeRO) only; got tp=" +
+                            str(s.tp) + " pp=" + str(s.pp)};
+    }
+    return std::nullopt;
+  }
+  const TransformerSpec& t = m.transformer;
+  if (auto bad = check_tp_divides(t, s.tp)) return bad;
+  if (s.sequence_parallel && s.tp == 1) {
+    return Infeasible{InfeasibleReason::kSequenceParallel, "sequence parallelism needs tp > 1"};
+  }
+  if (s.sequence_parallel && t.seq_len % s.tp != 0) {
+    return Infeasible{InfeasibleReason::kSequenceParallel,
+                      "tp=" + str(s.tp) + " does not divide seq_len=" + str(t.seq_len)};
+  }
+  const int vstages = s.pp * s.interleave;
+  if (t.layers < vstages) {
+    return Infeasible{InfeasibleReason::kPipelineParallel,
+                      "pp*interleave=" + str(vstages) + " exceeds layers=" + str(t.layers)};
+  }
+  if (t.layers % vstages != 0 && !s.uneven_stages) {
+    return Infeasible{InfeasibleReason::kPipelineParallel,
+                      (s.interleave > 1 ? "pp*interleave=" : "pp=") + str(vstages) +
+                          " does not divide layers=" + str(t.layers) +
+                          " (set uneven_stages to allow unequal stages)"};
+  }
+  if (s.zero_stage >= 2 && s.pp > 1) {
+    return Infeasible{InfeasibleReason::kPipelineParallel,
+                      "ZeRO stage " + str(s.zero_stage) +
+                          " partitions gradients, which pipeline parallelism (pp=" + str(s.pp) +
+                          ") does not support (DeepSpeed rule); use ZeRO stage 0 or 1"};
+  }
+  return std::nullopt;
+}
+
+std::optional<Infeasible> check_batch_and_schedule(const Strategy& s, int dp, int* micro_batches) {
+  const long long per_step = static_cast<long long>(dp) * s.micro_batch;
+  if (s.global_batch % per_step != 0) {
+    return Infeasible{InfeasibleReason::kBatch,
+                      "global_batch=" + str(s.global_batch) + " is not a multiple of dp*micro_batch=" +
+                          str(dp) + "*" + str(s.micro_batch) + "=" + str(per_step)};
+  }
+  *micro_batches = static_cast<int>(s.global_batch / per_step);
+  if (auto rule = schedule_rule_violation(s.schedule, s.pp, *micro_batches, s.interleave)) {
+    return Infeasible{InfeasibleReason::kSchedule, *rule};
+  }
+  return std::nullopt;
+}
+
+std::optional<Infeasible> check_precision(const Strategy& s, const HardwareModel& hw) {
+  if (hw.device.peak_flops[static_cast<int>(s.dtype)] <= 0) {
+    return Infeasible{InfeasibleReason::kPrecision,
+                      std::string(dtype_name(s.dtype)) + " is not supported by " + hw.device.name};
+  }
+  return std::nullopt;
+}
+
+}  // namespace stratasim

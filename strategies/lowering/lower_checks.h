@@ -1,0 +1,20 @@
+// Legality rules of lower(), one function per family of rules.
+#pragma once
+
+#include <optional>
+
+#include "sim/core/error.h"
+#include "strategies/model/model_spec.h"
+#include "strategies/strategy/strategy.h"
+#include "hardware_models/src/hardware_model.h"
+
+namespace stratasim {
+
+// Resolves dp (0 = derived) and checks tp * pp * dp == devices.
+std::optional<Infeasible> check_degrees(const Strategy& s, const HardwareModel& hw, int* dp);
+std::optional<Infeasible> check_model_split(const ModelSpec& m, const Strategy& s);
+// Computes the micro-batches per iteration and checks the schedule's rules.
+std::optional<Infeasible> check_batch_and_schedule(const Strategy& s, int dp, int* micro_batches);
+std::optional<Infeasible> check_precision(const Strategy& s, const HardwareModel& hw);
+
+}  // namespace stratasim

@@ -1,0 +1,94 @@
+// The lowered plan: what both engines (analytical and SimGrid), the search, the GUI and
+// validate consume. Produced only by lower(). Per-device kernel lists for one micro-batch of
+// each block kind, the pipeline stages that repeat them, the collectives with their groups,
+// and the facts the memory model needs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hardware_models/src/hardware_model.h"
+#include "strategies/lowering/layer_graph.h"
+#include "strategies/model/model_spec.h"
+#include "strategies/pipeline/pipeline_schedule.h"
+#include "strategies/strategy/strategy.h"
+
+namespace stratasim {
+
+enum class Phase : uint8_t { kForward, kBackward, kRecompute };
+std::string_view phase_name(Phase p);
+
+// Which devices a collective spans: `size` ranks, `ranks_per_node` of them in each node.
+enum class GroupKind : uint8_t { kTensor, kData, kPipelineEmbedding };
+struct CommGroup {
+  GroupKind kind = GroupKind::kTensor;
+  int size = 1;
+  int ranks_per_node = 1;  // group members sharing one node's NVLink domain
+  int nodes() const { return (size + ranks_per_node - 1) / ranks_per_node; }
+};
+
+// One kernel (or one collective) executed by every device of a stage.
+struct Kernel {
+  OpClass cls = OpClass::kMemoryBound;
+  Phase phase = Phase::kForward;
+  double matmul_flops = 0;
+  double model_flops = 0;
+  double other_flops = 0;
+  double bytes = 0;        // memory traffic
+  int launches = 1;        // kernels launched (backward of a GEMM: dgrad + wgrad)
+  int first_op = 0;        // index range in the block's graph, for explain
+  int last_op = 0;
+  uint16_t fused_ops = 1;  // graph ops executed by this kernel
+  CommKind comm = CommKind::kAllReduce;
+  double comm_bytes = 0;   // message size per rank
+  bool reads_input_fused = false;
+};
+
+// A block: the graph of one repeated unit and its lowered kernels for one micro-batch.
+struct Block {
+  LayerGraph graph;
+  std::vector<Kernel> forward;
+  std::vector<Kernel> backward;  // recomputation kernels first, then the backward proper
+  double saved_activation_B = 0;  // kept from forward to backward, per micro-batch
+  double peak_transient_B = 0;    // largest working set during its backward
+  double params = 0;              // parameters on one device (after TP sharding)
+};
+
+struct VirtualStage {
+  int rank = 0;
+  int chunk = 0;
+  int first_layer = 0;
+  int layers = 0;
+  bool has_embedding = false;
+  bool has_head = false;
+  double params = 0;        // on one device of this stage
+  double activation_B = 0;  // saved per micro-batch (layers + embedding/head)
+};
+
+struct Plan {
+  ModelSpec model;
+  Strategy strategy;
+  HardwareModel hardware;
+
+  int tp = 1, pp = 1, dp = 1, chunks = 1;
+  int micro_batches = 1;     // per pipeline per iteration (gradient accumulation steps)
+  double tokens_per_micro_batch = 0;  // micro_batch * seq_len (samples for op graphs)
+  double samples_per_iteration = 0;   // global batch
+
+  Block layer;     // one transformer layer (or the whole op graph of a CNN/RNN)
+  Block embedding; // token/position embedding (first virtual stage)
+  Block head;      // final norm, output projection, loss (last virtual stage)
+  int block_repeat = 1;  // op graphs: block runs `repeat` times per micro-batch (RNN steps)
+
+  std::vector<VirtualStage> stages;  // p * v, in virtual-stage order
+  double p2p_bytes = 0;              // activation (and gradient) message between stages
+
+  CommGroup tp_group, dp_group;
+  double grad_bytes_per_param = 2;   // gradient reduction dtype
+  double dp_bucket_B = 0;
+  // Optimizer-state bookkeeping (bytes per parameter), before ZeRO sharding.
+  double weight_bytes_per_param = 2, grad_state_bytes_per_param = 2, optimizer_bytes_per_param = 12;
+};
+
+}  // namespace stratasim

@@ -1,0 +1,218 @@
+// One transformer layer, tensor by tensor. Sizes follow Korthikanti et al. 2022, Sec. 4.1
+// (activation memory per layer sbh(34 + 5as/h) without parallelism): each op below notes
+// the term it saves, so the 34 and 5as/h terms can be read off this file.
+#include "strategies/lowering/transformer_layer.h"
+
+namespace stratasim {
+namespace {
+
+class Builder {
+ public:
+  Builder(LayerGraph& g, const LayerShape& s) : g_(g), s_(s) {}
+
+  int tensor(double bytes, double saved_bytes = -1) {
+    g_.tensors.push_back(TensorInfo{bytes, saved_bytes < 0 ? bytes : saved_bytes});
+    return static_cast<int>(g_.tensors.size()) - 1;
+  }
+
+  LayerOp& op(std::string_view name, OpClass cls, std::initializer_list<int> in, int out) {
+    LayerOp o;
+    o.name = name;
+    o.cls = cls;
+    int i = 0;
+    for (int t : in) o.inputs[i++] = static_cast<int16_t>(t);
+    o.output = static_cast<int16_t>(out);
+    g_.ops.push_back(o);
+    return g_.ops.back();
+  }
+
+  LayerOp& matmul(std::string_view name, int in, int out, double flops, double weights) {
+    LayerOp& o = op(name, OpClass::kMatmul, {in}, out);
+    o.matmul_flops = o.model_flops = flops;
+    o.weight_bytes = weights;
+    o.saves = kSaveInput0;
+    return o;
+  }
+
+  LayerOp& elementwise(std::string_view name, std::initializer_list<int> in, int out,
+                       double flops_per_element, FusionRule rule, int group) {
+    LayerOp& o = op(name, OpClass::kMemoryBound, in, out);
+    o.other_flops = flops_per_element * g_.tensors[out].bytes / s_.element_bytes;
+    o.fusion = rule;
+    o.fusion_group = static_cast<int16_t>(group);
+    return o;
+  }
+
+  // Tensor-parallel collective: bytes are the full message per rank.
+  int collective(std::string_view name, CommKind kind, int in, double out_bytes,
+                 double saved_bytes, double message_bytes) {
+    int out = tensor(out_bytes, saved_bytes);
+    LayerOp& o = op(name, OpClass::kCollective, {in}, out);
+    o.comm = kind;
+    o.comm_bytes = message_bytes;
+    return out;
+  }
+
+  bool rule_on(FusionRule r) const {
+    switch (r) {
+      case FusionRule::kEpilogue: return s_.fusion.elementwise_epilogue;
+      case FusionRule::kBiasDropoutResidual: return s_.fusion.bias_dropout_residual;
+      case FusionRule::kSoftmax: return s_.fusion.fused_softmax;
+      default: return false;
+    }
+  }
+
+ private:
+  LayerGraph& g_;
+  const LayerShape& s_;
+};
+
+struct Dims {
+  double e, n, nr, h, kv, f_in, f, a_local, s, b, t;
+};
+
+Dims dims_of(const TransformerSpec& t, const LayerShape& sh) {
+  Dims d{};
+  d.e = sh.element_bytes;
+  d.b = sh.micro_batch;
+  d.s = t.seq_len;
+  d.t = sh.tp;
+  d.n = d.b * d.s;                                      // tokens in the micro-batch
+  d.nr = sh.sequence_parallel ? d.n / d.t : d.n;        // tokens held in the norm/dropout region
+  d.h = t.hidden;
+  d.kv = static_cast<double>(t.kv_heads_or_heads()) * t.head_dim();
+  d.f = t.ffn_or_default();
+  d.f_in = t.activation == Activation::kSwiGLU ? 2 * d.f : d.f;  // gate + up for SwiGLU
+  d.a_local = t.heads / d.t;
+  return d;
+}
+
+// norm -> (SP all-gather) ; returns the tensor the column-parallel GEMM reads.
+int norm_and_gather(Builder& B, const Dims& d, const LayerShape& sh, std::string_view norm_name,
+                    std::string_view gather_name, int x, bool fused_input) {
+  int y = B.tensor(d.nr * d.h * d.e);
+  LayerOp& ln = B.elementwise(norm_name, {x}, y, 5, FusionRule::kNone, -1);
+  ln.saves = kSaveInput0;  // LayerNorm input: 2sbh (/t under SP)
+  ln.reads_input_fused = fused_input;
+  ln.weight_bytes = 2 * d.h * d.e;
+  if (!sh.sequence_parallel) return y;  // column-parallel GEMM input 2sbh, replicated
+  // SP: the gathered input is saved as its shard (2sbh/t) and re-gathered in backward.
+  return B.collective(gather_name, CommKind::kAllGather, y, d.n * d.h * d.e, d.nr * d.h * d.e,
+                      d.n * d.h * d.e);
+}
+
+// Row-parallel output -> all-reduce (or SP reduce-scatter) -> bias, dropout, residual add.
+int reduce_and_residual(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSpec& t,
+                        std::string_view reduce_name, int partial, int residual, int group) {
+  const double region = d.nr * d.h * d.e;
+  int reduced = partial;
+  if (sh.tp > 1) {
+    reduced = B.collective(reduce_name,
+                           sh.sequence_parallel ? CommKind::kReduceScatter : CommKind::kAllReduce,
+                           partial, region, region, d.n * d.h * d.e);
+  }
+  int x = reduced;
+  if (t.linear_bias) {
+    int biased = B.tensor(region);
+    B.elementwise("bias", {x}, biased, 1, FusionRule::kBiasDropoutResidual, group).weight_bytes =
+        d.h * d.e;
+    x = biased;
+  }
+  int dropped = B.tensor(region);
+  LayerOp& drop = B.elementwise("dropout", {x}, dropped, 2, FusionRule::kBiasDropoutResidual, group);
+  drop.aux_saved_bytes = d.nr * d.h;  // dropout mask, 1 byte per element: sbh
+  int out = B.tensor(region);
+  B.elementwise("residual_add", {dropped, residual}, out, 1, FusionRule::kBiasDropoutResidual,
+                group);
+  return out;
+}
+
+int attention_core(Builder& B, const Dims& d, const LayerShape& sh, int qkv) {
+  const double scores = d.b * d.a_local * d.s * d.s * d.e;  // per-head s x s scores
+  const double core_flops = 2 * d.b * d.s * d.s * d.h / d.t;
+  int context = B.tensor(d.n * d.h / d.t * d.e);
+  if (sh.fusion.flash_attention) {
+    LayerOp& fa = B.op("flash_attention", OpClass::kFlashAttention, {qkv}, context);
+    fa.model_flops = 2 * core_flops;
+    fa.matmul_flops = 2 * core_flops * (sh.causal ? 0.5 : 1.0);  // causal skips masked tiles
+    fa.other_flops = 5 * scores / d.e;
+    fa.saves = kSaveInput0 | kSaveOutput;          // Q, K, V and the output
+    fa.aux_saved_bytes = d.b * d.a_local * d.s * 4;  // fp32 log-sum-exp per row
+    fa.backward_flops_factor = 2.5;  // Dao 2023: backward runs 5 GEMMs to forward's 2
+    return context;
+  }
+  int raw = B.tensor(scores);
+  LayerOp& qk = B.matmul("attn_scores", qkv, raw, core_flops, 0);  // saves Q, K (and V): 6sbh/t
+  qk.attention_core = true;
+  int scaled = B.tensor(scores), masked = B.tensor(scores), probs = B.tensor(scores);
+  B.elementwise("scale", {raw}, scaled, 1, FusionRule::kSoftmax, 0).attention_core = true;
+  B.elementwise("mask", {scaled}, masked, 1, FusionRule::kSoftmax, 0).attention_core = true;
+  LayerOp& sm = B.elementwise("softmax", {masked}, probs, 5, FusionRule::kSoftmax, 0);
+  sm.attention_core = true;
+  sm.saves = kSaveOutput;  // softmax output: 2as^2b
+  int dropped = B.tensor(scores);
+  LayerOp& drop = B.elementwise("attn_dropout", {probs}, dropped, 2, FusionRule::kNone, -1);
+  drop.attention_core = true;
+  drop.aux_saved_bytes = d.b * d.a_local * d.s * d.s;  // dropout mask: as^2b
+  LayerOp& av = B.matmul("attn_context", dropped, context, core_flops, 0);
+  av.saves = kSaveInput0;  // dropout output: 2as^2b (V is saved with Q, K above)
+  return context;
+}
+
+int mlp_activation(Builder& B, const Dims& d, const TransformerSpec& t, int up) {
+  int x = up;
+  const double region = d.n * d.f / d.t * d.e;
+  if (t.activation == Activation::kSwiGLU) {
+    int out = B.tensor(region);
+    LayerOp& act = B.elementwise("swiglu", {x}, out, 6, FusionRule::kEpilogue, 0);
+    act.saves = kSaveInput0;  // gate and up projections: 2 * n * f / t
+    return out;
+  }
+  if (t.linear_bias) {
+    int biased = B.tensor(region);
+    B.elementwise("fc1_bias", {x}, biased, 1, FusionRule::kEpilogue, 0).weight_bytes =
+        d.f / d.t * d.e;
+    x = biased;
+  }
+  int out = B.tensor(region);
+  LayerOp& act = B.elementwise(t.activation == Activation::kGeLU ? "gelu" : "relu", {x}, out,
+                               8, FusionRule::kEpilogue, 0);
+  act.saves = kSaveInput0;  // activation input: 8sbh/t
+  return out;
+}
+
+}  // namespace
+
+LayerGraph build_transformer_layer(const TransformerSpec& t, const LayerShape& sh) {
+  LayerGraph g;
+  g.tensors.reserve(32);
+  g.ops.reserve(32);
+  Builder B(g, sh);
+  const Dims d = dims_of(t, sh);
+  const bool add_norm = sh.fusion.norm_residual;
+  g.input_tensor = B.tensor(d.nr * d.h * d.e);  // residual stream, 2sbh (/t under SP)
+
+  int x = norm_and_gather(B, d, sh, "norm1", "sp_all_gather1", g.input_tensor, add_norm);
+  int qkv = B.tensor(d.n * (d.h + 2 * d.kv) / d.t * d.e);
+  B.matmul("qkv", x, qkv, 2 * d.n * d.h * (d.h + 2 * d.kv) / d.t,
+           d.h * (d.h + 2 * d.kv) / d.t * d.e);  // saves its input: 2sbh
+  int context = attention_core(B, d, sh, qkv);
+  int proj = B.tensor(d.n * d.h * d.e);
+  B.matmul("attn_proj", context, proj, 2 * d.n * d.h * d.h / d.t, d.h * d.h / d.t * d.e);
+  int mid = reduce_and_residual(B, d, sh, t, "tp_reduce1", proj, g.input_tensor, 1);
+
+  x = norm_and_gather(B, d, sh, "norm2", "sp_all_gather2", mid, add_norm);
+  int up = B.tensor(d.n * d.f_in / d.t * d.e);
+  B.matmul("fc1", x, up, 2 * d.n * d.h * d.f_in / d.t, d.h * d.f_in / d.t * d.e);
+  int act = mlp_activation(B, d, t, up);
+  int down = B.tensor(d.n * d.h * d.e);
+  B.matmul("fc2", act, down, 2 * d.n * d.f * d.h / d.t, d.f * d.h / d.t * d.e);
+  g.output_tensor = reduce_and_residual(B, d, sh, t, "tp_reduce2", down, mid, 2);
+
+  for (LayerOp& o : g.ops) {
+    if (!B.rule_on(o.fusion)) o.fusion_group = -1;
+  }
+  return g;
+}
+
+}  // namespace stratasim

@@ -1,0 +1,22 @@
+// Builds the forward graph of one transformer layer (Megatron-style: pre-LN, TP-sharded
+// attention and MLP, optional sequence parallelism) for one micro-batch on one device.
+#pragma once
+
+#include "strategies/lowering/layer_graph.h"
+#include "strategies/model/model_spec.h"
+#include "strategies/strategy/strategy.h"
+
+namespace stratasim {
+
+struct LayerShape {
+  int micro_batch = 1;
+  int tp = 1;
+  bool sequence_parallel = false;
+  double element_bytes = 2;  // activation dtype
+  bool causal = true;        // decoder: causal attention (flash skips masked blocks)
+  FusionPlan fusion;
+};
+
+LayerGraph build_transformer_layer(const TransformerSpec& t, const LayerShape& shape);
+
+}  // namespace stratasim

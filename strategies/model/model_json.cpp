@@ -1,0 +1,151 @@
+#include "strategies/model/model_json.h"
+
+#include <algorithm>
+#include <array>
+#include <map>
+
+namespace stratasim {
+namespace {
+
+constexpr std::array<EnumName<ModelFamily>, 3> kFamilies = {{
+    {"decoder", ModelFamily::kDecoder}, {"encoder", ModelFamily::kEncoder},
+    {"op_graph", ModelFamily::kOpGraph}}};
+constexpr std::array<EnumName<Activation>, 3> kActivations = {{
+    {"gelu", Activation::kGeLU}, {"relu", Activation::kReLU}, {"swiglu", Activation::kSwiGLU}}};
+constexpr std::array<EnumName<NormKind>, 2> kNorms = {{
+    {"layernorm", NormKind::kLayerNorm}, {"rmsnorm", NormKind::kRMSNorm}}};
+constexpr std::array<EnumName<GraphOpKind>, 7> kOpKinds = {{
+    {"matmul", GraphOpKind::kMatmul}, {"conv", GraphOpKind::kConv}, {"norm", GraphOpKind::kNorm},
+    {"elementwise", GraphOpKind::kElementwise}, {"pool", GraphOpKind::kPool},
+    {"softmax", GraphOpKind::kSoftmax}, {"loss", GraphOpKind::kLoss}}};
+
+void read_transformer_fields(const JsonNode& n, TransformerSpec& t) {
+  t.layers = static_cast<int>(n.integer_or("layers", t.layers, 1, 100000));
+  t.hidden = static_cast<int>(n.integer_or("hidden", t.hidden, 1, 10000000));
+  t.heads = static_cast<int>(n.integer_or("heads", t.heads, 1, 100000));
+  t.kv_heads = static_cast<int>(n.integer_or("kv_heads", t.kv_heads, 0, 100000));
+  t.ffn_hidden = static_cast<int>(n.integer_or("ffn_hidden", t.ffn_hidden, 0, 100000000));
+  t.activation = n.enum_or("activation", kActivations, t.activation);
+  t.norm = n.enum_or("norm", kNorms, t.norm);
+  t.seq_len = static_cast<int>(n.integer_or("seq_len", t.seq_len, 1, 100000000));
+  t.vocab = static_cast<int>(n.integer_or("vocab", t.vocab, 1, 100000000));
+  t.tied_embeddings = n.bool_or("tied_embeddings", t.tied_embeddings);
+  t.learned_positions = n.bool_or("learned_positions", t.learned_positions);
+  t.linear_bias = n.bool_or("linear_bias", t.linear_bias);
+}
+
+void check_transformer(const JsonNode& n, const TransformerSpec& t) {
+  if (t.hidden % t.heads != 0) {
+    n.fail("has hidden=" + std::to_string(t.hidden) + " not divisible by heads=" +
+           std::to_string(t.heads));
+  }
+  const int kv = t.kv_heads_or_heads();
+  if (kv > t.heads || t.heads % kv != 0) {
+    n.at("kv_heads").fail("must divide heads=" + std::to_string(t.heads));
+  }
+}
+
+GraphOp read_graph_op(const JsonNode& n, const std::map<std::string, int>& index) {
+  n.allow_keys({"name", "kind", "flops", "output_elements", "params", "inputs",
+                "input_elements"});
+  GraphOp op;
+  op.name = n.string("name");
+  op.kind = n.at("kind").as_enum(kOpKinds);
+  op.flops = n.at("flops").as_quantity(n.at("flops").raw().is_string() ? Dimension::kFlops
+                                                                         : Dimension::kCount);
+  op.output_elements = n.at("output_elements").as_quantity(Dimension::kCount);
+  op.params = n.quantity_or("params", Dimension::kCount, 0);
+  op.input_elements = n.quantity_or("input_elements", Dimension::kCount, 0);
+  if (auto inputs = n.find("inputs")) {
+    for (size_t i = 0; i < inputs->size(); ++i) {
+      JsonNode in = inputs->element(i);
+      auto it = index.find(in.as_string());
+      if (it == index.end()) in.fail("names no earlier op (inputs must refer to ops above)");
+      op.inputs.push_back(it->second);
+    }
+  }
+  return op;
+}
+
+OpGraphSpec read_graph(const JsonNode& n) {
+  OpGraphSpec g;
+  g.repeat = static_cast<int>(n.integer_or("repeat", 1, 1, 1000000));
+  JsonNode ops = n.at("ops");
+  std::map<std::string, int> index;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    g.ops.push_back(read_graph_op(ops.element(i), index));
+    if (!index.emplace(g.ops.back().name, static_cast<int>(i)).second) {
+      ops.element(i).at("name").fail("is used by two ops");
+    }
+  }
+  if (g.ops.empty()) ops.fail("must list at least one op");
+  return g;
+}
+
+ModelSpec preset_for(const JsonNode& name_node) {
+  const std::string name = name_node.as_string();
+  auto names = model_preset_names();
+  if (std::find(names.begin(), names.end(), name) == names.end()) {
+    std::string known;
+    for (const auto& k : names) known += (known.empty() ? "" : ", ") + k;
+    name_node.fail("is not a known model preset (known: " + known + ")");
+  }
+  return model_preset(name);
+}
+
+}  // namespace
+
+ModelSpec read_model(const JsonNode& n) {
+  if (n.is_string()) return preset_for(n);
+  n.allow_keys({"preset", "name", "family", "layers", "hidden", "heads", "kv_heads",
+                "ffn_hidden", "activation", "norm", "seq_len", "vocab", "tied_embeddings",
+                "learned_positions", "linear_bias", "ops", "repeat", "description"});
+  ModelSpec m;
+  if (auto preset = n.find("preset")) {
+    m = preset_for(*preset);
+  } else {
+    m.family = n.at("family").as_enum(kFamilies);
+    if (m.family != ModelFamily::kOpGraph) {
+      for (auto key : {"layers", "hidden", "heads", "seq_len", "vocab"}) n.at(key);
+    }
+  }
+  m.name = n.string_or("name", m.name.empty() ? "custom" : m.name);
+  if (m.family == ModelFamily::kOpGraph) {
+    if (n.has("ops")) m.graph = read_graph(n);
+    return m;
+  }
+  read_transformer_fields(n, m.transformer);
+  check_transformer(n, m.transformer);
+  return m;
+}
+
+Json to_json(const ModelSpec& m) {
+  Json j;
+  j["name"] = m.name;
+  j["family"] = std::string(family_name(m.family));
+  if (m.family == ModelFamily::kOpGraph) {
+    j["repeat"] = m.graph.repeat;
+    Json ops = Json::array();
+    for (const GraphOp& op : m.graph.ops) {
+      Json o{{"name", op.name}, {"kind", std::string(graph_op_kind_name(op.kind))},
+             {"flops", op.flops}, {"output_elements", op.output_elements}, {"params", op.params}};
+      if (op.input_elements > 0) o["input_elements"] = op.input_elements;
+      Json inputs = Json::array();
+      for (int i : op.inputs) inputs.push_back(m.graph.ops[i].name);
+      o["inputs"] = inputs;
+      ops.push_back(o);
+    }
+    j["ops"] = ops;
+    return j;
+  }
+  const TransformerSpec& t = m.transformer;
+  j.update({{"layers", t.layers}, {"hidden", t.hidden}, {"heads", t.heads},
+            {"kv_heads", t.kv_heads}, {"ffn_hidden", t.ffn_hidden},
+            {"activation", std::string(activation_name(t.activation))},
+            {"norm", t.norm == NormKind::kLayerNorm ? "layernorm" : "rmsnorm"},
+            {"seq_len", t.seq_len}, {"vocab", t.vocab}, {"tied_embeddings", t.tied_embeddings},
+            {"learned_positions", t.learned_positions}, {"linear_bias", t.linear_bias}});
+  return j;
+}
+
+}  // namespace stratasim

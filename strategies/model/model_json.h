@@ -1,0 +1,24 @@
+// JSON for ModelSpec: a preset name ("gpt3-175b"), a preset with overrides
+// ({"preset": "llama2-70b", "seq_len": 8192}), or a full description.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/core/json_reader.h"
+#include "strategies/model/model_spec.h"
+
+namespace stratasim {
+
+ModelSpec read_model(const JsonNode& node);
+Json to_json(const ModelSpec& m);
+
+std::vector<std::string> model_preset_names();
+// Throws InputError (file "presets") for an unknown name.
+ModelSpec model_preset(const std::string& name);
+
+// Builders for the op-graph presets (model_resnet50.cpp, model_lstm.cpp).
+ModelSpec make_resnet50();
+ModelSpec make_lstm_lm(int layers, int hidden, int vocab, int steps);
+
+}  // namespace stratasim

@@ -1,0 +1,78 @@
+// Transformer presets, each from its paper or model card.
+#include <functional>
+#include <map>
+
+#include "strategies/model/model_json.h"
+
+namespace stratasim {
+namespace {
+
+ModelSpec gpt(std::string name, int layers, int hidden, int heads, int seq, int vocab) {
+  ModelSpec m;
+  m.name = std::move(name);
+  m.family = ModelFamily::kDecoder;
+  m.transformer = TransformerSpec{.layers = layers, .hidden = hidden, .heads = heads,
+                                  .seq_len = seq, .vocab = vocab};
+  return m;
+}
+
+ModelSpec llama(std::string name, int layers, int hidden, int heads, int kv_heads, int ffn,
+                int seq, int vocab) {
+  ModelSpec m;
+  m.name = std::move(name);
+  m.family = ModelFamily::kDecoder;
+  m.transformer = TransformerSpec{.layers = layers, .hidden = hidden, .heads = heads,
+                                  .kv_heads = kv_heads, .ffn_hidden = ffn,
+                                  .activation = Activation::kSwiGLU, .norm = NormKind::kRMSNorm,
+                                  .seq_len = seq, .vocab = vocab, .tied_embeddings = false,
+                                  .learned_positions = false, .linear_bias = false};
+  return m;
+}
+
+const std::map<std::string, std::function<ModelSpec()>>& presets() {
+  static const std::map<std::string, std::function<ModelSpec()>> table = {
+      // Brown et al. 2020, Table 2.1; Megatron's 51200 padded vocabulary.
+      {"gpt3-175b", [] { return gpt("gpt3-175b", 96, 12288, 96, 2048, 51200); }},
+      // Narayanan et al. SC21, Table 1, last row.
+      {"megatron-1t", [] { return gpt("megatron-1t", 128, 25600, 160, 2048, 51200); }},
+      // Narayanan et al. SC21, Table 1.
+      {"gpt-18b", [] { return gpt("gpt-18b", 40, 6144, 48, 2048, 51200); }},
+      // Touvron et al. 2023 (Llama 2), Table 1 and model card: GQA with 8 KV heads.
+      {"llama2-70b", [] { return llama("llama2-70b", 80, 8192, 64, 8, 28672, 4096, 32000); }},
+      // Llama 3 model card (Meta, 2024).
+      {"llama3-8b", [] { return llama("llama3-8b", 32, 4096, 32, 8, 14336, 8192, 128256); }},
+      {"llama3-70b", [] { return llama("llama3-70b", 80, 8192, 64, 8, 28672, 8192, 128256); }},
+      // Devlin et al. 2019: 24 layers, 1024 hidden, 16 heads, seq 512, WordPiece 30522.
+      {"bert-large",
+       [] {
+         ModelSpec m = gpt("bert-large", 24, 1024, 16, 512, 30522);
+         m.family = ModelFamily::kEncoder;
+         return m;
+       }},
+      {"resnet50", [] { return make_resnet50(); }},
+      // Zaremba et al. 2014 "large" LSTM language model: 2 layers, 1500 units, 35 steps.
+      {"lstm-2layer", [] { return make_lstm_lm(2, 1500, 10000, 35); }},
+  };
+  return table;
+}
+
+}  // namespace
+
+std::vector<std::string> model_preset_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, make] : presets()) names.push_back(name);
+  return names;
+}
+
+ModelSpec model_preset(const std::string& name) {
+  auto it = presets().find(name);
+  if (it == presets().end()) {
+    std::string known;
+    for (const auto& n : model_preset_names()) known += (known.empty() ? "" : ", ") + n;
+    throw InputError("presets", "model", "\"" + name + "\"",
+                     "is not a known model preset (known: " + known + ")");
+  }
+  return it->second();
+}
+
+}  // namespace stratasim

@@ -1,0 +1,69 @@
+#include "strategies/model/model_spec.h"
+
+namespace stratasim {
+
+std::string_view graph_op_kind_name(GraphOpKind k) {
+  switch (k) {
+    case GraphOpKind::kMatmul: return "matmul";
+    case GraphOpKind::kConv: return "conv";
+    case GraphOpKind::kNorm: return "norm";
+    case GraphOpKind::kElementwise: return "elementwise";
+    case GraphOpKind::kPool: return "pool";
+    case GraphOpKind::kSoftmax: return "softmax";
+    case GraphOpKind::kLoss: return "loss";
+  }
+  return "?";
+}
+
+std::string_view family_name(ModelFamily f) {
+  switch (f) {
+    case ModelFamily::kDecoder: return "decoder";
+    case ModelFamily::kEncoder: return "encoder";
+    case ModelFamily::kOpGraph: return "op_graph";
+  }
+  return "?";
+}
+
+std::string_view activation_name(Activation a) {
+  switch (a) {
+    case Activation::kGeLU: return "gelu";
+    case Activation::kReLU: return "relu";
+    case Activation::kSwiGLU: return "swiglu";
+  }
+  return "?";
+}
+
+double layer_params(const TransformerSpec& t) {
+  const double h = t.hidden;
+  const double kv = static_cast<double>(t.kv_heads_or_heads()) * t.head_dim();
+  const double f = t.ffn_or_default();
+  const double bias = t.linear_bias ? 1.0 : 0.0;
+  const double norm_params = t.norm == NormKind::kLayerNorm ? 2 * h : h;  // gamma (+ beta)
+  const double attention = h * (h + 2 * kv) + bias * (h + 2 * kv) + h * h + bias * h;
+  const double up_matrices = t.activation == Activation::kSwiGLU ? 2.0 : 1.0;
+  const double mlp = up_matrices * h * f + bias * up_matrices * f + f * h + bias * h;
+  return attention + mlp + 2 * norm_params;
+}
+
+double embedding_params(const TransformerSpec& t) {
+  const double positions = t.learned_positions ? static_cast<double>(t.seq_len) : 0.0;
+  return (static_cast<double>(t.vocab) + positions) * t.hidden;
+}
+
+double head_params(const TransformerSpec& t) {
+  const double norm_params = t.norm == NormKind::kLayerNorm ? 2.0 * t.hidden : t.hidden;
+  const double output = t.tied_embeddings ? 0.0 : static_cast<double>(t.vocab) * t.hidden;
+  return norm_params + output;
+}
+
+double total_params(const ModelSpec& m) {
+  if (m.family == ModelFamily::kOpGraph) {
+    double p = 0;
+    for (const GraphOp& op : m.graph.ops) p += op.params;
+    return p;
+  }
+  const TransformerSpec& t = m.transformer;
+  return t.layers * layer_params(t) + embedding_params(t) + head_params(t);
+}
+
+}  // namespace stratasim

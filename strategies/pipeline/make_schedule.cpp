@@ -1,0 +1,48 @@
+#include <string>
+
+#include "sim/core/error.h"
+#include "strategies/pipeline/schedules.h"
+
+namespace stratasim {
+
+std::optional<std::string> schedule_rule_violation(ScheduleKind kind, int p, int m, int v) {
+  const auto n = [](int x) { return std::to_string(x); };
+  if (p < 1) return "a pipeline needs at least 1 stage (pp=" + n(p) + ")";
+  if (m < 1) return "a pipeline needs at least 1 micro-batch (m=" + n(m) + ")";
+  if (v < 1) return "a pipeline needs at least 1 chunk per rank (v=" + n(v) + ")";
+  if (kind == ScheduleKind::kInterleaved1F1B) {
+    if (v < 2) return "interleaved 1F1B needs at least 2 chunks per rank (v=" + n(v) + ")";
+    if (m % p != 0) {
+      return "interleaved 1F1B needs micro-batches (" + n(m) + ") to be a multiple of pp (" + n(p) +
+             ")";
+    }
+    return std::nullopt;
+  }
+  if (v != 1) {
+    return std::string(schedule_name(kind)) + " runs 1 chunk per rank (v=" + n(v) +
+           "); only interleaved 1F1B splits a rank into chunks";
+  }
+  return std::nullopt;
+}
+
+// Interleaved with v == 1 is accepted here (it is plain 1F1B order) although
+// schedule_rule_violation() rejects it as a strategy choice.
+PipelineSchedule make_schedule(ScheduleKind kind, int p, int m, int v) {
+  SS_ASSERT(p >= 1 && m >= 1 && v >= 1, "make_schedule needs p, m, v >= 1");
+  SS_ASSERT(kind == ScheduleKind::kInterleaved1F1B || v == 1,
+            "only interleaved 1F1B has more than one chunk per rank");
+  switch (kind) {
+    case ScheduleKind::kGPipe:
+      return schedule_gpipe(p, m);
+    case ScheduleKind::k1F1B:
+      return schedule_1f1b(p, m);
+    case ScheduleKind::kInterleaved1F1B:
+      return schedule_interleaved(p, m, v);
+    case ScheduleKind::kPipeDreamAsync:
+      return schedule_pipedream_async(p, m);
+  }
+  SS_ASSERT(false, "unknown schedule kind");
+  return schedule_1f1b(p, m);
+}
+
+}  // namespace stratasim

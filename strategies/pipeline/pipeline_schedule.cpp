@@ -1,0 +1,19 @@
+#include "strategies/pipeline/pipeline_schedule.h"
+
+namespace stratasim {
+
+std::string_view schedule_name(ScheduleKind k) {
+  switch (k) {
+    case ScheduleKind::kGPipe:
+      return "gpipe";
+    case ScheduleKind::k1F1B:
+      return "1f1b";
+    case ScheduleKind::kInterleaved1F1B:
+      return "interleaved";
+    case ScheduleKind::kPipeDreamAsync:
+      return "pipedream_async";
+  }
+  return "unknown";
+}
+
+}  // namespace stratasim

@@ -1,0 +1,40 @@
+// Pipeline schedules as data: for each pipeline rank, the order in which it runs the forward
+// and backward passes of each micro-batch (and model chunk, for interleaving). One schedule
+// per file (schedule_gpipe.cpp, schedule_1f1b.cpp, ...); none depends on SimGrid.
+//
+// Conventions: p ranks, m micro-batches, v chunks per rank. Chunk c of rank r is virtual
+// stage c * p + r; activations flow from virtual stage i to i + 1 in the forward pass and
+// gradients from i + 1 to i in the backward pass.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace stratasim {
+
+enum class ScheduleKind { kGPipe, k1F1B, kInterleaved1F1B, kPipeDreamAsync };
+std::string_view schedule_name(ScheduleKind k);
+
+enum class PipeOpKind : uint8_t { kForward, kBackward };
+
+struct PipeOp {
+  PipeOpKind kind;
+  int32_t micro_batch;
+  int32_t chunk;
+  bool operator==(const PipeOp&) const = default;
+};
+
+struct PipelineSchedule {
+  ScheduleKind kind;
+  int stages = 1;          // p
+  int micro_batches = 1;   // m
+  int chunks = 1;          // v
+  bool flush = true;       // false for PipeDream's asynchronous schedule (no flush)
+  std::vector<std::vector<PipeOp>> per_rank;  // size p
+
+  int virtual_stages() const { return stages * chunks; }
+  int virtual_stage(int rank, int chunk) const { return chunk * stages + rank; }
+};
+
+}  // namespace stratasim

@@ -1,0 +1,161 @@
+#include "strategies/pipeline/schedule_engine.h"
+
+#include <algorithm>
+
+#include "sim/core/error.h"
+
+namespace stratasim::pipeline_detail {
+namespace {
+
+CompiledOp compile_op(const PipeOp& op, int r, int p, int m, int v) {
+  const int vstages = p * v;
+  const int vs = op.chunk * p + r;
+  const int bwd_base = vstages * m;
+  const int zero = 2 * vstages * m;
+  CompiledOp c;
+  c.rank = r;
+  if (op.kind == PipeOpKind::kForward) {
+    c.self = vs * m + op.micro_batch;
+    c.dep = vs > 0 ? (vs - 1) * m + op.micro_batch : zero;
+    c.fwd = zero;
+    c.dur = vs;
+    c.lat = vs > 0 ? vs - 1 : vstages - 1;
+  } else {
+    c.self = bwd_base + vs * m + op.micro_batch;
+    c.dep = vs + 1 < vstages ? bwd_base + (vs + 1) * m + op.micro_batch : zero;
+    c.fwd = vs * m + op.micro_batch;
+    c.dur = vstages + vs;
+    c.lat = vs + 1 < vstages ? vs : vstages - 1;
+  }
+  return c;
+}
+
+// Rank that runs the op waiting for `slot` on the next virtual stage, or -1.
+int consumer_rank(const CompiledSchedule& cs, int slot) {
+  const int vstages = cs.p * cs.v;
+  const int fwd_slots = vstages * cs.m;
+  if (slot < fwd_slots) {
+    const int vs = slot / cs.m;
+    return vs + 1 < vstages ? (vs + 1) % cs.p : -1;
+  }
+  const int vs = (slot - fwd_slots) / cs.m;
+  return vs > 0 ? (vs - 1) % cs.p : -1;
+}
+
+// The list scheduler without times: ranks whose next op may have become runnable sit on a
+// stack; a rank runs ops until one waits for an input, and the op producing that input pushes
+// the waiting rank back. Every op pushes at most one rank, so this is O(ops).
+void order_ops(CompiledSchedule& cs) {
+  const int p = cs.p;
+  std::vector<uint8_t> done(static_cast<size_t>(cs.slots()) + 1, 0), queued(p, 1);
+  done[cs.slots()] = 1;
+  std::vector<int32_t> next(cs.begin.begin(), cs.begin.end() - 1), stack;
+  for (int r = p - 1; r >= 0; --r) stack.push_back(r);
+  cs.order.clear();
+  cs.order.reserve(cs.ops.size());
+  while (!stack.empty()) {
+    const int r = stack.back();
+    stack.pop_back();
+    queued[r] = 0;
+    int j = next[r];
+    for (; j < cs.begin[r + 1] && done[cs.ops[j].dep] && done[cs.ops[j].fwd]; ++j) {
+      const CompiledOp& op = cs.ops[j];
+      done[op.self] = 1;
+      cs.order.push_back(op);
+      const int wake = consumer_rank(cs, op.self);
+      if (wake >= 0 && !queued[wake]) {
+        queued[wake] = 1;
+        stack.push_back(wake);
+      }
+    }
+    next[r] = j;
+  }
+  for (int r = 0; r < p; ++r) {
+    SS_ASSERT(next[r] == cs.begin[r + 1], "pipeline schedule deadlocks");
+  }
+}
+
+// Reorders cs.order by wavefront (the op's step if every op took one unit of time): ops of one
+// wavefront are independent, so the timing pass can overlap their latencies.
+void order_by_wavefront(CompiledSchedule& cs) {
+  std::vector<int32_t> step(static_cast<size_t>(cs.slots()) + 1, 0), rank_step(cs.p, 0);
+  int steps = 0;
+  for (const CompiledOp& op : cs.order) {
+    const int s = 1 + std::max({rank_step[op.rank], step[op.dep], step[op.fwd]});
+    step[op.self] = rank_step[op.rank] = s;
+    steps = std::max(steps, s);
+  }
+  std::vector<int32_t> first(static_cast<size_t>(steps) + 2, 0);
+  for (const CompiledOp& op : cs.order) ++first[step[op.self] + 1];
+  for (int s = 1; s <= steps + 1; ++s) first[s] += first[s - 1];
+  std::vector<CompiledOp> sorted(cs.order.size());
+  for (const CompiledOp& op : cs.order) sorted[first[step[op.self]]++] = op;
+  cs.order.swap(sorted);
+}
+
+}  // namespace
+
+CompiledSchedule compile_schedule(const PipelineSchedule& s) {
+  const int p = s.stages, m = s.micro_batches, v = s.chunks;
+  SS_ASSERT(p >= 1 && m >= 1 && v >= 1, "pipeline schedule needs p, m, v >= 1");
+  SS_ASSERT(static_cast<int>(s.per_rank.size()) == p, "pipeline schedule needs one list per rank");
+  CompiledSchedule cs;
+  cs.p = p;
+  cs.m = m;
+  cs.v = v;
+  cs.begin.assign(1, 0);
+  cs.ops.reserve(static_cast<size_t>(cs.slots()));
+  std::vector<uint8_t> seen(static_cast<size_t>(cs.slots()), 0);
+  for (int r = 0; r < p; ++r) {
+    for (const PipeOp& op : s.per_rank[r]) {
+      SS_ASSERT(op.micro_batch >= 0 && op.micro_batch < m, "pipeline op micro-batch out of range");
+      SS_ASSERT(op.chunk >= 0 && op.chunk < v, "pipeline op chunk out of range");
+      const CompiledOp c = compile_op(op, r, p, m, v);
+      SS_ASSERT(!seen[c.self], "pipeline schedule runs an op twice");
+      seen[c.self] = 1;
+      cs.ops.push_back(c);
+    }
+    cs.begin.push_back(static_cast<int32_t>(cs.ops.size()));
+  }
+  SS_ASSERT(static_cast<int>(cs.ops.size()) == cs.slots(),
+            "pipeline schedule misses a forward or backward op");
+  order_ops(cs);
+  order_by_wavefront(cs);
+  return cs;
+}
+
+void fill_duration_tables(int p, int v, const StageDurations& d, DurationTables& t) {
+  const size_t vstages = static_cast<size_t>(p) * v;
+  SS_ASSERT(d.forward_s.size() == vstages && d.backward_s.size() == vstages,
+            "stage durations need one forward and one backward time per virtual stage");
+  SS_ASSERT(d.p2p_s.empty() || d.p2p_s.size() == vstages - 1,
+            "stage durations need one p2p time per stage boundary (or none)");
+  t.dur.resize(2 * vstages);
+  t.lat.assign(vstages, 0.0);
+  for (size_t i = 0; i < vstages; ++i) {
+    SS_ASSERT(d.forward_s[i] >= 0 && d.backward_s[i] >= 0, "stage durations must be >= 0");
+    t.dur[i] = d.forward_s[i];
+    t.dur[vstages + i] = d.backward_s[i];
+  }
+  for (size_t i = 0; i < d.p2p_s.size(); ++i) {
+    SS_ASSERT(d.p2p_s[i] >= 0, "p2p times must be >= 0");
+    t.lat[i] = d.p2p_s[i];
+  }
+}
+
+// One max-plus pass in dependency order: start = max(rank free, input + transfer, own forward).
+void run_schedule(const CompiledSchedule& cs, const DurationTables& t, double* done, double* finish,
+                  double* starts) {
+  std::fill(finish, finish + cs.p, 0.0);
+  done[cs.slots()] = 0.0;
+  const double* dur = t.dur.data();
+  const double* lat = t.lat.data();
+  for (const CompiledOp& op : cs.order) {
+    const double ready =
+        std::max(finish[op.rank], std::max(done[op.dep] + lat[op.lat], done[op.fwd]));
+    if (starts != nullptr) starts[op.self] = ready;
+    finish[op.rank] = done[op.self] = ready + dur[op.dur];
+  }
+}
+
+}  // namespace stratasim::pipeline_detail

@@ -1,0 +1,283 @@
+// execute_schedule, time_schedule and peak_in_flight on top of the list scheduler
+// (schedule_engine.cpp) and the periodic extension (schedule_periodic.cpp).
+//
+// time_schedule() is on the strategy-search hot path, so it keeps per-thread caches: compiled
+// schedules keyed by (kind, p, m, v) and scratch buffers, and simulates fewer micro-batches
+// than m where that is exact:
+//   GPipe: every rank's finish time is affine in m for m >= 1 (the longest path crosses the
+//     forward grid and the backward grid as staircases that dwell m - 1 steps on the slowest
+//     stage), so runs of 1 and 2 micro-batches give it for any m.
+//   1F1B, interleaved: a run of m_c = m - n p micro-batches, extended by n periods when its
+//     steady state is exactly periodic (schedule_periodic.cpp); otherwise the full run.
+//   PipeDream async: the period of the endless 1F1B stream, times m.
+#include "strategies/pipeline/schedule_timing.h"
+
+#include <algorithm>
+#include <memory>
+#include <unordered_map>
+
+#include "sim/core/error.h"
+#include "strategies/pipeline/schedule_engine.h"
+#include "strategies/pipeline/schedules.h"
+
+namespace stratasim {
+namespace {
+
+using pipeline_detail::CompiledSchedule;
+using pipeline_detail::DurationTables;
+
+thread_local TimingMethod g_last_method = TimingMethod::kFullSimulation;
+
+constexpr size_t kCacheMaxOps = size_t{1} << 23;  // ~200 MB of compiled ops per thread
+// Periods tried: p, 2p, .., kMaxPeriods p micro-batches. The steady state of a 1F1B-like run
+// repeats every c micro-batches, c the length of its critical cycle; usually c divides p, but
+// p2p times comparable to compute and uneven across boundaries can give e.g. c = 3 at p = 8.
+constexpr int kMaxPeriods = 4;
+
+// Compiled schedule for (kind, p, m, v); PipeDream async and interleaved with v == 1 share
+// 1F1B's op order. The reference stays valid until the next call.
+const CompiledSchedule& cached_schedule(ScheduleKind kind, int p, int m, int v) {
+  thread_local std::unordered_map<uint64_t, std::unique_ptr<CompiledSchedule>> cache;
+  thread_local size_t cached_ops = 0;
+  thread_local uint64_t last_key = ~uint64_t{0};
+  thread_local const CompiledSchedule* last = nullptr;
+  if (kind == ScheduleKind::kPipeDreamAsync || v == 1) {
+    if (kind != ScheduleKind::kGPipe) kind = ScheduleKind::k1F1B;
+  }
+  SS_ASSERT(p < (1 << 20) && m < (1 << 24) && v < (1 << 16), "pipeline size out of range");
+  const uint64_t key =
+      (uint64_t(kind) << 62) | (uint64_t(v) << 44) | (uint64_t(p) << 24) | uint64_t(m);
+  if (key == last_key) return *last;
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    if (cached_ops > kCacheMaxOps) {
+      cache.clear();
+      cached_ops = 0;
+    }
+    auto cs = std::make_unique<CompiledSchedule>(
+        pipeline_detail::compile_schedule(make_schedule(kind, p, m, v)));
+    for (int k = 1; kind != ScheduleKind::kGPipe && k <= kMaxPeriods; ++k) {
+      cs->periodic.push_back(pipeline_detail::analyze_periodicity(*cs, k * p));
+    }
+    cached_ops += cs->ops.size();
+    it = cache.emplace(key, std::move(cs)).first;
+  }
+  last_key = key;
+  last = it->second.get();
+  return *last;
+}
+
+// Per-thread scratch: slot end times and per-rank finish times of the latest run.
+struct Scratch {
+  DurationTables tables;
+  std::vector<double> done, finish;
+};
+Scratch& scratch() {
+  thread_local Scratch s;
+  return s;
+}
+
+void run(const CompiledSchedule& cs, Scratch& s) {
+  if (s.done.size() <= static_cast<size_t>(cs.slots())) s.done.resize(cs.slots() + 1);
+  s.finish.resize(cs.p);
+  pipeline_detail::run_schedule(cs, s.tables, s.done.data(), s.finish.data(), nullptr);
+}
+
+double max_of(const std::vector<double>& x) {
+  return x.empty() ? 0.0 : *std::max_element(x.begin(), x.end());
+}
+
+// Warm-up of rank 0, the longest: the periodic extension needs a run well past it.
+int longest_warmup(ScheduleKind kind, int p, int v) {
+  if (kind == ScheduleKind::kInterleaved1F1B && v >= 2) return 2 * (p - 1) + (v - 1) * p;
+  return p - 1;
+}
+
+// A run length below which the periodic structure cannot fit: room for the warm-up, the
+// cool-down's reach back into the steady part (about twice the warm-up) and two periods.
+int periodic_run_floor(ScheduleKind kind, int p, int v) {
+  const int ops_needed = 4 * longest_warmup(kind, p, v) + 2 * p * v + 4;
+  return (ops_needed + 2 * v - 1) / (2 * v);
+}
+
+void timing_full(ScheduleKind kind, int p, int m, int v, Scratch& s, std::vector<double>& out) {
+  run(cached_schedule(kind, p, m, v), s);
+  out = s.finish;
+  g_last_method = TimingMethod::kFullSimulation;
+}
+
+void timing_gpipe(int p, int m, Scratch& s, std::vector<double>& out) {
+  if (m <= 2) return timing_full(ScheduleKind::kGPipe, p, m, 1, s, out);
+  run(cached_schedule(ScheduleKind::kGPipe, p, 1, 1), s);
+  out = s.finish;
+  run(cached_schedule(ScheduleKind::kGPipe, p, 2, 1), s);
+  for (int r = 0; r < p; ++r) out[r] += (m - 1) * (s.finish[r] - out[r]);
+  g_last_method = TimingMethod::kAffineExtension;
+}
+
+bool structure_ok(const CompiledSchedule& cs, int k) {
+  return static_cast<int>(cs.periodic.size()) > k && cs.periodic[k].ok;
+}
+
+// Extends the run of cs (just timed) to m micro-batches with structure k; false when the run's
+// steady state does not repeat with that period.
+bool extend_run(const CompiledSchedule& cs, int k, int m, Scratch& s, std::vector<double>& out) {
+  double shift = 0;
+  const auto& ps = cs.periodic[k];
+  if (!pipeline_detail::steady_shift(cs, ps, s.done.data(), max_of(s.finish), &shift)) return false;
+  const double periods = (m - cs.m) / ps.period;
+  out = s.finish;
+  for (double& f : out) f += periods * shift;
+  g_last_method = TimingMethod::kPeriodicExtension;
+  return true;
+}
+
+// Period (multiple of p) with which the run just timed repeats, or 0.
+int repeating_period(const CompiledSchedule& cs, const Scratch& s) {
+  double shift = 0;
+  for (const auto& ps : cs.periodic) {
+    if (pipeline_detail::steady_shift(cs, ps, s.done.data(), max_of(s.finish), &shift)) {
+      return ps.period;
+    }
+  }
+  return 0;
+}
+
+// Run of m_c = m - n T micro-batches extended by n periods, exact when the steady state of the
+// run repeats (schedule_periodic.cpp). m_c starts at the shortest run with the periodic
+// structure for T = p; if that run has not settled, one more try at about twice the length.
+// A run that repeats only with T = k p is redone with m_c = m mod T.
+bool timing_periodic(ScheduleKind kind, int p, int m, int v, Scratch& s, std::vector<double>& out) {
+  const int floor = periodic_run_floor(kind, p, v);
+  if (m < floor + p) return false;
+  int mc = m - (m - floor) / p * p;
+  while (mc + p <= m && !structure_ok(cached_schedule(kind, p, mc, v), 0)) mc += p;
+  const int step = mc / p * p;
+  for (int attempt = 0; attempt < 2 && mc + p <= m; ++attempt, mc += step) {
+    const CompiledSchedule& cs = cached_schedule(kind, p, mc, v);
+    run(cs, s);
+    if (extend_run(cs, 0, m, s, out)) return true;
+    const int period = repeating_period(cs, s);
+    if (period == 0) continue;
+    const int mc2 = mc + (m - mc) % period;  // repeats from mc's cut on, so from mc2's too
+    if (mc2 + period > m) return false;
+    const CompiledSchedule& cs2 = cached_schedule(kind, p, mc2, v);
+    const int k = period / p - 1;
+    if (!structure_ok(cs2, k)) return false;
+    run(cs2, s);
+    return extend_run(cs2, k, m, s, out);
+  }
+  return false;
+}
+
+// PipeDream async: m times the per-micro-batch period of the endless 1F1B stream.
+void timing_async(int p, int m, Scratch& s, std::vector<double>& out) {
+  int runs = (periodic_run_floor(ScheduleKind::k1F1B, p, 1) + p - 1) / p * p;
+  while (!structure_ok(cached_schedule(ScheduleKind::k1F1B, p, runs, 1), 0)) runs += p;
+  double shift = 0, period = 0;
+  for (int attempt = 0; attempt < 4 && period == 0; ++attempt, runs *= 2) {
+    const CompiledSchedule& cs = cached_schedule(ScheduleKind::k1F1B, p, runs, 1);
+    run(cs, s);
+    for (const auto& ps : cs.periodic) {
+      if (pipeline_detail::steady_shift(cs, ps, s.done.data(), max_of(s.finish), &shift)) {
+        period = ps.period;
+        break;
+      }
+    }
+  }
+  g_last_method = TimingMethod::kSteadyState;
+  if (period == 0) {  // no exact period: average over the second half of the longest stream
+    const CompiledSchedule& cs = cached_schedule(ScheduleKind::k1F1B, p, runs / 2, 1);
+    const auto& ps = cs.periodic[0];
+    const int last = ps.cut[0] - 1;
+    const int periods = std::max(1, (ps.cut[0] - ps.warmup[0]) / 2 / (2 * p));
+    shift = s.done[cs.ops[last].self] - s.done[cs.ops[last - periods * 2 * p].self];
+    period = static_cast<double>(periods) * p;
+    g_last_method = TimingMethod::kSteadyEstimate;
+  }
+  out.assign(p, shift / period * m);
+}
+
+// Busy time, last backward and bubble, which follow from the durations alone.
+void finish_timing(int p, int m, int v, const StageDurations& d, ScheduleTiming& t) {
+  t.makespan_s = max_of(t.rank_finish_s);
+  t.rank_busy_s.assign(p, 0.0);
+  t.rank_last_backward_s.assign(p, 0.0);
+  for (int r = 0; r < p; ++r) {
+    for (int c = 0; c < v; ++c) {
+      t.rank_busy_s[r] += d.forward_s[c * p + r] + d.backward_s[c * p + r];
+    }
+    t.rank_busy_s[r] *= m;
+    // Every schedule here ends each rank with the backward of its chunk 0 (virtual stage r).
+    t.rank_last_backward_s[r] = d.backward_s[r];
+  }
+  t.bubble_fraction = 0;
+  if (t.makespan_s <= 0) return;
+  for (int r = 0; r < p; ++r) {
+    t.bubble_fraction += std::max(0.0, t.makespan_s - t.rank_busy_s[r]) / t.makespan_s;
+  }
+  t.bubble_fraction /= p;
+}
+
+}  // namespace
+
+TimingMethod last_timing_method() { return g_last_method; }
+
+ScheduleTiming time_schedule(ScheduleKind kind, int p, int m, int v, const StageDurations& d) {
+  SS_ASSERT(p >= 1 && m >= 1 && v >= 1, "time_schedule needs p, m, v >= 1");
+  Scratch& s = scratch();
+  pipeline_detail::fill_duration_tables(p, v, d, s.tables);
+  ScheduleTiming t;
+  switch (kind) {
+    case ScheduleKind::kGPipe:
+      timing_gpipe(p, m, s, t.rank_finish_s);
+      break;
+    case ScheduleKind::kPipeDreamAsync:
+      timing_async(p, m, s, t.rank_finish_s);
+      break;
+    case ScheduleKind::k1F1B:
+    case ScheduleKind::kInterleaved1F1B:
+      if (!timing_periodic(kind, p, m, v, s, t.rank_finish_s)) {
+        timing_full(kind, p, m, v, s, t.rank_finish_s);
+      }
+      break;
+  }
+  finish_timing(p, m, v, d, t);
+  return t;
+}
+
+Timeline execute_schedule(const PipelineSchedule& schedule, const StageDurations& d) {
+  const CompiledSchedule cs = pipeline_detail::compile_schedule(schedule);
+  DurationTables tables;
+  pipeline_detail::fill_duration_tables(cs.p, cs.v, d, tables);
+  std::vector<double> done(cs.slots() + 1), finish(cs.p), starts(cs.slots());
+  pipeline_detail::run_schedule(cs, tables, done.data(), finish.data(), starts.data());
+  Timeline tl;
+  tl.per_rank.resize(cs.p);
+  for (int r = 0; r < cs.p; ++r) {
+    tl.per_rank[r].reserve(cs.rank_ops(r));
+    for (int j = cs.begin[r]; j < cs.begin[r + 1]; ++j) {
+      const PipeOp& op = schedule.per_rank[r][j - cs.begin[r]];
+      const int slot = cs.ops[j].self;
+      tl.per_rank[r].push_back({op, starts[slot], done[slot]});
+    }
+  }
+  tl.makespan_s = max_of(finish);
+  return tl;
+}
+
+std::vector<int> peak_in_flight(const PipelineSchedule& schedule) {
+  std::vector<int> peak(schedule.per_rank.size(), 0);
+  for (size_t r = 0; r < schedule.per_rank.size(); ++r) {
+    int held = 0;
+    for (const PipeOp& op : schedule.per_rank[r]) {
+      held += op.kind == PipeOpKind::kForward ? 1 : -1;
+      peak[r] = std::max(peak[r], held);
+    }
+    // No flush: the next iteration's warm-up forwards arrive before this one drains.
+    if (!schedule.flush) peak[r] = std::max(peak[r], schedule.stages - static_cast<int>(r));
+  }
+  return peak;
+}
+
+}  // namespace stratasim

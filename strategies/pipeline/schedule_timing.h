@@ -1,0 +1,65 @@
+// Executes a schedule's op order against per-virtual-stage durations (a dependency-driven
+// list scheduler: an op starts when its rank is free and its input has arrived). The bubble
+// therefore emerges from the schedule, not from a closed form.
+#pragma once
+
+#include <vector>
+
+#include "strategies/pipeline/pipeline_schedule.h"
+
+namespace stratasim {
+
+struct StageDurations {
+  std::vector<double> forward_s;   // per virtual stage, one micro-batch
+  std::vector<double> backward_s;  // per virtual stage, one micro-batch (recompute included)
+  std::vector<double> p2p_s;       // per boundary i -> i+1 (size vstages - 1): transfer time
+};
+
+struct TimedOp {
+  PipeOp op;
+  double start_s;
+  double end_s;
+};
+
+struct Timeline {
+  std::vector<std::vector<TimedOp>> per_rank;
+  double makespan_s = 0;
+};
+
+struct ScheduleTiming {
+  double makespan_s = 0;                 // one iteration (for async: steady-state period * m)
+  std::vector<double> rank_finish_s;     // when each rank ends its last op
+  std::vector<double> rank_busy_s;       // compute time of each rank in the iteration
+  std::vector<double> rank_last_backward_s;  // duration of each rank's last backward op
+  double bubble_fraction = 0;            // idle / makespan, averaged over ranks
+};
+
+// Full timeline of one iteration (every op with start and end), from a cold start: for
+// PipeDream async this is the first iteration, not the steady state time_schedule() reports.
+Timeline execute_schedule(const PipelineSchedule& schedule, const StageDurations& d);
+
+// Iteration timing only. Exact; for large m it may simulate a shorter run and extend it by
+// the periodic steady state (max-plus periodicity), which tests check against the full run.
+// For kPipeDreamAsync: makespan_s = m * (steady-state period per micro-batch of the endless
+// 1F1B stream), every rank_finish_s equals it, and the bubble is the steady-state idle share.
+// Thread-safe (per-thread caches); p2p_s may be empty, meaning free transfers.
+ScheduleTiming time_schedule(ScheduleKind kind, int p, int m, int v, const StageDurations& d);
+
+// How the last time_schedule() call on this thread got its answer; tests and benchmarks use
+// it to check that the fast paths are taken.
+enum class TimingMethod {
+  kFullSimulation,     // every op of the iteration simulated
+  kAffineExtension,    // GPipe: runs of 1 and 2 micro-batches, extended linearly (exact)
+  kPeriodicExtension,  // 1F1B-like: run of m_c micro-batches extended by the periodic state
+  kSteadyState,        // PipeDream async: period of the no-flush 1F1B stream, detected exactly
+  kSteadyEstimate,     // PipeDream async: no exact period found; average over a long stream
+};
+TimingMethod last_timing_method();
+
+// Activation memory driver: the most chunk-micro-batches a rank holds at once (forwards run,
+// backwards not yet run), per rank. Depends only on the op order; for a schedule without a
+// flush (PipeDream async) the next iteration's warm-up overlaps this one, so rank r holds
+// at least p - r (its steady-state 1F1B depth) even when m < p - r.
+std::vector<int> peak_in_flight(const PipelineSchedule& schedule);
+
+}  // namespace stratasim

@@ -1,0 +1,30 @@
+// One function per schedule; each lives in its own file. All return std::nullopt-free values:
+// callers (lowering) have already checked legality with schedule_rule_violation().
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "strategies/pipeline/pipeline_schedule.h"
+
+namespace stratasim {
+
+// GPipe / all-forward-all-backward: every forward, then every backward, both in ascending
+// micro-batch order 0..m-1 (the backward order changes neither makespan nor memory).
+PipelineSchedule schedule_gpipe(int p, int m);
+// 1F1B (PipeDream-Flush): rank r warms up with min(p - r - 1, m) forwards, then alternates
+// one forward and one backward, then cools down with the remaining backwards.
+PipelineSchedule schedule_1f1b(int p, int m);
+// Interleaved 1F1B (Narayanan et al. SC21, Sec. 2.2.2): v chunks per rank, m % p == 0.
+PipelineSchedule schedule_interleaved(int p, int m, int v);
+// PipeDream asynchronous (Narayanan et al. SOSP19) with weight stashing: 1F1B order without
+// a flush; consecutive iterations overlap, so the steady state has no bubble.
+PipelineSchedule schedule_pipedream_async(int p, int m);
+
+PipelineSchedule make_schedule(ScheduleKind kind, int p, int m, int v);
+
+// Why (p, m, v) is illegal for this schedule, or std::nullopt when it is legal.
+// e.g. "interleaved 1F1B needs micro-batches (6) to be a multiple of pp (4)".
+std::optional<std::string> schedule_rule_violation(ScheduleKind kind, int p, int m, int v);
+
+}  // namespace stratasim

@@ -1,0 +1,58 @@
+#include "strategies/strategy/strategy.h"
+
+namespace stratasim {
+
+std::string_view recompute_name(Recompute r) {
+  switch (r) {
+    case Recompute::kNone: return "none";
+    case Recompute::kSelective: return "selective";
+    case Recompute::kFull: return "full";
+  }
+  return "?";
+}
+
+std::string_view collective_algorithm_name(CollectiveAlgorithm a) {
+  switch (a) {
+    case CollectiveAlgorithm::kAuto: return "auto";
+    case CollectiveAlgorithm::kRing: return "ring";
+    case CollectiveAlgorithm::kTree: return "tree";
+    case CollectiveAlgorithm::kHierarchical: return "hierarchical";
+  }
+  return "?";
+}
+
+std::vector<std::string> fusion_preset_names() { return {"none", "epilogues", "megatron", "all"}; }
+
+bool fusion_preset(std::string_view name, FusionPlan* out) {
+  FusionPlan f;
+  if (name == "none") {
+  } else if (name == "epilogues") {
+    f.elementwise_epilogue = f.bias_dropout_residual = true;
+  } else if (name == "megatron") {
+    // Megatron-LM (2021) defaults: fused bias+GeLU, bias+dropout+add, scale+mask+softmax.
+    f.elementwise_epilogue = f.bias_dropout_residual = f.fused_softmax = true;
+  } else if (name == "all") {
+    f.elementwise_epilogue = f.bias_dropout_residual = f.fused_softmax = true;
+    f.norm_residual = f.flash_attention = true;
+  } else {
+    return false;
+  }
+  *out = f;
+  return true;
+}
+
+std::string describe_fusion(const FusionPlan& f) {
+  std::string s;
+  auto add = [&](bool on, const char* what) {
+    if (on) s += (s.empty() ? "" : ", ") + std::string(what);
+  };
+  add(f.elementwise_epilogue, "bias+act");
+  add(f.bias_dropout_residual, "bias+dropout+add");
+  add(f.norm_residual, "add+norm");
+  add(f.fused_softmax, "softmax");
+  add(f.flash_attention, "flash-attention");
+  if (!f.graph_groups.empty()) add(true, (std::to_string(f.graph_groups.size()) + " op groups").c_str());
+  return s.empty() ? "none" : s;
+}
+
+}  // namespace stratasim

@@ -1,0 +1,60 @@
+// Strategy: *how* a model is run. Parallel degrees, pipeline schedule, batching,
+// recomputation, operator fusion, overlap and precision. Plain data; legality is checked by
+// lower(), which returns Infeasible with a reason.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hardware_models/src/hardware_model.h"
+#include "strategies/pipeline/pipeline_schedule.h"
+
+namespace stratasim {
+
+enum class Recompute { kNone, kSelective, kFull };
+enum class CollectiveAlgorithm { kAuto, kRing, kTree, kHierarchical };
+enum class Optimizer { kAdam, kSgd };
+
+struct FusionPlan {
+  bool elementwise_epilogue = false;   // bias+GeLU(+dropout) in one kernel; graph: chains
+  bool bias_dropout_residual = false;  // bias + dropout + residual add in one kernel
+  bool norm_residual = false;          // residual add fused into the following LayerNorm
+  bool fused_softmax = false;          // scale + mask + softmax in one kernel
+  bool flash_attention = false;        // tiled attention, no s x s scores in memory
+  std::vector<std::vector<std::string>> graph_groups;  // explicit op groups (op graphs)
+  bool operator==(const FusionPlan&) const = default;
+};
+
+struct Strategy {
+  int tp = 1;
+  int pp = 1;
+  int dp = 0;  // 0 = devices / (tp * pp)
+  int zero_stage = 0;
+  bool sequence_parallel = false;
+  ScheduleKind schedule = ScheduleKind::k1F1B;
+  int interleave = 1;  // v, model chunks per pipeline rank
+  bool uneven_stages = false;  // allow pp that does not divide layers
+  int micro_batch = 1;
+  int global_batch = 1;
+  Recompute recompute = Recompute::kNone;
+  FusionPlan fusion;
+  bool overlap_dp = false;  // DP gradient buckets overlapped with backward (and ZeRO prefetch)
+  bool overlap_tp = false;  // TP communication overlapped with the adjacent GEMMs
+  double dp_bucket_B = 0;   // gradient bucket size in bytes; 0 = 40M elements (Megatron)
+  CollectiveAlgorithm collective = CollectiveAlgorithm::kAuto;
+  DType dtype = DType::kBf16;   // compute and activation precision
+  bool master_weights_fp32 = true;  // mixed precision keeps an fp32 copy in the optimizer
+  Optimizer optimizer = Optimizer::kAdam;
+  bool operator==(const Strategy&) const = default;
+};
+
+std::string_view recompute_name(Recompute r);
+std::string_view collective_algorithm_name(CollectiveAlgorithm a);
+
+// Named fusion presets: "none", "epilogues", "megatron", "all".
+std::vector<std::string> fusion_preset_names();
+bool fusion_preset(std::string_view name, FusionPlan* out);
+std::string describe_fusion(const FusionPlan& f);  // "bias+gelu, bias+dropout+add, softmax"
+
+}  // namespace stratasim

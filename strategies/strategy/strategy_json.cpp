@@ -1,0 +1,126 @@
+#include "strategies/strategy/strategy_json.h"
+
+#include <array>
+#include <charconv>
+
+namespace stratasim {
+namespace {
+
+constexpr std::array<EnumName<ScheduleKind>, 6> kSchedules = {{
+    {"gpipe", ScheduleKind::kGPipe}, {"1f1b", ScheduleKind::k1F1B},
+    {"pipedream_flush", ScheduleKind::k1F1B}, {"interleaved", ScheduleKind::kInterleaved1F1B},
+    {"pipedream_async", ScheduleKind::kPipeDreamAsync},
+    {"all_forward_all_backward", ScheduleKind::kGPipe}}};
+constexpr std::array<EnumName<Recompute>, 3> kRecompute = {{
+    {"none", Recompute::kNone}, {"selective", Recompute::kSelective}, {"full", Recompute::kFull}}};
+constexpr std::array<EnumName<CollectiveAlgorithm>, 4> kAlgorithms = {{
+    {"auto", CollectiveAlgorithm::kAuto}, {"ring", CollectiveAlgorithm::kRing},
+    {"tree", CollectiveAlgorithm::kTree}, {"hierarchical", CollectiveAlgorithm::kHierarchical}}};
+constexpr std::array<EnumName<DType>, 5> kDTypes = {{
+    {"fp32", DType::kFp32}, {"tf32", DType::kTf32}, {"bf16", DType::kBf16},
+    {"fp16", DType::kFp16}, {"fp8", DType::kFp8}}};
+constexpr std::array<EnumName<Optimizer>, 2> kOptimizers = {{
+    {"adam", Optimizer::kAdam}, {"sgd", Optimizer::kSgd}}};
+
+FusionPlan read_fusion(const JsonNode& n) {
+  FusionPlan f;
+  if (n.is_string()) {
+    if (!fusion_preset(n.as_string(), &f)) n.fail("is not one of: none, epilogues, megatron, all");
+    return f;
+  }
+  n.allow_keys({"preset", "elementwise_epilogue", "bias_dropout_residual", "norm_residual",
+                "fused_softmax", "flash_attention", "graph_groups"});
+  if (auto p = n.find("preset")) {
+    if (!fusion_preset(p->as_string(), &f)) p->fail("is not one of: none, epilogues, megatron, all");
+  }
+  f.elementwise_epilogue = n.bool_or("elementwise_epilogue", f.elementwise_epilogue);
+  f.bias_dropout_residual = n.bool_or("bias_dropout_residual", f.bias_dropout_residual);
+  f.norm_residual = n.bool_or("norm_residual", f.norm_residual);
+  f.fused_softmax = n.bool_or("fused_softmax", f.fused_softmax);
+  f.flash_attention = n.bool_or("flash_attention", f.flash_attention);
+  if (auto groups = n.find("graph_groups")) {
+    for (size_t i = 0; i < groups->size(); ++i) {
+      JsonNode g = groups->element(i);
+      std::vector<std::string> names;
+      for (size_t k = 0; k < g.size(); ++k) names.push_back(g.element(k).as_string());
+      if (names.size() < 2) g.fail("must name at least two ops to fuse");
+      f.graph_groups.push_back(std::move(names));
+    }
+  }
+  return f;
+}
+
+Json fusion_to_json(const FusionPlan& f) {
+  Json j{{"elementwise_epilogue", f.elementwise_epilogue},
+         {"bias_dropout_residual", f.bias_dropout_residual},
+         {"norm_residual", f.norm_residual},
+         {"fused_softmax", f.fused_softmax},
+         {"flash_attention", f.flash_attention}};
+  if (!f.graph_groups.empty()) j["graph_groups"] = f.graph_groups;
+  return j;
+}
+
+}  // namespace
+
+Strategy read_strategy(const JsonNode& n) {
+  n.allow_keys({"tp", "pp", "dp", "zero_stage", "sequence_parallel", "schedule", "interleave",
+                "uneven_stages", "micro_batch", "global_batch", "recompute", "fusion",
+                "overlap_dp", "overlap_tp", "dp_bucket", "collective", "dtype",
+                "master_weights_fp32", "optimizer", "description"});
+  Strategy s;
+  s.tp = static_cast<int>(n.integer_or("tp", 1, 1, 1 << 20));
+  s.pp = static_cast<int>(n.integer_or("pp", 1, 1, 1 << 20));
+  s.dp = static_cast<int>(n.integer_or("dp", 0, 1, 1 << 24));
+  s.zero_stage = static_cast<int>(n.integer_or("zero_stage", 0, 0, 3));
+  s.sequence_parallel = n.bool_or("sequence_parallel", false);
+  s.schedule = n.enum_or("schedule", kSchedules, ScheduleKind::k1F1B);
+  s.interleave = static_cast<int>(n.integer_or("interleave", 1, 1, 1024));
+  s.uneven_stages = n.bool_or("uneven_stages", false);
+  s.micro_batch = static_cast<int>(n.integer_or("micro_batch", 1, 1, 1 << 24));
+  s.global_batch = static_cast<int>(n.at("global_batch").as_integer(1, 1 << 30));
+  s.recompute = n.enum_or("recompute", kRecompute, Recompute::kNone);
+  if (auto f = n.find("fusion")) s.fusion = read_fusion(*f);
+  s.overlap_dp = n.bool_or("overlap_dp", false);
+  s.overlap_tp = n.bool_or("overlap_tp", false);
+  s.dp_bucket_B = n.quantity_or("dp_bucket", Dimension::kBytes, 0);
+  s.collective = n.enum_or("collective", kAlgorithms, CollectiveAlgorithm::kAuto);
+  s.dtype = n.enum_or("dtype", kDTypes, DType::kBf16);
+  s.master_weights_fp32 = n.bool_or("master_weights_fp32", s.dtype != DType::kFp32);
+  s.optimizer = n.enum_or("optimizer", kOptimizers, Optimizer::kAdam);
+  return s;
+}
+
+Json to_json(const Strategy& s) {
+  Json j{{"tp", s.tp}, {"pp", s.pp}, {"zero_stage", s.zero_stage},
+         {"sequence_parallel", s.sequence_parallel},
+         {"schedule", std::string(enum_to_name(kSchedules, s.schedule))},
+         {"interleave", s.interleave}, {"uneven_stages", s.uneven_stages},
+         {"micro_batch", s.micro_batch}, {"global_batch", s.global_batch},
+         {"recompute", std::string(recompute_name(s.recompute))},
+         {"fusion", fusion_to_json(s.fusion)}, {"overlap_dp", s.overlap_dp},
+         {"overlap_tp", s.overlap_tp},
+         {"collective", std::string(collective_algorithm_name(s.collective))},
+         {"dtype", std::string(dtype_name(s.dtype))},
+         {"master_weights_fp32", s.master_weights_fp32},
+         {"optimizer", s.optimizer == Optimizer::kAdam ? "adam" : "sgd"}};
+  if (s.dp > 0) j["dp"] = s.dp;
+  if (s.dp_bucket_B > 0) j["dp_bucket"] = std::to_string(static_cast<long long>(s.dp_bucket_B)) + "B";
+  return j;
+}
+
+Json json_value_from_text(const std::string& text) {
+  if (text == "true") return true;
+  if (text == "false") return false;
+  long long i = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), i);
+  if (ec == std::errc() && end == text.data() + text.size()) return i;
+  double d = 0;
+  auto [end2, ec2] = std::from_chars(text.data(), text.data() + text.size(), d);
+  if (ec2 == std::errc() && end2 == text.data() + text.size()) return d;
+  if (!text.empty() && (text.front() == '{' || text.front() == '[')) {
+    return Json::parse(text, nullptr, false);
+  }
+  return text;
+}
+
+}  // namespace stratasim

@@ -1,0 +1,165 @@
+#include <doctest/doctest.h>
+
+#include "hardware_models/src/hardware_json.h"
+#include "sim/analytical/analytical_engine.h"
+#include "sim/analytical/block_cost.h"
+#include "sim/analytical/collective_cost.h"
+#include "sim/analytical/kernel_cost.h"
+#include "sim/analytical/memory_model.h"
+#include "strategies/lowering/block_lowering.h"
+#include "strategies/lowering/lower.h"
+#include "strategies/lowering/transformer_layer.h"
+#include "strategies/model/model_json.h"
+
+using namespace stratasim;
+
+namespace {
+
+HardwareModel cluster(int devices, const char* name = "dgx_a100") {
+  HardwareModel hw = catalog_cluster(name);
+  hw.num_devices = devices;
+  return hw;
+}
+
+Prediction predict(const ModelSpec& m, const Strategy& s, int devices) {
+  Expected<Plan> p = lower(m, s, cluster(devices));
+  REQUIRE(p.has_value());
+  return predict_analytical(*p);
+}
+
+Strategy megatron(int tp, int pp, int gb, int mb) {
+  Strategy s;
+  s.tp = tp, s.pp = pp, s.global_batch = gb, s.micro_batch = mb;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("collectives: ring all-reduce is 2(n-1)/n * S/B + 2(n-1) * alpha") {
+  const LinkLevel link{100e9, 5e-6};
+  // n = 8, S = 1 GB: 2*7/8 * 1e9/1e11 = 0.0175 s; latency 14 * 5us = 70 us.
+  CHECK(ring_all_reduce_s(1e9, 8, link) == doctest::Approx(0.0175 + 70e-6));
+  // All-gather: (n-1)/n * S/B + (n-1) * alpha.
+  CHECK(ring_gather_s(1e9, 8, link) == doctest::Approx(0.00875 + 35e-6));
+  CHECK(ring_all_reduce_s(1e9, 1, link) == 0);
+  // Within one DGX A100 node the ring runs at NVLink3 x efficiency.
+  const HardwareModel hw = cluster(8);
+  const CommGroup g{GroupKind::kTensor, 8, 8};
+  const double B = 300e9 * hw.node.device_link.efficiency, a = hw.node.device_link.latency_s;
+  CHECK(collective_time(CommKind::kAllReduce, 1e9, g, hw, CollectiveAlgorithm::kRing).time_s ==
+        doctest::Approx(2.0 * 7 / 8 * 1e9 / B + 14 * a));
+}
+
+TEST_CASE("collectives: hierarchical beats a flat ring across nodes with many ranks per node") {
+  const HardwareModel hw = cluster(64);
+  const CommGroup dp{GroupKind::kData, 64, 8};
+  const double ring = collective_time(CommKind::kAllReduce, 4e9, dp, hw, CollectiveAlgorithm::kRing).time_s;
+  const double hier =
+      collective_time(CommKind::kAllReduce, 4e9, dp, hw, CollectiveAlgorithm::kHierarchical).time_s;
+  const auto best = collective_time(CommKind::kAllReduce, 4e9, dp, hw, CollectiveAlgorithm::kAuto);
+  CHECK(best.time_s <= std::min(ring, hier));
+}
+
+TEST_CASE("flops: Narayanan Eq. 3, 96 B s l h^2 (1 + s/6h + V/16lh), with full recomputation") {
+  // A GPT small enough to evaluate quickly: l=8, h=1024, a=16, s=1024, V=32000, B=64.
+  ModelSpec m;
+  m.transformer = TransformerSpec{.layers = 8, .hidden = 1024, .heads = 16, .seq_len = 1024,
+                                  .vocab = 32000};
+  Strategy s = megatron(2, 2, 64, 2);
+  s.recompute = Recompute::kFull;
+  const Prediction p = predict(m, s, 8);
+  const double B = 64, S = 1024, l = 8, h = 1024, V = 32000;
+  const double with_recompute = 96 * B * S * l * h * h * (1 + S / (6 * h) + V / (16 * l * h));
+  const double model_flops = 72 * B * S * l * h * h * (1 + S / (6 * h) + V / (12 * l * h));
+  CHECK(p.hardware_flops == doctest::Approx(with_recompute).epsilon(1e-9));
+  CHECK(p.model_flops == doctest::Approx(model_flops).epsilon(1e-9));
+  s.recompute = Recompute::kNone;
+  const Prediction q = predict(m, s, 8);
+  CHECK(q.hardware_flops == doctest::Approx(model_flops).epsilon(1e-9));
+}
+
+TEST_CASE("memory: ZeRO model states for 7.5B on 64 GPUs are 120 / 31.4 / 16.6 / 1.9 GB") {
+  // Rajbhandari et al. SC20, Figure 1: psi = 7.5e9, K = 12, N_d = 64.
+  // Stage 0: 16 psi = 120 GB; stage 1: 4 psi + 12 psi/64 = 31.41 GB;
+  // stage 2: 2 psi + 14 psi/64 = 16.64 GB; stage 3: 16 psi/64 = 1.875 GB.
+  const double expected[] = {120.0, 31.40625, 16.640625, 1.875};
+  for (int stage = 0; stage <= 3; ++stage) {
+    const MemoryBreakdown m = model_state_memory(7.5e9, 64, stage, StateBytes{});
+    CHECK((m.weights_B + m.gradients_B + m.optimizer_B) / 1e9 == doctest::Approx(expected[stage]));
+  }
+}
+
+TEST_CASE("memory: per-device memory falls as TP grows and as the ZeRO stage grows") {
+  const ModelSpec gpt3 = model_preset("gpt3-175b");
+  double previous = 1e30;
+  for (int tp : {1, 2, 4, 8}) {
+    Strategy s = megatron(tp, 8, 512, 1);
+    s.recompute = Recompute::kFull;
+    const double peak = predict(gpt3, s, 64 * tp).peak_memory_B;
+    CAPTURE(tp);
+    CHECK(peak < previous);
+    previous = peak;
+  }
+  const ModelSpec bert = model_preset("bert-large");
+  previous = 1e30;
+  for (int zero = 0; zero <= 3; ++zero) {
+    Strategy s = megatron(1, 1, 512, 8);
+    s.zero_stage = zero;
+    const double peak = predict(bert, s, 64).peak_memory_B;
+    CAPTURE(zero);
+    CHECK(peak < previous);
+    previous = peak;
+  }
+}
+
+TEST_CASE("pipeline: bubble fraction falls as micro-batches grow and tracks (p-1)/(m+p-1)") {
+  const ModelSpec gpt3 = model_preset("gpt3-175b");
+  double previous = 1;
+  for (int m : {8, 16, 32, 64, 128}) {
+    Strategy s = megatron(8, 8, m, 1);
+    s.recompute = Recompute::kFull;
+    const Prediction p = predict(gpt3, s, 64);
+    const double closed_form = 7.0 / (m + 7.0);
+    CAPTURE(m);
+    CHECK(p.bubble_fraction < previous);
+    // Stages differ a little (embedding on the first, head on the last), so the schedule's
+    // bubble is close to, not equal to, the uniform closed form.
+    CHECK(p.bubble_fraction == doctest::Approx(closed_form).epsilon(0.25));
+    previous = p.bubble_fraction;
+  }
+}
+
+TEST_CASE("fusion: fusing elementwise chains never increases a layer's time") {
+  const TransformerSpec t = model_preset("llama2-70b").transformer;
+  const HardwareModel hw = cluster(8);
+  auto layer_time = [&](const FusionPlan& f) {
+    LayerGraph g = build_transformer_layer(t, LayerShape{.micro_batch = 1, .tp = 8, .fusion = f});
+    double total = 0;
+    for (const Kernel& k : fuse_kernels(g, Recompute::kNone)) {
+      if (k.cls != OpClass::kCollective) total += kernel_time(k, hw.device, DType::kBf16).total_s;
+    }
+    return total;
+  };
+  const double none = layer_time(FusionPlan{});
+  double previous = none;
+  for (const char* preset : {"epilogues", "megatron", "all"}) {
+    FusionPlan f;
+    REQUIRE(fusion_preset(preset, &f));
+    const double t_fused = layer_time(f);
+    CAPTURE(preset);
+    CHECK(t_fused <= previous);
+    previous = t_fused;
+  }
+  CHECK(previous < none);
+}
+
+TEST_CASE("engine: throughput identities hold") {
+  Strategy s = megatron(8, 8, 1536, 1);
+  s.recompute = Recompute::kFull;
+  const Prediction p = predict(model_preset("gpt3-175b"), s, 1024);
+  CHECK(p.tokens_per_s == doctest::Approx(1536.0 * 2048 / p.iteration_s));
+  CHECK(p.mfu == doctest::Approx(p.model_flops / (p.iteration_s * 1024 * 312e12)));
+  CHECK(p.iteration_s >= p.pipeline_s);
+  CHECK(p.fits);
+  CHECK(p.rank_memory.size() == 8);
+}

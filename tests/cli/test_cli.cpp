@@ -1,0 +1,128 @@
+// The stratasim command on bad input: one clear message naming file, JSON path, value and
+// rule; exit code 2; no crash.
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace {
+
+struct Run {
+  int code;
+  std::string output;
+};
+
+Run run(const std::string& args) {
+  const std::string cmd = std::string(STRATASIM_BINARY) + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const auto dir = std::filesystem::temp_directory_path() / "stratasim_cli_tests";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / name).string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+const char* kGood = R"({
+  "model": "gpt3-175b",
+  "cluster": {"preset": "dgx_a100", "devices": 1024},
+  "strategy": {"tp": 8, "pp": 8, "global_batch": 1536, "recompute": "full"}
+})";
+
+}  // namespace
+
+TEST_CASE("cli: evaluate prints a report and exits 0") {
+  const Run r = run("evaluate " + write_temp("good.json", kGood));
+  CHECK(r.code == 0);
+  CHECK(r.output.find("iteration time") != std::string::npos);
+  CHECK(r.output.find("memory per device") != std::string::npos);
+}
+
+TEST_CASE("cli: malformed JSON names file:line:column") {
+  const std::string f = write_temp("malformed.json", "{\n  \"model\": \"gpt3-175b\",\n  \"strategy\": {,}\n}");
+  const Run r = run("evaluate " + f);
+  CHECK(r.code == 2);
+  CHECK(r.output.find("error: " + f + ":3:16: malformed JSON: syntax error") != std::string::npos);
+}
+
+TEST_CASE("cli: unknown key, bad unit, missing field, infeasible strategy") {
+  std::string text = kGood;
+  const std::string unknown = write_temp("unknown.json",
+      std::string(kGood).replace(std::string(kGood).find("\"recompute\""), 11, "\"recompte\""));
+  Run r = run("evaluate " + unknown);
+  CHECK(r.code == 2);
+  CHECK(r.output.find(unknown + ": strategy.recompte: \"recompte\" is an unknown key (did you "
+                      "mean 'recompute'?)") != std::string::npos);
+
+  const std::string unit = write_temp("unit.json", R"({"model": "gpt3-175b",
+    "cluster": {"preset": "dgx_a100", "devices": 8, "node": {"device_link": {"preset": "nvlink3", "bandwidth": "300GBs"}}},
+    "strategy": {"tp": 8, "global_batch": 8}})");
+  r = run("evaluate " + unit);
+  CHECK(r.code == 2);
+  CHECK(r.output.find("cluster.node.device_link.bandwidth: \"300GBs\" has unknown unit 'GBs'") !=
+        std::string::npos);
+
+  const std::string missing = write_temp("missing.json", R"({"model": "gpt3-175b",
+    "cluster": "dgx_a100", "strategy": {"tp": 8}})");
+  r = run("evaluate " + missing);
+  CHECK(r.code == 2);
+  CHECK(r.output.find(missing + ": strategy.global_batch: (missing) is a required field") !=
+        std::string::npos);
+
+  const std::string infeasible = write_temp("infeasible.json", kGood);
+  r = run("evaluate " + infeasible + " --set strategy.pp=7 --set cluster.devices=56");
+  CHECK(r.code == 2);
+  CHECK(r.output.find(infeasible + ": strategy: infeasible (pipeline-parallel): pp=7 does not "
+                      "divide layers=96") != std::string::npos);
+}
+
+TEST_CASE("cli: --set reaches into presets and bad options are named") {
+  const std::string f = write_temp("set.json", kGood);
+  Run r = run("evaluate " + f + " --set model.seq_len=4096 --set strategy.tp=4 --set strategy.pp=16");
+  CHECK(r.code == 0);
+  CHECK(r.output.find("seq 4096") != std::string::npos);
+  CHECK(r.output.find("tp=4 pp=16") != std::string::npos);
+  r = run("evaluate " + f + " --sett strategy.tp=4");
+  CHECK(r.code == 2);
+  CHECK(r.output.find("--sett: \"--sett\" is not an option of this command") != std::string::npos);
+  r = run("evaluate " + f + " --set strategy");
+  CHECK(r.code == 2);
+  CHECK(r.output.find("must have the form key.path=value") != std::string::npos);
+  r = run("evaluate /nonexistent/x.json");
+  CHECK(r.code == 2);
+  CHECK(r.output.find("/nonexistent/x.json: cannot open file for reading") != std::string::npos);
+}
+
+TEST_CASE("cli: --json is written whole, and explain prints the plan") {
+  const std::string f = write_temp("json.json", kGood);
+  const std::string out = write_temp("out.json", "old");
+  Run r = run("evaluate " + f + " --json " + out);
+  CHECK(r.code == 0);
+  std::ifstream in(out);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text.find("\"iteration_s\"") != std::string::npos);
+  r = run("explain " + f);
+  CHECK(r.code == 0);
+  CHECK(r.output.find("transformer layer:") != std::string::npos);
+  CHECK(r.output.find("stage 7 (rank 7, chunk 0): layers 84-95 + head") != std::string::npos);
+}
+
+TEST_CASE("cli: every bundled scenario evaluates") {
+  const Run r = run(std::string("compare ") + STRATASIM_SOURCE_DIR + "/scenarios");
+  CHECK(r.code == 0);
+  CHECK(r.output.find("failed to load") != std::string::npos);
+  CHECK(r.output.find(" 0 failed to load") != std::string::npos);
+}

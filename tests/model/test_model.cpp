@@ -1,0 +1,63 @@
+#include <doctest/doctest.h>
+
+#include "strategies/model/model_json.h"
+
+using namespace stratasim;
+
+TEST_CASE("model: GPT parameter count matches Narayanan et al. 12lh^2(1 + 13/12h + (V+s)/12lh)") {
+  // GPT-3 175B: l=96, h=12288, V=51200, s=2048.
+  const ModelSpec m = model_preset("gpt3-175b");
+  const double l = 96, h = 12288, V = 51200, s = 2048;
+  const double formula = 12 * l * h * h * (1 + 13 / (12 * h) + (V + s) / (12 * l * h));
+  // The formula leaves out the final LayerNorm (2h), which the tool counts.
+  CHECK(total_params(m) == doctest::Approx(formula + 2 * h).epsilon(1e-12));
+  CHECK(formula == doctest::Approx(174.6e9).epsilon(1e-3));
+}
+
+TEST_CASE("model: Llama-2 70B with GQA and SwiGLU has ~69B parameters") {
+  // Per layer: q,o 2h^2, k,v 2*h*(8*128), MLP 3*h*ffn, two RMSNorms 2h; untied embeddings.
+  const double h = 8192, kv = 8 * 128, f = 28672, V = 32000;
+  const double layer = 2 * h * h + 2 * h * kv + 3 * h * f + 2 * h;
+  const double expected = 80 * layer + 2 * V * h + h;
+  CHECK(total_params(model_preset("llama2-70b")) == doctest::Approx(expected).epsilon(1e-12));
+  CHECK(expected == doctest::Approx(68.98e9).epsilon(1e-3));
+}
+
+TEST_CASE("model: ResNet-50 graph has torchvision's 25,557,032 parameters and ~4.1 GMAC") {
+  const ModelSpec m = model_preset("resnet50");
+  CHECK(total_params(m) == 25557032);
+  double conv_flops = 0;
+  for (const GraphOp& op : m.graph.ops) {
+    if (op.kind == GraphOpKind::kConv || op.kind == GraphOpKind::kMatmul) conv_flops += op.flops;
+  }
+  // He et al. 2016, Table 1: 3.8e9 multiply-adds (their count skips the projection shortcuts
+  // and fc); the common count with them is 4.09e9 MAC = 8.18e9 FLOP.
+  CHECK(conv_flops == doctest::Approx(8.18e9).epsilon(0.01));
+}
+
+TEST_CASE("model: LSTM language model parameters are 4H(in+H)+4H per layer") {
+  const ModelSpec m = make_lstm_lm(2, 1500, 10000, 35);
+  const double H = 1500, V = 10000;
+  const double expected = V * H + 2 * (4 * H * (H + H) + 4 * H) + H * V + V;
+  CHECK(total_params(m) == doctest::Approx(expected));
+  CHECK(m.graph.repeat == 35);
+}
+
+TEST_CASE("model: JSON presets, overrides and errors") {
+  const Json j = parse_json_text(R"({"preset": "llama3-8b", "seq_len": 4096})", "m.json");
+  const ModelSpec m = read_model(JsonNode(j, "m.json", "model"));
+  CHECK(m.transformer.seq_len == 4096);
+  CHECK(m.transformer.kv_heads == 8);
+  const Json bad = parse_json_text(R"({"preset": "gpt4"})", "m.json");
+  CHECK_THROWS_WITH_AS(read_model(JsonNode(bad, "m.json", "model")),
+                       doctest::Contains("m.json: model.preset: \"gpt4\" is not a known model preset"),
+                       InputError);
+  const Json odd = parse_json_text(
+      R"({"family": "decoder", "layers": 2, "hidden": 10, "heads": 3, "seq_len": 8, "vocab": 10})",
+      "m.json");
+  CHECK_THROWS_WITH_AS(read_model(JsonNode(odd, "m.json", "model")),
+                       doctest::Contains("has hidden=10 not divisible by heads=3"), InputError);
+  // Round trip through JSON.
+  const ModelSpec back = read_model(JsonNode(to_json(m), "rt", "model"));
+  CHECK(back == m);
+}
