@@ -230,8 +230,8 @@ void apply_curve(const JsonNode& n, EfficiencyCurve& curve, bool partial, Dimens
 
 void allow_device_keys(const JsonNode& n) {
   n.allow_keys({"name", "peak", "vector_flops", "memory", "memory_bandwidth", "efficiency",
-                "kernel_overhead", "reserved_memory", "price_per_hour", "source", "preset",
-                "file"});
+                "kernel_overhead", "reserved_memory", "compute_units", "price_per_hour", "source",
+                "preset", "file"});
 }
 
 void apply(const JsonNode& n, DeviceSpec& d, bool partial, int /*depth*/) {
@@ -255,6 +255,9 @@ void apply(const JsonNode& n, DeviceSpec& d, bool partial, int /*depth*/) {
         [&](const JsonNode& c) { d.kernel_overhead_s = c.as_quantity(Dimension::kTime); });
   field(n, "reserved_memory", partial,
         [&](const JsonNode& c) { d.reserved_memory_B = c.as_quantity(Dimension::kBytes); });
+  optional_field(n, "compute_units", [&](const JsonNode& c) {
+    d.compute_units = static_cast<int>(c.as_integer(0, 100000));
+  });
   optional_field(n, "price_per_hour", [&](const JsonNode& c) {
     double v = c.as_number();
     if (v < 0) c.fail("must not be negative (US dollars per device-hour)");
@@ -408,6 +411,7 @@ Json to_json(const DeviceSpec& d) {
                      {"memory", curve_json(d.memory, Dimension::kBytes)}};
   j["kernel_overhead"] = quantity_text(d.kernel_overhead_s, Dimension::kTime);
   j["reserved_memory"] = quantity_text(d.reserved_memory_B, Dimension::kBytes);
+  if (d.compute_units != 0) j["compute_units"] = d.compute_units;
   if (d.price_per_hour != 0) j["price_per_hour"] = d.price_per_hour;
   if (!d.source.empty()) j["source"] = d.source;
   return j;

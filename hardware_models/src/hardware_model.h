@@ -32,6 +32,7 @@ struct DeviceSpec {
   EfficiencyCurve matmul;  // achievable fraction of peak_flops vs FLOP of one kernel
   EfficiencyCurve memory;  // achievable fraction of memory bandwidth vs bytes of one kernel
   double kernel_overhead_s = 0;  // fixed cost per kernel (launch, ramp-up, tail)
+  int compute_units = 0;  // SMs (NVIDIA) / CUs (AMD) for GEMM wave quantization; 0 = none
   double reserved_memory_B = 0;  // runtime context, library workspaces, allocator slack
   double price_per_hour = 0;     // optional, for cost objectives (0 = unknown)
   std::string source;            // where the numbers come from

@@ -173,12 +173,10 @@ Prediction predict_analytical(const Plan& plan, const EngineOptions& options) {
            worst.embedding_bytes, worst.embedding_s, worst.embedding_s);
   if (plan.pp > 1) {
     double p2p_total = 0;
-    for (double t : costs.durations.p2p_s) p2p_total += t;
+    for (double t : costs.transfer_s) p2p_total += t;
     p2p_total = 2 * m * p2p_total / plan.pp;  // per rank: activations out, gradients back
-    StageDurations no_p2p = costs.durations;
-    std::fill(no_p2p.p2p_s.begin(), no_p2p.p2p_s.end(), 0.0);
-    const double without =
-        time_schedule(s.schedule, plan.pp, plan.micro_batches, plan.chunks, no_p2p).makespan_s;
+    const double without = time_schedule(s.schedule, plan.pp, plan.micro_batches, plan.chunks,
+                                         costs.compute_only).makespan_s;
     add_comm(p, CommCategory::kPipelineP2P, "pp activations/gradients point-to-point",
              2 * m * plan.p2p_bytes * plan.chunks, p2p_total,
              std::max(0.0, timing.makespan_s - without));

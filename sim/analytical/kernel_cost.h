@@ -13,7 +13,13 @@ struct KernelTime {
   double total_s = 0;  // max(compute, memory) + overhead * launches
 };
 
-// Roofline: compute at peak * efficiency(FLOP), memory at bandwidth * efficiency(bytes).
+// Wave quantization (NVIDIA, "Matrix Multiplication Background User's Guide"): the m x n
+// output is cut into tiles, one per SM at a time, so the last wave can leave SMs idle and edge
+// tiles do wasted work. Fraction of the device doing useful work, best over the tile shapes.
+double wave_efficiency(double m, double n, double batch, int compute_units);
+
+// Roofline: compute at peak * efficiency(FLOP) * wave efficiency, memory at
+// bandwidth * efficiency(bytes).
 KernelTime kernel_time(const Kernel& k, const DeviceSpec& d, DType dtype);
 
 }  // namespace stratasim

@@ -44,6 +44,17 @@ void add_zero_traffic(StageCost& c, const VirtualStage& st, const Plan& plan) {
   c.backward_s += bwd_exposed;
 }
 
+// Blocking sends (Megatron's default p2p): a stage is busy until its activation (forward) or
+// gradient (backward) has reached the neighbour, so the transfer joins the sender's op.
+void block_on_sends(StageDurations& d) {
+  const size_t n = d.forward_s.size();
+  for (size_t i = 0; i + 1 < n; ++i) {
+    d.forward_s[i] += d.p2p_s[i];
+    d.backward_s[i + 1] += d.p2p_s[i];
+    d.p2p_s[i] = 0;
+  }
+}
+
 }  // namespace
 
 bool pipeline_neighbours_share_node(const Plan& plan, int rank) {
@@ -78,6 +89,10 @@ StageCosts stage_costs(const Plan& plan) {
           p2p_time(plan.p2p_bytes, pipeline_neighbours_share_node(plan, st.rank), plan.hardware);
     }
   }
+  out.transfer_s = out.durations.p2p_s;
+  out.compute_only = out.durations;
+  std::fill(out.compute_only.p2p_s.begin(), out.compute_only.p2p_s.end(), 0.0);
+  if (!plan.strategy.overlap_p2p) block_on_sends(out.durations);
   return out;
 }
 

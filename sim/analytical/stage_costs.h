@@ -18,7 +18,9 @@ struct StageCost {
 
 struct StageCosts {
   std::vector<StageCost> stages;  // per virtual stage
-  StageDurations durations;       // for the schedule executor
+  StageDurations durations;       // for the schedule executor, transfers included
+  StageDurations compute_only;    // the same without point-to-point transfers
+  std::vector<double> transfer_s; // per boundary i -> i+1: one activation transfer
 };
 
 StageCosts stage_costs(const Plan& plan);

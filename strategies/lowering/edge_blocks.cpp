@@ -80,6 +80,7 @@ LayerGraph build_head(const TransformerSpec& t, const LayerShape& sh) {
   int logits = add_tensor(g, n * vocab_local * 4);
   LayerOp& proj = add_op(g, "output_projection", OpClass::kMatmul, y, logits);
   proj.matmul_flops = proj.model_flops = 2 * n * h * vocab_local;
+  proj.gemm_m = n, proj.gemm_n = vocab_local, proj.gemm_k = h;
   proj.weight_bytes = h * vocab_local * e;
   proj.saves = kSaveInput0;
   int loss = add_tensor(g, n * 4);

@@ -58,6 +58,8 @@ struct LayerOp {
   CommKind comm = CommKind::kAllReduce;   // for kCollective
   double comm_bytes = 0;                  // for kCollective: message size per rank
   double backward_flops_factor = 2;       // backward FLOP / forward FLOP
+  // GEMM shape for kMatmul ops: C[m x n] = A[m x k] B[k x n], `batch` independent GEMMs.
+  double gemm_m = 0, gemm_n = 0, gemm_k = 0, gemm_batch = 1;
 };
 
 struct LayerGraph {

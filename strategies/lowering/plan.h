@@ -43,6 +43,7 @@ struct Kernel {
   CommKind comm = CommKind::kAllReduce;
   double comm_bytes = 0;   // message size per rank
   bool reads_input_fused = false;
+  double gemm_m = 0, gemm_n = 0, gemm_k = 0, gemm_batch = 1;  // forward GEMM shape, if any
 };
 
 // A block: the graph of one repeated unit and its lowered kernels for one micro-batch.

@@ -26,9 +26,12 @@ class Builder {
     return g_.ops.back();
   }
 
-  LayerOp& matmul(std::string_view name, int in, int out, double flops, double weights) {
+  // C[m x n] = A[m x k] B[k x n], `batch` times: 2 * batch * m * n * k FLOP.
+  LayerOp& matmul(std::string_view name, int in, int out, double weights, double m, double n,
+                  double k, double batch = 1) {
     LayerOp& o = op(name, OpClass::kMatmul, {in}, out);
-    o.matmul_flops = o.model_flops = flops;
+    o.matmul_flops = o.model_flops = 2 * batch * m * n * k;
+    o.gemm_m = m, o.gemm_n = n, o.gemm_k = k, o.gemm_batch = batch;
     o.weight_bytes = weights;
     o.saves = kSaveInput0;
     return o;
@@ -142,7 +145,9 @@ int attention_core(Builder& B, const Dims& d, const LayerShape& sh, int qkv) {
     return context;
   }
   int raw = B.tensor(scores);
-  LayerOp& qk = B.matmul("attn_scores", qkv, raw, core_flops, 0);  // saves Q, K (and V): 6sbh/t
+  const double head_dim = d.h / (d.a_local * d.t), heads = d.b * d.a_local;
+  // 2 * b * (a/t) * s * s * (h/a) = 2bs^2h/t FLOP each.
+  LayerOp& qk = B.matmul("attn_scores", qkv, raw, 0, d.s, d.s, head_dim, heads);  // saves Q, K, V: 6sbh/t
   qk.attention_core = true;
   int scaled = B.tensor(scores), masked = B.tensor(scores), probs = B.tensor(scores);
   B.elementwise("scale", {raw}, scaled, 1, FusionRule::kSoftmax, 0).attention_core = true;
@@ -154,7 +159,7 @@ int attention_core(Builder& B, const Dims& d, const LayerShape& sh, int qkv) {
   LayerOp& drop = B.elementwise("attn_dropout", {probs}, dropped, 2, FusionRule::kNone, -1);
   drop.attention_core = true;
   drop.aux_saved_bytes = d.b * d.a_local * d.s * d.s;  // dropout mask: as^2b
-  LayerOp& av = B.matmul("attn_context", dropped, context, core_flops, 0);
+  LayerOp& av = B.matmul("attn_context", dropped, context, 0, d.s, head_dim, d.s, heads);
   av.saves = kSaveInput0;  // dropout output: 2as^2b (V is saved with Q, K above)
   return context;
 }
@@ -194,19 +199,19 @@ LayerGraph build_transformer_layer(const TransformerSpec& t, const LayerShape& s
 
   int x = norm_and_gather(B, d, sh, "norm1", "sp_all_gather1", g.input_tensor, add_norm);
   int qkv = B.tensor(d.n * (d.h + 2 * d.kv) / d.t * d.e);
-  B.matmul("qkv", x, qkv, 2 * d.n * d.h * (d.h + 2 * d.kv) / d.t,
-           d.h * (d.h + 2 * d.kv) / d.t * d.e);  // saves its input: 2sbh
+  B.matmul("qkv", x, qkv, d.h * (d.h + 2 * d.kv) / d.t * d.e, d.n, (d.h + 2 * d.kv) / d.t,
+           d.h);  // saves its input: 2sbh
   int context = attention_core(B, d, sh, qkv);
   int proj = B.tensor(d.n * d.h * d.e);
-  B.matmul("attn_proj", context, proj, 2 * d.n * d.h * d.h / d.t, d.h * d.h / d.t * d.e);
+  B.matmul("attn_proj", context, proj, d.h * d.h / d.t * d.e, d.n, d.h, d.h / d.t);
   int mid = reduce_and_residual(B, d, sh, t, "tp_reduce1", proj, g.input_tensor, 1);
 
   x = norm_and_gather(B, d, sh, "norm2", "sp_all_gather2", mid, add_norm);
   int up = B.tensor(d.n * d.f_in / d.t * d.e);
-  B.matmul("fc1", x, up, 2 * d.n * d.h * d.f_in / d.t, d.h * d.f_in / d.t * d.e);
+  B.matmul("fc1", x, up, d.h * d.f_in / d.t * d.e, d.n, d.f_in / d.t, d.h);
   int act = mlp_activation(B, d, t, up);
   int down = B.tensor(d.n * d.h * d.e);
-  B.matmul("fc2", act, down, 2 * d.n * d.f * d.h / d.t, d.f * d.h / d.t * d.e);
+  B.matmul("fc2", act, down, d.f * d.h / d.t * d.e, d.n, d.h, d.f / d.t);
   g.output_tensor = reduce_and_residual(B, d, sh, t, "tp_reduce2", down, mid, 2);
 
   for (LayerOp& o : g.ops) {

@@ -41,6 +41,9 @@ struct Strategy {
   FusionPlan fusion;
   bool overlap_dp = false;  // DP gradient buckets overlapped with backward (and ZeRO prefetch)
   bool overlap_tp = false;  // TP communication overlapped with the adjacent GEMMs
+  // Pipeline sends/receives run asynchronously beside compute. When false (Megatron's default),
+  // a stage's send blocks it until the transfer is done.
+  bool overlap_p2p = false;
   double dp_bucket_B = 0;   // gradient bucket size in bytes; 0 = 40M elements (Megatron)
   CollectiveAlgorithm collective = CollectiveAlgorithm::kAuto;
   DType dtype = DType::kBf16;   // compute and activation precision

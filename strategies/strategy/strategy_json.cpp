@@ -65,7 +65,7 @@ Json fusion_to_json(const FusionPlan& f) {
 Strategy read_strategy(const JsonNode& n) {
   n.allow_keys({"tp", "pp", "dp", "zero_stage", "sequence_parallel", "schedule", "interleave",
                 "uneven_stages", "micro_batch", "global_batch", "recompute", "fusion",
-                "overlap_dp", "overlap_tp", "dp_bucket", "collective", "dtype",
+                "overlap_dp", "overlap_tp", "overlap_p2p", "dp_bucket", "collective", "dtype",
                 "master_weights_fp32", "optimizer", "description"});
   Strategy s;
   s.tp = static_cast<int>(n.integer_or("tp", 1, 1, 1 << 20));
@@ -82,6 +82,7 @@ Strategy read_strategy(const JsonNode& n) {
   if (auto f = n.find("fusion")) s.fusion = read_fusion(*f);
   s.overlap_dp = n.bool_or("overlap_dp", false);
   s.overlap_tp = n.bool_or("overlap_tp", false);
+  s.overlap_p2p = n.bool_or("overlap_p2p", false);
   s.dp_bucket_B = n.quantity_or("dp_bucket", Dimension::kBytes, 0);
   s.collective = n.enum_or("collective", kAlgorithms, CollectiveAlgorithm::kAuto);
   s.dtype = n.enum_or("dtype", kDTypes, DType::kBf16);
@@ -99,6 +100,7 @@ Json to_json(const Strategy& s) {
          {"recompute", std::string(recompute_name(s.recompute))},
          {"fusion", fusion_to_json(s.fusion)}, {"overlap_dp", s.overlap_dp},
          {"overlap_tp", s.overlap_tp},
+         {"overlap_p2p", s.overlap_p2p},
          {"collective", std::string(collective_algorithm_name(s.collective))},
          {"dtype", std::string(dtype_name(s.dtype))},
          {"master_weights_fp32", s.master_weights_fp32},
