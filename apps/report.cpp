@@ -37,7 +37,7 @@ std::string comm_table(const Prediction& p) {
   std::string out = fmt("  %-58s %12s %12s %12s\n", "communication", "bytes/dev", "total",
                         "exposed");
   for (const CommStat& c : p.comms) {
-    out += fmt("  %-58s %12s %12s %12s\n", c.description.c_str(), format_bytes(c.bytes).c_str(),
+    out += fmt("  %-58s %12s %12s %12s\n", c.description().c_str(), format_bytes(c.bytes).c_str(),
                format_seconds(c.total_s).c_str(), format_seconds(c.exposed_s).c_str());
   }
   out += fmt("  %-58s %12s %12s %12s\n", "all", "", format_seconds(p.comm_total_s).c_str(),
@@ -62,7 +62,7 @@ std::string kernels_with_times(const Plan& plan, const std::vector<Kernel>& ks, 
     sum += times.back();
   }
   std::string out = fmt("  %s: %s per micro-batch\n", title, format_seconds(sum).c_str());
-  const LayerGraph& g = plan.layer.graph;
+  const LayerGraph& g = plan.layer->graph;
   for (size_t i = 0; i < ks.size(); ++i) {
     std::string name;
     for (int o = ks[i].first_op; o <= ks[i].last_op; ++o) {
@@ -80,8 +80,8 @@ std::string kernels_with_times(const Plan& plan, const std::vector<Kernel>& ks, 
 }  // namespace
 
 std::string kernel_time_table(const Plan& plan) {
-  return kernels_with_times(plan, plan.layer.forward, "layer forward") +
-         kernels_with_times(plan, plan.layer.backward, "layer backward (incl. recomputation)");
+  return kernels_with_times(plan, plan.layer->forward, "layer forward") +
+         kernels_with_times(plan, plan.layer->backward, "layer backward (incl. recomputation)");
 }
 
 std::string describe_model(const ModelSpec& m) {

@@ -171,7 +171,7 @@ CaseResult layer_time_case(const PublishedCase& c) {
     r.failure = plan.error().detail;
     return r;
   }
-  const BlockCost cost = block_cost(plan->layer, *plan);
+  const BlockCost cost = block_cost(*plan->layer, *plan);
   r.predicted = (cost.forward_s + cost.backward_s) / kMilli;
   r.published = d.at("measured").at("layer_total_ms").get<double>();
   char buf[96];
@@ -221,7 +221,7 @@ CaseResult activation_case(const PublishedCase& c) {
     r.failure = plan.error().detail;
     return r;
   }
-  r.predicted = plan->layer.saved_activation_B / kMB;
+  r.predicted = plan->layer->saved_activation_B / kMB;
   r.published = d.at("published").at("layer_activation_bytes").get<double>() / kMB;
   r.chosen = d.value("formula", "");
   return r;

@@ -84,17 +84,13 @@ RankSync rank_sync(const Plan& plan, int rank, double last_backward_s) {
   return r;
 }
 
-void add_comm(Prediction& p, CommCategory c, std::string what, double bytes, double total,
-              double exposed) {
+void add_comm(Prediction& p, CommCategory c, const char* what, const CommGroup* group,
+              double bytes, double total, double exposed) {
   if (total <= 0) return;
-  p.comms.push_back(CommStat{c, std::move(what), bytes, total, exposed});
+  p.comms.push_back(CommStat{c, what, group ? group->size : 0, group ? group->nodes() : 0, bytes,
+                             total, exposed});
   p.comm_total_s += total;
   p.comm_exposed_s += exposed;
-}
-
-std::string group_text(const char* name, const CommGroup& g) {
-  return std::string(name) + " over " + std::to_string(g.size) + " ranks (" +
-         std::to_string(g.nodes()) + (g.nodes() == 1 ? " node)" : " nodes)");
 }
 
 void fill_timeline(Prediction& p, const Plan& plan, const StageDurations& d) {
@@ -163,23 +159,28 @@ Prediction predict_analytical(const Plan& plan, const EngineOptions& options) {
   p.iteration_s = iteration;
   p.optimizer_s = worst.optimizer_s;
 
-  add_comm(p, CommCategory::kTensorParallel, group_text("tp collectives", plan.tp_group), tp_bytes,
-           tp_total, tp_exposed);
-  add_comm(p, CommCategory::kZero, group_text("zero per-micro-batch", plan.dp_group), zero_bytes,
+  add_comm(p, CommCategory::kTensorParallel, "tp collectives", &plan.tp_group, tp_bytes, tp_total,
+           tp_exposed);
+  add_comm(p, CommCategory::kZero, "zero per-micro-batch gathers", &plan.dp_group, zero_bytes,
            zero_total, zero_exposed);
-  add_comm(p, CommCategory::kDataParallel, group_text("dp gradient sync", plan.dp_group),
-           worst.dp_bytes, worst.dp_total_s, worst.dp_exposed_s);
+  add_comm(p, CommCategory::kDataParallel, "dp gradient sync", &plan.dp_group, worst.dp_bytes,
+           worst.dp_total_s, worst.dp_exposed_s);
   add_comm(p, CommCategory::kEmbeddingSync, "tied embedding all-reduce (first/last stage)",
-           worst.embedding_bytes, worst.embedding_s, worst.embedding_s);
+           nullptr, worst.embedding_bytes, worst.embedding_s, worst.embedding_s);
   if (plan.pp > 1) {
     double p2p_total = 0;
     for (double t : costs.transfer_s) p2p_total += t;
     p2p_total = 2 * m * p2p_total / plan.pp;  // per rank: activations out, gradients back
-    const double without = time_schedule(s.schedule, plan.pp, plan.micro_batches, plan.chunks,
-                                         costs.compute_only).makespan_s;
-    add_comm(p, CommCategory::kPipelineP2P, "pp activations/gradients point-to-point",
-             2 * m * plan.p2p_bytes * plan.chunks, p2p_total,
-             std::max(0.0, timing.makespan_s - without));
+    // Blocking sends keep the sender busy for the whole transfer: all of it is exposed. Async
+    // sends are exposed only where they lengthen the schedule.
+    const double exposed =
+        s.overlap_p2p ? std::max(0.0, timing.makespan_s -
+                                          time_schedule(s.schedule, plan.pp, plan.micro_batches,
+                                                        plan.chunks, costs.compute_only)
+                                              .makespan_s)
+                      : p2p_total;
+    add_comm(p, CommCategory::kPipelineP2P, "pp activations/gradients point-to-point", nullptr,
+             2 * m * plan.p2p_bytes * plan.chunks, p2p_total, exposed);
   }
 
   const double devices = plan.hardware.num_devices;

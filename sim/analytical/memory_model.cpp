@@ -22,7 +22,7 @@ std::vector<MemoryBreakdown> rank_memory(const Plan& plan, const std::vector<int
       if (st.rank != r) continue;
       params += st.params;
       activation_sum += st.activation_B;
-      transient = std::max(transient, st.layers > 0 ? plan.layer.peak_transient_B : 0.0);
+      transient = std::max(transient, st.layers > 0 ? plan.layer->peak_transient_B : 0.0);
       ++chunks;
     }
     MemoryBreakdown m = model_state_memory(
@@ -35,7 +35,7 @@ std::vector<MemoryBreakdown> rank_memory(const Plan& plan, const std::vector<int
     }
     // ZeRO-3 gathers a layer's full weights before using it (and prefetches the next).
     if (s.zero_stage >= 3 && plan.dp > 1) {
-      m.weights_B += 2 * plan.layer.params * plan.weight_bytes_per_param;
+      m.weights_B += 2 * plan.layer->params * plan.weight_bytes_per_param;
     }
     m.activations_B = in_flight[r] * activation_sum / std::max(1, chunks);
     m.transient_B = transient;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "sim/analytical/block_cost_memo.h"
 #include "sim/analytical/collective_cost.h"
 
 namespace stratasim {
@@ -65,10 +66,10 @@ bool pipeline_neighbours_share_node(const Plan& plan, int rank) {
 }
 
 StageCosts stage_costs(const Plan& plan) {
-  const BlockCost layer = block_cost(plan.layer, plan);
+  const BlockCost layer = memoized_block_cost(plan.layer, plan);
   const bool transformer = plan.model.family != ModelFamily::kOpGraph;
-  const BlockCost embedding = transformer ? block_cost(plan.embedding, plan) : BlockCost{};
-  const BlockCost head = transformer ? block_cost(plan.head, plan) : BlockCost{};
+  const BlockCost embedding = transformer ? memoized_block_cost(plan.embedding, plan) : BlockCost{};
+  const BlockCost head = transformer ? memoized_block_cost(plan.head, plan) : BlockCost{};
   StageCosts out;
   const size_t n = plan.stages.size();
   out.stages.resize(n);

@@ -25,6 +25,15 @@ std::string_view event_kind_name(EventKind k) {
   return "?";
 }
 
+std::string CommStat::description() const {
+  std::string s = what;
+  if (group_size > 0) {
+    s += " over " + std::to_string(group_size) + " ranks (" + std::to_string(group_nodes) +
+         (group_nodes == 1 ? " node)" : " nodes)");
+  }
+  return s;
+}
+
 Json to_json(const MemoryBreakdown& m) {
   return Json{{"weights_B", m.weights_B},         {"gradients_B", m.gradients_B},
               {"optimizer_B", m.optimizer_B},     {"activations_B", m.activations_B},
@@ -36,7 +45,7 @@ Json to_json(const Prediction& p) {
   Json comms = Json::array();
   for (const CommStat& c : p.comms) {
     comms.push_back({{"category", std::string(comm_category_name(c.category))},
-                     {"description", c.description}, {"bytes", c.bytes},
+                     {"description", c.description()}, {"bytes", c.bytes},
                      {"total_s", c.total_s}, {"exposed_s", c.exposed_s}});
   }
   Json memory = Json::array();

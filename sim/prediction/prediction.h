@@ -28,7 +28,10 @@ std::string_view comm_category_name(CommCategory c);
 
 struct CommStat {
   CommCategory category;
-  std::string description;  // "tp all-reduce (NVLink, 8 ranks)"
+  const char* what = "";    // static text: "tp collectives", "dp gradient sync", ...
+  int group_size = 0;       // ranks in the group (0 when not a group collective)
+  int group_nodes = 0;      // nodes the group spans
+  std::string description() const;  // "tp collectives over 8 ranks (1 node)"
   double bytes = 0;         // per device per iteration
   double total_s = 0;       // time the communication takes on the busiest device
   double exposed_s = 0;     // part of it not hidden behind computation

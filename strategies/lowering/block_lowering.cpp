@@ -111,13 +111,14 @@ bool kernel_recomputed(const LayerGraph& g, const Kernel& k, Recompute mode) {
 
 }  // namespace
 
-std::vector<bool> saved_tensors(const LayerGraph& g, Recompute mode) {
+namespace {
+
+std::vector<bool> saved_with(const LayerGraph& g, const Usage& u, Recompute mode) {
   std::vector<bool> saved(g.tensors.size(), false);
   if (mode == Recompute::kFull) {
     saved[g.input_tensor] = true;
     return saved;
   }
-  const Usage u = usage_of(g);
   for (const LayerOp& op : g.ops) {
     for (int j = 0; j < kMaxOpInputs; ++j) {
       if ((op.saves & (1u << j)) && op.inputs[j] >= 0) saved[op.inputs[j]] = true;
@@ -132,8 +133,7 @@ std::vector<bool> saved_tensors(const LayerGraph& g, Recompute mode) {
   return saved;
 }
 
-double saved_activation_bytes(const LayerGraph& g, Recompute mode) {
-  const std::vector<bool> saved = saved_tensors(g, mode);
+double saved_bytes_with(const LayerGraph& g, const std::vector<bool>& saved, Recompute mode) {
   double bytes = 0;
   for (size_t t = 0; t < saved.size(); ++t) {
     if (saved[t]) bytes += g.tensors[t].saved_bytes;
@@ -144,11 +144,9 @@ double saved_activation_bytes(const LayerGraph& g, Recompute mode) {
   return bytes;
 }
 
-std::vector<Kernel> fuse_kernels(const LayerGraph& g, Recompute mode) {
-  const Usage u = usage_of(g);
-  // Forward traffic writes what a backward without recomputation needs; the saved set under
-  // recomputation is smaller, but the forward still writes every tensor that leaves a kernel.
-  const std::vector<bool> saved = saved_tensors(g, mode);
+// The forward writes every tensor that leaves its kernel or is saved for the backward.
+std::vector<Kernel> fuse_with(const LayerGraph& g, const Usage& u, const std::vector<bool>& saved,
+                              Recompute mode) {
   std::vector<Kernel> kernels;
   kernels.reserve(g.ops.size());
   const int n = static_cast<int>(g.ops.size());
@@ -159,6 +157,21 @@ std::vector<Kernel> fuse_kernels(const LayerGraph& g, Recompute mode) {
     first = last + 1;
   }
   return kernels;
+}
+
+}  // namespace
+
+std::vector<bool> saved_tensors(const LayerGraph& g, Recompute mode) {
+  return saved_with(g, usage_of(g), mode);
+}
+
+double saved_activation_bytes(const LayerGraph& g, Recompute mode) {
+  return saved_bytes_with(g, saved_tensors(g, mode), mode);
+}
+
+std::vector<Kernel> fuse_kernels(const LayerGraph& g, Recompute mode) {
+  const Usage u = usage_of(g);
+  return fuse_with(g, u, saved_with(g, u, mode), mode);
 }
 
 std::vector<Kernel> backward_kernels(const LayerGraph& g, const std::vector<Kernel>& forward,
@@ -176,14 +189,18 @@ std::vector<Kernel> backward_kernels(const LayerGraph& g, const std::vector<Kern
 }
 
 void lower_block(Block& block, Recompute mode) {
-  block.forward = fuse_kernels(block.graph, mode);
-  block.backward = backward_kernels(block.graph, block.forward, mode);
-  block.saved_activation_B = saved_activation_bytes(block.graph, mode);
+  const LayerGraph& g = block.graph;
+  const Usage u = usage_of(g);
+  const std::vector<bool> saved = saved_with(g, u, mode);
+  block.forward = fuse_with(g, u, saved, mode);
+  block.backward = backward_kernels(g, block.forward, mode);
+  block.saved_activation_B = saved_bytes_with(g, saved, mode);
   // While one block runs its backward, what recomputation rebuilt is live as well.
   block.peak_transient_B =
       mode == Recompute::kNone
           ? 0
-          : saved_activation_bytes(block.graph, Recompute::kNone) - block.saved_activation_B;
+          : saved_bytes_with(g, saved_with(g, u, Recompute::kNone), Recompute::kNone) -
+                block.saved_activation_B;
 }
 
 }  // namespace stratasim

@@ -94,10 +94,10 @@ std::string explain(const Plan& plan) {
                 format_count(st.params).c_str(), format_bytes(st.activation_B).c_str());
   }
   const bool graph = plan.model.family == ModelFamily::kOpGraph;
-  out += block_text(plan, graph ? "op graph block" : "transformer layer", plan.layer);
+  out += block_text(plan, graph ? "op graph block" : "transformer layer", *plan.layer);
   if (!graph) {
-    out += block_text(plan, "embedding", plan.embedding);
-    out += block_text(plan, "head", plan.head);
+    out += block_text(plan, "embedding", *plan.embedding);
+    out += block_text(plan, "head", *plan.head);
   }
   return out;
 }

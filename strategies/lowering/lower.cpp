@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "strategies/lowering/block_cache.h"
 #include "strategies/lowering/block_lowering.h"
 #include "strategies/lowering/edge_blocks.h"
 #include "strategies/lowering/lower_checks.h"
@@ -42,21 +43,11 @@ std::optional<Infeasible> apply_graph_groups(const ModelSpec& m, const FusionPla
 void build_transformer_blocks(Plan& plan) {
   const TransformerSpec& t = plan.model.transformer;
   const Strategy& s = plan.strategy;
-  const LayerShape shape = shape_of(s, plan.model.family == ModelFamily::kDecoder);
-  plan.layer.graph = build_transformer_layer(t, shape);
-  plan.embedding.graph = build_embedding(t, shape);
-  plan.head.graph = build_head(t, shape);
-  lower_block(plan.layer, s.recompute);
-  // The embedding and head are never recomputed (Megatron checkpoints transformer layers only).
-  lower_block(plan.embedding, Recompute::kNone);
-  lower_block(plan.head, Recompute::kNone);
-  // Parameters per device, from the model (weights read by a lookup are not the table size).
-  plan.layer.params = layer_params(t) / s.tp;
-  plan.embedding.params = static_cast<double>(t.vocab) * t.hidden / s.tp +
-                          (t.learned_positions ? double(t.seq_len) * t.hidden : 0);
-  const bool head_copy = !t.tied_embeddings || s.pp > 1;  // Megatron keeps a tied copy
-  plan.head.params = head_params(t) - (t.tied_embeddings ? 0 : double(t.vocab) * t.hidden) +
-                     (head_copy ? double(t.vocab) * t.hidden / s.tp : 0);
+  const TransformerBlocks blocks = transformer_blocks(
+      t, shape_of(s, plan.model.family == ModelFamily::kDecoder), s.recompute, s.pp);
+  plan.layer = blocks.layer;
+  plan.embedding = blocks.embedding;
+  plan.head = blocks.head;
   plan.tokens_per_micro_batch = double(s.micro_batch) * t.seq_len;
   plan.p2p_bytes = double(s.micro_batch) * t.seq_len * t.hidden * dtype_bytes(s.dtype) /
                    s.tp;  // scatter/gather optimisation (Narayanan et al. SC21, Sec. 4.1)
@@ -76,11 +67,16 @@ void assign_stages(Plan& plan) {
     next += st.layers;
     st.has_embedding = i == 0 && plan.model.family != ModelFamily::kOpGraph;
     st.has_head = i == vstages - 1 && plan.model.family != ModelFamily::kOpGraph;
-    st.params = st.layers * plan.layer.params + (st.has_embedding ? plan.embedding.params : 0) +
-                (st.has_head ? plan.head.params : 0);
-    st.activation_B = st.layers * plan.layer.saved_activation_B * plan.block_repeat +
-                      (st.has_embedding ? plan.embedding.saved_activation_B : 0) +
-                      (st.has_head ? plan.head.saved_activation_B : 0);
+    st.params = st.layers * plan.layer->params;
+    st.activation_B = st.layers * plan.layer->saved_activation_B * plan.block_repeat;
+    if (st.has_embedding) {
+      st.params += plan.embedding->params;
+      st.activation_B += plan.embedding->saved_activation_B;
+    }
+    if (st.has_head) {
+      st.params += plan.head->params;
+      st.activation_B += plan.head->saved_activation_B;
+    }
   }
 }
 
@@ -127,10 +123,12 @@ Expected<Plan> lower(const ModelSpec& model, const Strategy& strategy,
   plan.micro_batches = micro_batches;
   plan.samples_per_iteration = strategy.global_batch;
   if (model.family == ModelFamily::kOpGraph) {
-    plan.layer.graph = build_op_graph(model.graph, shape_of(strategy, false));
-    if (auto bad = apply_graph_groups(model, strategy.fusion, plan.layer.graph)) return *bad;
-    lower_block(plan.layer, strategy.recompute);
-    plan.layer.params = total_params(model);
+    auto block = std::make_shared<Block>();
+    block->graph = build_op_graph(model.graph, shape_of(strategy, false));
+    if (auto bad = apply_graph_groups(model, strategy.fusion, block->graph)) return *bad;
+    lower_block(*block, strategy.recompute);
+    block->params = total_params(model);
+    plan.layer = std::move(block);
     plan.block_repeat = model.graph.repeat;
     plan.tokens_per_micro_batch = strategy.micro_batch;
   } else {

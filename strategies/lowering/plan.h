@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -77,9 +78,11 @@ struct Plan {
   double tokens_per_micro_batch = 0;  // micro_batch * seq_len (samples for op graphs)
   double samples_per_iteration = 0;   // global batch
 
-  Block layer;     // one transformer layer (or the whole op graph of a CNN/RNN)
-  Block embedding; // token/position embedding (first virtual stage)
-  Block head;      // final norm, output projection, loss (last virtual stage)
+  // Blocks are immutable once lowered and shared between plans that lower them identically
+  // (see block_cache.h); an op-graph model has only `layer`.
+  std::shared_ptr<const Block> layer;      // one transformer layer (or the whole op graph)
+  std::shared_ptr<const Block> embedding;  // token/position embedding (first virtual stage)
+  std::shared_ptr<const Block> head;       // final norm, output projection, loss (last stage)
   int block_repeat = 1;  // op graphs: block runs `repeat` times per micro-batch (RNN steps)
 
   std::vector<VirtualStage> stages;  // p * v, in virtual-stage order

@@ -156,10 +156,10 @@ TEST_CASE("lowering: an explicit dp equal to the derived one lowers to the same 
   REQUIRE(a.has_value());
   REQUIRE(b.has_value());
   CHECK(a->dp == b->dp);
-  REQUIRE(a->layer.forward.size() == b->layer.forward.size());
-  for (size_t i = 0; i < a->layer.forward.size(); ++i) {
-    CHECK(a->layer.forward[i].bytes == b->layer.forward[i].bytes);
-    CHECK(a->layer.forward[i].matmul_flops == b->layer.forward[i].matmul_flops);
+  REQUIRE(a->layer->forward.size() == b->layer->forward.size());
+  for (size_t i = 0; i < a->layer->forward.size(); ++i) {
+    CHECK(a->layer->forward[i].bytes == b->layer->forward[i].bytes);
+    CHECK(a->layer->forward[i].matmul_flops == b->layer->forward[i].matmul_flops);
   }
 }
 
@@ -174,9 +174,9 @@ TEST_CASE("lowering: ResNet-50 with epilogue fusion groups conv+BN+ReLU into one
   REQUIRE(fused.has_value());
   REQUIRE(plain.has_value());
   // The stem is conv + bn + relu: three kernels unfused, one fused.
-  CHECK(fused->layer.forward[0].fused_ops == 3);
-  CHECK(plain->layer.forward[0].fused_ops == 1);
-  CHECK(fused->layer.forward.size() < plain->layer.forward.size());
+  CHECK(fused->layer->forward[0].fused_ops == 3);
+  CHECK(plain->layer->forward[0].fused_ops == 1);
+  CHECK(fused->layer->forward.size() < plain->layer->forward.size());
   Strategy tp = s;
   tp.tp = 2;
   Expected<Plan> bad = lower(model_preset("resnet50"), tp, cluster(8));

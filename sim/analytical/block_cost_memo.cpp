@@ -1,0 +1,69 @@
+#include "sim/analytical/block_cost_memo.h"
+
+#include <array>
+#include <cstring>
+#include <unordered_map>
+
+namespace stratasim {
+namespace {
+
+// Every number block_cost() reads from the plan besides the block itself.
+using Signature = std::array<double, 32>;
+
+Signature signature_of(const Plan& plan) {
+  const HardwareModel& hw = plan.hardware;
+  const DeviceSpec& d = hw.device;
+  const Strategy& s = plan.strategy;
+  Signature sig{};
+  size_t i = 0;
+  for (double peak : d.peak_flops) sig[i++] = peak;
+  for (double v : {d.vector_flops, d.memory_bandwidth_Bps, d.matmul.max_fraction,
+                   d.matmul.half_size, d.memory.max_fraction, d.memory.half_size,
+                   d.kernel_overhead_s, double(d.compute_units), double(hw.node.devices),
+                   hw.node.device_link.bandwidth_Bps, hw.node.device_link.latency_s,
+                   hw.node.device_link.efficiency, double(hw.node.nics),
+                   hw.node.nic.bandwidth_Bps, hw.node.nic.latency_s, hw.node.nic.efficiency,
+                   double(hw.network.levels), hw.network.switch_latency_s,
+                   double(hw.num_devices), double(plan.tp_group.size),
+                   double(plan.tp_group.ranks_per_node), double(s.dtype),
+                   double(s.collective), double(s.overlap_tp)}) {
+    sig[i++] = v;
+  }
+  return sig;
+}
+
+struct Key {
+  const Block* block;
+  Signature sig;
+  bool operator==(const Key& o) const {
+    return block == o.block && std::memcmp(sig.data(), o.sig.data(), sizeof(Signature)) == 0;
+  }
+};
+
+struct KeyHash {
+  size_t operator()(const Key& k) const {
+    size_t h = std::hash<const void*>()(k.block);
+    for (double v : k.sig) h = (h ^ std::hash<double>()(v)) * 1099511628211ull;
+    return h;
+  }
+};
+
+struct Entry {
+  std::shared_ptr<const Block> keep_alive;  // so the key's pointer is never reused meanwhile
+  BlockCost cost;
+};
+
+}  // namespace
+
+BlockCost memoized_block_cost(const std::shared_ptr<const Block>& block, const Plan& plan) {
+  thread_local std::unordered_map<Key, Entry, KeyHash> memo;
+  Key key{block.get(), signature_of(plan)};
+  auto it = memo.find(key);
+  if (it != memo.end()) return it->second.cost;
+  if (memo.size() >= 16384) memo.clear();
+  const BlockCost cost = block_cost(*block, plan);
+  memo.emplace(key, Entry{block, cost});
+  return cost;
+}
+
+}  // namespace stratasim

@@ -1,0 +1,89 @@
+#include "strategies/lowering/block_cache.h"
+
+#include <cstring>
+#include <unordered_map>
+
+#include "strategies/lowering/block_lowering.h"
+#include "strategies/lowering/edge_blocks.h"
+
+namespace stratasim {
+namespace {
+
+// Everything a transformer block's lowering reads, as plain values.
+struct BlockKey {
+  TransformerSpec t;
+  int micro_batch, tp, pp_gt_1;
+  bool sp, causal;
+  double element_bytes;
+  bool fusion[5];
+  Recompute recompute;
+
+  bool operator==(const BlockKey& o) const {
+    return t == o.t && micro_batch == o.micro_batch && tp == o.tp && pp_gt_1 == o.pp_gt_1 &&
+           sp == o.sp && causal == o.causal && element_bytes == o.element_bytes &&
+           std::memcmp(fusion, o.fusion, sizeof fusion) == 0 && recompute == o.recompute;
+  }
+};
+
+struct BlockKeyHash {
+  size_t operator()(const BlockKey& k) const {
+    size_t h = 1469598103934665603ull;
+    auto mix = [&](long long v) { h = (h ^ static_cast<size_t>(v)) * 1099511628211ull; };
+    for (long long v : {k.t.layers, k.t.hidden, k.t.heads, k.t.kv_heads, k.t.ffn_hidden,
+                        k.t.seq_len, k.t.vocab}) {
+      mix(v);
+    }
+    mix(static_cast<int>(k.t.activation) | static_cast<int>(k.t.norm) << 4 |
+        k.t.tied_embeddings << 8 | k.t.learned_positions << 9 | k.t.linear_bias << 10);
+    mix(k.micro_batch);
+    mix(k.tp);
+    mix(k.pp_gt_1 | k.sp << 1 | k.causal << 2 | static_cast<int>(k.recompute) << 3);
+    mix(static_cast<long long>(k.element_bytes));
+    for (bool f : k.fusion) mix(f);
+    return h;
+  }
+};
+
+std::shared_ptr<const Block> make_block(LayerGraph graph, Recompute mode, double params) {
+  auto b = std::make_shared<Block>();
+  b->graph = std::move(graph);
+  lower_block(*b, mode);
+  b->params = params;
+  return b;
+}
+
+TransformerBlocks build(const TransformerSpec& t, const LayerShape& shape, Recompute recompute,
+                        bool pipelined) {
+  const double tp = shape.tp, vocab = t.vocab, h = t.hidden;
+  TransformerBlocks out;
+  out.layer = make_block(build_transformer_layer(t, shape), recompute, layer_params(t) / tp);
+  // The embedding and head are never recomputed (Megatron checkpoints transformer layers only).
+  // The word embedding is vocabulary-parallel; learned positions are replicated.
+  out.embedding = make_block(build_embedding(t, shape), Recompute::kNone,
+                             vocab * h / tp + (t.learned_positions ? double(t.seq_len) * h : 0));
+  // With tied embeddings and pp > 1, the last stage keeps a copy of the word embedding.
+  const bool output_matrix = !t.tied_embeddings || pipelined;
+  const double norm_params = head_params(t) - (t.tied_embeddings ? 0 : vocab * h);
+  out.head = make_block(build_head(t, shape), Recompute::kNone,
+                        norm_params + (output_matrix ? vocab * h / tp : 0));
+  return out;
+}
+
+}  // namespace
+
+TransformerBlocks transformer_blocks(const TransformerSpec& t, const LayerShape& shape,
+                                     Recompute recompute, int pp) {
+  const FusionPlan& f = shape.fusion;
+  BlockKey key{t, shape.micro_batch, shape.tp, pp > 1, shape.sequence_parallel, shape.causal,
+               shape.element_bytes,
+               {f.elementwise_epilogue, f.bias_dropout_residual, f.norm_residual, f.fused_softmax,
+                f.flash_attention},
+               recompute};
+  thread_local std::unordered_map<BlockKey, TransformerBlocks, BlockKeyHash> cache;
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  if (cache.size() >= 4096) cache.clear();  // bounded: a sweep revisits a few hundred shapes
+  return cache.emplace(key, build(t, shape, recompute, pp > 1)).first->second;
+}
+
+}  // namespace stratasim
