@@ -98,8 +98,9 @@ void set_state_bytes(Plan& plan) {
   const double moments = s.optimizer == Optimizer::kAdam ? 8 : 4;  // fp32 m (+ v)
   const double master = s.master_weights_fp32 && e < 4 ? 4 : 0;    // fp32 master copy
   plan.optimizer_bytes_per_param = moments + master;  // mixed-precision Adam: 12 (ZeRO, Sec. 3.1)
-  // Megatron's default bucket: 40M parameters' gradients.
-  plan.dp_bucket_B = s.dp_bucket_B > 0 ? s.dp_bucket_B : 40e6 * plan.grad_bytes_per_param;
+  // Megatron-LM's default DDP bucket holds 40M parameters' gradients.
+  constexpr double kDefaultBucketParams = 40'000'000;
+  plan.dp_bucket_B = s.dp_bucket_B > 0 ? s.dp_bucket_B : kDefaultBucketParams * plan.grad_bytes_per_param;
 }
 
 }  // namespace

@@ -163,3 +163,21 @@ TEST_CASE("engine: throughput identities hold") {
   CHECK(p.fits);
   CHECK(p.rank_memory.size() == 8);
 }
+
+TEST_CASE("engine: memoized block costs equal a fresh computation, per hardware") {
+  Strategy s = megatron(8, 8, 1536, 1);
+  const ModelSpec m = model_preset("gpt3-175b");
+  HardwareModel slow = cluster(1024);
+  slow.node.device_link.bandwidth_Bps /= 4;  // same blocks, different hardware numbers
+  Expected<Plan> fast_plan = lower(m, s, cluster(1024));
+  Expected<Plan> slow_plan = lower(m, s, slow);
+  REQUIRE(fast_plan.has_value());
+  REQUIRE(slow_plan.has_value());
+  const Prediction fast1 = predict_analytical(*fast_plan);
+  const Prediction slow1 = predict_analytical(*slow_plan);
+  const Prediction fast2 = predict_analytical(*fast_plan);
+  CHECK(fast1.iteration_s == fast2.iteration_s);
+  CHECK(slow1.iteration_s > fast1.iteration_s);  // not served the fast hardware's cost
+  const BlockCost direct = block_cost(*slow_plan->layer, *slow_plan);
+  CHECK(slow1.forward_s >= 12 * direct.forward_s);  // 12 layers per stage
+}

@@ -184,3 +184,28 @@ TEST_CASE("lowering: ResNet-50 with epilogue fusion groups conv+BN+ReLU into one
   CHECK(bad.error().detail ==
         "operator-graph models support data parallelism (with ZeRO) only; got tp=2 pp=1");
 }
+
+TEST_CASE("lowering: identical block shapes share one lowered block; different ones do not") {
+  Strategy s;
+  s.tp = 8, s.pp = 8, s.global_batch = 1536;
+  const ModelSpec m = model_preset("gpt3-175b");
+  const HardwareModel hw = cluster(1024);
+  Expected<Plan> a = lower(m, s, hw);
+  Strategy other_pp = s;
+  other_pp.pp = 4;  // pp > 1 either way: the layer, embedding and head lower identically
+  Expected<Plan> b = lower(m, other_pp, cluster(512));
+  Strategy other_fusion = s;
+  other_fusion.fusion.flash_attention = true;
+  Expected<Plan> c = lower(m, other_fusion, hw);
+  REQUIRE(a.has_value());
+  REQUIRE(b.has_value());
+  REQUIRE(c.has_value());
+  CHECK(a->layer.get() == b->layer.get());
+  CHECK(a->head.get() == b->head.get());
+  CHECK(a->layer.get() != c->layer.get());
+  // The shared block is the same as one lowered from scratch.
+  LayerShape shape{.micro_batch = 1, .tp = 8};
+  const LayerGraph fresh = build_transformer_layer(m.transformer, shape);
+  CHECK(a->layer->saved_activation_B == saved_activation_bytes(fresh, Recompute::kNone));
+  CHECK(a->layer->forward.size() == fuse_kernels(fresh, Recompute::kNone).size());
+}
