@@ -16,6 +16,7 @@ namespace {
 struct Loaded {
   Scenario scenario;
   Strategy strategy;
+  std::string variant;  // empty: the base strategy
 };
 
 Loaded load(const CliArgs& args, const char* command) {
@@ -31,6 +32,7 @@ Loaded load(const CliArgs& args, const char* command) {
     for (const auto& [name, s] : l.scenario.variants) {
       if (name == variant) l.strategy = s, found = true;
     }
+    l.variant = variant;
     if (!found) {
       throw InputError(args.positionals[0], "variants", "\"" + variant + "\"",
                        "is not a variant of this scenario");
@@ -41,8 +43,10 @@ Loaded load(const CliArgs& args, const char* command) {
 
 // An infeasible strategy is bad input for evaluate/explain: one message, exit code 2.
 int report_infeasible(const Loaded& l, const Infeasible& why) {
-  std::fprintf(stderr, "error: %s: strategy: infeasible (%s): %s\n", l.scenario.file.c_str(),
-               std::string(reason_name(why.reason)).c_str(), why.detail.c_str());
+  std::string path = l.variant.empty() || l.variant == "base" ? "strategy" : "variants." + l.variant;
+  if (!why.field.empty()) path += "." + why.field;
+  std::fprintf(stderr, "error: %s: %s: infeasible (%s): %s\n", l.scenario.file.c_str(),
+               path.c_str(), std::string(reason_name(why.reason)).c_str(), why.detail.c_str());
   return 2;
 }
 
@@ -54,7 +58,14 @@ int cmd_evaluate(int argc, char** argv) {
   Expected<Plan> plan = lower(l.scenario.model, l.strategy, l.scenario.hardware);
   if (!plan) return report_infeasible(l, plan.error());
   EngineOptions options;
-  options.timeline = args.has("timeline") || !args.option("json").empty();
+  options.timeline = args.has("timeline");
+  constexpr double kMaxTimelineOps = 2e6;
+  const double ops = 2.0 * plan->micro_batches * plan->chunks * plan->pp;
+  if (options.timeline && ops > kMaxTimelineOps) {
+    throw InputError("command line", "--timeline", std::to_string(static_cast<long long>(ops)) + " ops",
+                     "is too large a timeline to write (at most 2000000 pipeline ops); lower "
+                     "global_batch or raise micro_batch");
+  }
   const Prediction p = predict_analytical(*plan, options);
   std::fputs(evaluation_report(l.scenario, *plan, p).c_str(), stdout);
   if (args.has("kernels")) std::fputs(("\n" + kernel_time_table(*plan)).c_str(), stdout);

@@ -4,11 +4,11 @@
 # variant). Run after a deliberate model change and read the diff before committing it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/build.sh >/dev/null
+[ -n "${BIN:-}" ] || scripts/build.sh >/dev/null
 mkdir -p scenarios/expected
 for f in scenarios/*.json; do
   name=$(basename "$f" .json)
-  build/apps/stratasim compare "$f" --json "scenarios/expected/$name.full.json" >/dev/null
+  ${BIN:-build/apps/stratasim} compare "$f" --json "scenarios/expected/$name.full.json" >/dev/null
   python3 - "$f" "scenarios/expected/$name.full.json" "scenarios/expected/$name.json" <<'PY'
 import json, sys
 src, full, out = sys.argv[1:]

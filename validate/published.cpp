@@ -40,8 +40,11 @@ Tolerance tolerance_of(const std::string& group) {
 void append_cases(std::vector<PublishedCase>& out, const Json& doc, const std::string& name) {
   if (!doc.is_array()) throw InputError(name + ": validation data must be a JSON array of cases");
   for (const Json& c : doc) {
+    if (!c.is_object() || !c.contains("id") || !c.at("id").is_string()) {
+      throw InputError(name + ": every validation case must be an object with a string \"id\"");
+    }
     PublishedCase pc;
-    pc.id = c.value("id", "");
+    pc.id = c.at("id").get<std::string>();
     pc.group = group_of(pc.id);
     pc.source = c.value("source", "");
     pc.data = c;

@@ -38,9 +38,13 @@ ModelSpec gpt_from(const Json& m) {
 
 HardwareModel cluster_for(const Json& hw) {
   const std::string gpu = hw.at("gpu").get<std::string>();
-  HardwareModel h = catalog_cluster(gpu == "A100-SXM4-80GB" ? "dgx_a100"
-                                    : gpu == "A100-SXM4"    ? "dgx_a100_40gb"
-                                                            : "dgx2_v100");
+  // The systems the sources ran on: DGX A100 (80 GB for SC21, 40 GB in 2020), DGX-2 (V100).
+  const char* cluster = gpu == "A100-SXM4-80GB"   ? "dgx_a100"
+                        : gpu == "A100-SXM4"      ? "dgx_a100_40gb"
+                        : gpu == "V100-SXM3-32GB" ? "dgx2_v100"
+                                                  : nullptr;
+  if (!cluster) throw InputError("validation case: unknown gpu \"" + gpu + "\"");
+  HardwareModel h = catalog_cluster(cluster);
   h.num_devices = hw.at("num_gpus").get<int>();
   return h;
 }

@@ -19,18 +19,6 @@ struct RankSync {
   double optimizer_s = 0;
 };
 
-// In-flight micro-batches per rank depend only on (schedule, p, m, v); cache them.
-const std::vector<int>& in_flight_for(const Plan& plan) {
-  thread_local std::map<std::tuple<int, int, int, int>, std::vector<int>> cache;
-  const auto key = std::make_tuple(static_cast<int>(plan.strategy.schedule), plan.pp,
-                                   plan.micro_batches, plan.chunks);
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
-  if (cache.size() > 4096) cache.clear();
-  return cache[key] = peak_in_flight(
-             make_schedule(plan.strategy.schedule, plan.pp, plan.micro_batches, plan.chunks));
-}
-
 double rank_params(const Plan& plan, int rank) {
   double params = 0;
   for (const VirtualStage& st : plan.stages) {
@@ -111,7 +99,116 @@ void fill_timeline(Prediction& p, const Plan& plan, const StageDurations& d) {
   }
 }
 
+// Sums over virtual stages: per-rank compute, FLOPs, and rank 0's per-device communication.
+struct StageTotals {
+  double tp_total = 0, tp_exposed = 0, tp_bytes = 0;
+  double zero_total = 0, zero_exposed = 0, zero_bytes = 0;
+  double model_flops = 0, hardware_flops = 0;
+};
+
+StageTotals sum_stages(Prediction& p, const Plan& plan, const StageCosts& costs) {
+  const double m = plan.micro_batches;
+  StageTotals t;
+  std::vector<double> rank_compute(plan.pp, 0), rank_recompute(plan.pp, 0);
+  for (size_t i = 0; i < plan.stages.size(); ++i) {
+    const StageCost& c = costs.stages[i];
+    const int r = plan.stages[i].rank;
+    rank_compute[r] += m * (c.forward_s + c.backward_s - c.tp_exposed_s - c.zero_exposed_s);
+    rank_recompute[r] += m * c.recompute_s;
+    t.model_flops += c.model_flops;
+    t.hardware_flops += c.hardware_flops;
+    p.forward_s = std::max(p.forward_s, c.forward_s);
+    p.backward_s = std::max(p.backward_s, c.backward_s);
+    if (r == 0) {  // communication per device is reported for rank 0's chunks
+      t.tp_total += m * c.tp_total_s, t.tp_exposed += m * c.tp_exposed_s;
+      t.tp_bytes += m * c.tp_bytes;
+      t.zero_total += m * c.zero_total_s, t.zero_exposed += m * c.zero_exposed_s;
+      t.zero_bytes += m * c.zero_bytes;
+    }
+  }
+  const auto busiest = std::max_element(rank_compute.begin(), rank_compute.end());
+  p.compute_s = *busiest;
+  p.recompute_s = rank_recompute[busiest - rank_compute.begin()];
+  return t;
+}
+
+// The iteration ends when the slowest rank has finished its pipeline work, its exposed
+// gradient sync, the embedding sync and its optimizer step.
+RankSync finish_iteration(Prediction& p, const Plan& plan, const ScheduleTiming& timing) {
+  double iteration = 0;
+  RankSync worst;
+  double embedding = 0;
+  for (int r = 0; r < plan.pp; ++r) {
+    const RankSync sync = rank_sync(plan, r, timing.rank_last_backward_s[r]);
+    const double end = timing.rank_finish_s[r] + sync.dp_exposed_s + sync.embedding_s +
+                       sync.optimizer_s;
+    if (end >= iteration) iteration = end, worst = sync;
+    embedding = std::max(embedding, sync.embedding_s);
+  }
+  worst.embedding_s = embedding;
+  p.iteration_s = iteration;
+  p.optimizer_s = worst.optimizer_s;
+  return worst;
+}
+
+void add_p2p(Prediction& p, const Plan& plan, const StageCosts& costs,
+             const ScheduleTiming& timing) {
+  const Strategy& s = plan.strategy;
+  const double m = plan.micro_batches;
+  double total = 0;
+  for (double t : costs.transfer_s) total += t;
+  total = 2 * m * total / plan.pp;  // per rank: activations out, gradients back
+  // Blocking sends keep the sender busy for the whole transfer: all of it is exposed. Async
+  // sends are exposed only where they lengthen the schedule.
+  const double exposed =
+      s.overlap_p2p ? std::max(0.0, timing.makespan_s -
+                                        time_schedule(s.schedule, plan.pp, plan.micro_batches,
+                                                      plan.chunks, costs.compute_only)
+                                            .makespan_s)
+                    : total;
+  add_comm(p, CommCategory::kPipelineP2P, "pp activations/gradients point-to-point", nullptr,
+           2 * m * plan.p2p_bytes * plan.chunks, total, exposed);
+}
+
+void fill_rates(Prediction& p, const Plan& plan, const StageTotals& t) {
+  const double m = plan.micro_batches, devices = plan.hardware.num_devices;
+  const double replicas = double(plan.dp) * plan.tp;  // stage FLOPs are per device
+  p.model_flops = t.model_flops * m * replicas;
+  p.hardware_flops = t.hardware_flops * m * replicas;
+  p.samples_per_s = plan.samples_per_iteration / p.iteration_s;
+  // Tokens: sequence positions (an RNN's time steps); a CNN's sample is one image.
+  p.tokens_per_s = p.samples_per_s * (plan.model.family == ModelFamily::kOpGraph
+                                          ? plan.block_repeat
+                                          : plan.model.transformer.seq_len);
+  p.model_flops_per_device_s = p.model_flops / (p.iteration_s * devices);
+  p.hardware_flops_per_device_s = p.hardware_flops / (p.iteration_s * devices);
+  const double peak = plan.hardware.device.peak_flops[static_cast<int>(plan.strategy.dtype)];
+  p.mfu = p.model_flops_per_device_s / peak;
+  p.hfu = p.hardware_flops_per_device_s / peak;
+}
+
+void fill_memory(Prediction& p, const Plan& plan) {
+  const Strategy& s = plan.strategy;
+  p.rank_memory =
+      rank_memory(plan, peak_in_flight(s.schedule, plan.pp, plan.micro_batches, plan.chunks));
+  for (int r = 0; r < plan.pp; ++r) {
+    if (p.rank_memory[r].total() > p.peak_memory_B) {
+      p.peak_memory_B = p.rank_memory[r].total();
+      p.peak_rank = r;
+    }
+  }
+  p.capacity_B = plan.hardware.device.memory_B;
+  p.fits = p.peak_memory_B <= p.capacity_B;
+}
+
 }  // namespace
+
+Prediction predict_memory(const Plan& plan) {
+  Prediction p;
+  p.engine = "analytical";
+  fill_memory(p, plan);
+  return p;
+}
 
 Prediction predict_analytical(const Plan& plan, const EngineOptions& options) {
   Prediction p;
@@ -123,89 +220,19 @@ Prediction predict_analytical(const Plan& plan, const EngineOptions& options) {
   p.pipeline_s = timing.makespan_s;
   p.bubble_fraction = timing.bubble_fraction;
   p.bubble_s = timing.bubble_fraction * timing.makespan_s;
-
-  const double m = plan.micro_batches;
-  double tp_total = 0, tp_exposed = 0, tp_bytes = 0, zero_total = 0, zero_exposed = 0,
-         zero_bytes = 0, model_flops = 0, hardware_flops = 0;
-  std::vector<double> rank_compute(plan.pp, 0), rank_recompute(plan.pp, 0);
-  for (size_t i = 0; i < plan.stages.size(); ++i) {
-    const StageCost& c = costs.stages[i];
-    const int r = plan.stages[i].rank;
-    rank_compute[r] += m * (c.forward_s + c.backward_s - c.tp_exposed_s - c.zero_exposed_s);
-    rank_recompute[r] += m * c.recompute_s;
-    model_flops += c.model_flops;
-    hardware_flops += c.hardware_flops;
-    p.forward_s = std::max(p.forward_s, c.forward_s);
-    p.backward_s = std::max(p.backward_s, c.backward_s);
-    if (r == 0) {  // communication per device is reported for rank 0's chunks
-      tp_total += m * c.tp_total_s, tp_exposed += m * c.tp_exposed_s, tp_bytes += m * c.tp_bytes;
-      zero_total += m * c.zero_total_s, zero_exposed += m * c.zero_exposed_s;
-      zero_bytes += m * c.zero_bytes;
-    }
-  }
-  const auto busiest = std::max_element(rank_compute.begin(), rank_compute.end());
-  p.compute_s = *busiest;
-  p.recompute_s = rank_recompute[busiest - rank_compute.begin()];
-
-  double iteration = 0;
-  RankSync worst;
-  for (int r = 0; r < plan.pp; ++r) {
-    const RankSync sync = rank_sync(plan, r, timing.rank_last_backward_s[r]);
-    const double end = timing.rank_finish_s[r] + sync.dp_exposed_s + sync.embedding_s +
-                       sync.optimizer_s;
-    if (end >= iteration) iteration = end, worst = sync;
-    if (r == 0 || r == plan.pp - 1) worst.embedding_s = std::max(worst.embedding_s, sync.embedding_s);
-  }
-  p.iteration_s = iteration;
-  p.optimizer_s = worst.optimizer_s;
-
-  add_comm(p, CommCategory::kTensorParallel, "tp collectives", &plan.tp_group, tp_bytes, tp_total,
-           tp_exposed);
-  add_comm(p, CommCategory::kZero, "zero per-micro-batch gathers", &plan.dp_group, zero_bytes,
-           zero_total, zero_exposed);
-  add_comm(p, CommCategory::kDataParallel, "dp gradient sync", &plan.dp_group, worst.dp_bytes,
-           worst.dp_total_s, worst.dp_exposed_s);
+  const StageTotals totals = sum_stages(p, plan, costs);
+  const RankSync sync = finish_iteration(p, plan, timing);
+  add_comm(p, CommCategory::kTensorParallel, "tp collectives", &plan.tp_group, totals.tp_bytes,
+           totals.tp_total, totals.tp_exposed);
+  add_comm(p, CommCategory::kZero, "zero per-micro-batch gathers", &plan.dp_group,
+           totals.zero_bytes, totals.zero_total, totals.zero_exposed);
+  add_comm(p, CommCategory::kDataParallel, "dp gradient sync", &plan.dp_group, sync.dp_bytes,
+           sync.dp_total_s, sync.dp_exposed_s);
   add_comm(p, CommCategory::kEmbeddingSync, "tied embedding all-reduce (first/last stage)",
-           nullptr, worst.embedding_bytes, worst.embedding_s, worst.embedding_s);
-  if (plan.pp > 1) {
-    double p2p_total = 0;
-    for (double t : costs.transfer_s) p2p_total += t;
-    p2p_total = 2 * m * p2p_total / plan.pp;  // per rank: activations out, gradients back
-    // Blocking sends keep the sender busy for the whole transfer: all of it is exposed. Async
-    // sends are exposed only where they lengthen the schedule.
-    const double exposed =
-        s.overlap_p2p ? std::max(0.0, timing.makespan_s -
-                                          time_schedule(s.schedule, plan.pp, plan.micro_batches,
-                                                        plan.chunks, costs.compute_only)
-                                              .makespan_s)
-                      : p2p_total;
-    add_comm(p, CommCategory::kPipelineP2P, "pp activations/gradients point-to-point", nullptr,
-             2 * m * plan.p2p_bytes * plan.chunks, p2p_total, exposed);
-  }
-
-  const double devices = plan.hardware.num_devices;
-  const double replicas = double(plan.dp) * plan.tp;  // model_flops are per device of a stage
-  p.model_flops = model_flops * m * replicas;
-  p.hardware_flops = hardware_flops * m * replicas;
-  p.samples_per_s = plan.samples_per_iteration / iteration;
-  p.tokens_per_s = p.samples_per_s * (plan.model.family == ModelFamily::kOpGraph
-                                          ? 1.0
-                                          : plan.model.transformer.seq_len);
-  p.model_flops_per_device_s = p.model_flops / (iteration * devices);
-  p.hardware_flops_per_device_s = p.hardware_flops / (iteration * devices);
-  const double peak = plan.hardware.device.peak_flops[static_cast<int>(s.dtype)];
-  p.mfu = p.model_flops_per_device_s / peak;
-  p.hfu = p.hardware_flops_per_device_s / peak;
-
-  p.rank_memory = rank_memory(plan, in_flight_for(plan));
-  for (int r = 0; r < plan.pp; ++r) {
-    if (p.rank_memory[r].total() > p.peak_memory_B) {
-      p.peak_memory_B = p.rank_memory[r].total();
-      p.peak_rank = r;
-    }
-  }
-  p.capacity_B = plan.hardware.device.memory_B;
-  p.fits = p.peak_memory_B <= p.capacity_B;
+           nullptr, sync.embedding_bytes, sync.embedding_s, sync.embedding_s);
+  if (plan.pp > 1) add_p2p(p, plan, costs, timing);
+  fill_rates(p, plan, totals);
+  fill_memory(p, plan);
   if (options.timeline) fill_timeline(p, plan, costs.durations);
   return p;
 }

@@ -12,4 +12,8 @@ struct EngineOptions {
 
 Prediction predict_analytical(const Plan& plan, const EngineOptions& options = {});
 
+// Only the memory part of a prediction (rank_memory, peak, capacity, fits): no timing, so a
+// search can discard strategies that do not fit before timing them.
+Prediction predict_memory(const Plan& plan);
+
 }  // namespace stratasim

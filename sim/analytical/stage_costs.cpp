@@ -24,8 +24,12 @@ void add_block(StageCost& c, const BlockCost& b, double times) {
 void add_zero_traffic(StageCost& c, const VirtualStage& st, const Plan& plan) {
   const int zero = plan.strategy.zero_stage;
   if (zero < 2 || plan.dp <= 1) return;
+  // One collective per layer (ZeRO gathers and reduces layer by layer), each paying latency.
+  const int per_stage = std::max(1, st.layers);
   auto time = [&](CommKind k, double bytes) {
-    return collective_time(k, bytes, plan.dp_group, plan.hardware, plan.strategy.collective).time_s;
+    return per_stage * collective_time(k, bytes / per_stage, plan.dp_group, plan.hardware,
+                                       plan.strategy.collective)
+                           .time_s;
   };
   const double grads = st.params * plan.grad_bytes_per_param;
   const double weights = st.params * plan.weight_bytes_per_param;
@@ -37,9 +41,12 @@ void add_zero_traffic(StageCost& c, const VirtualStage& st, const Plan& plan) {
     c.zero_bytes += 2 * weights;
   }
   c.zero_total_s += fwd + bwd;
-  const bool overlap = plan.strategy.overlap_dp;  // prefetch / bucketed reduction
-  const double fwd_exposed = overlap ? std::max(0.0, fwd - c.forward_s) : fwd;
-  const double bwd_exposed = overlap ? std::max(0.0, bwd - c.backward_s) : bwd;
+  // With prefetching, layer i+1's gather runs during layer i's compute; the first layer's
+  // gather (and the last layer's reduce-scatter) cannot hide behind anything.
+  const bool overlap = plan.strategy.overlap_dp;
+  const double per_layer = 1.0 / std::max(1, st.layers);
+  const double fwd_exposed = overlap ? std::max(fwd * per_layer, fwd - c.forward_s) : fwd;
+  const double bwd_exposed = overlap ? std::max(bwd * per_layer, bwd - c.backward_s) : bwd;
   c.zero_exposed_s += fwd_exposed + bwd_exposed;
   c.forward_s += fwd_exposed;
   c.backward_s += bwd_exposed;

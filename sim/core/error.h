@@ -46,6 +46,7 @@ std::string_view reason_name(InfeasibleReason r);
 struct Infeasible {
   InfeasibleReason reason;
   std::string detail;  // "tp=3 does not divide heads=32"
+  std::string field;   // the strategy key most to blame ("tp"), empty when none is
   bool operator==(const Infeasible&) const = default;
 };
 

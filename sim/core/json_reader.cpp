@@ -44,8 +44,24 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 }  // namespace
 
 Json parse_json_text(std::string_view text, const std::string& source_name) {
+  // JSON objects with a repeated key would silently keep the last value: reject them.
+  std::vector<std::vector<std::string>> open_objects;
+  auto reject_duplicates = [&](int, Json::parse_event_t event, Json& parsed) {
+    if (event == Json::parse_event_t::object_start) open_objects.emplace_back();
+    if (event == Json::parse_event_t::object_end && !open_objects.empty()) open_objects.pop_back();
+    if (event == Json::parse_event_t::key && !open_objects.empty()) {
+      const std::string key = parsed.get<std::string>();
+      auto& keys = open_objects.back();
+      if (std::find(keys.begin(), keys.end(), key) != keys.end()) {
+        throw InputError(source_name + ": key \"" + key +
+                         "\" appears twice in one object (JSON keys must be unique)");
+      }
+      keys.push_back(key);
+    }
+    return true;
+  };
   try {
-    return Json::parse(text);
+    return Json::parse(text, reject_duplicates);
   } catch (const Json::parse_error& e) {
     auto [line, column] = line_and_column(text, e.byte == 0 ? 0 : e.byte - 1);
     std::string what = e.what();
@@ -133,8 +149,9 @@ JsonNode JsonNode::at(std::string_view key) const {
 
 std::optional<JsonNode> JsonNode::find(std::string_view key) const {
   if (!has(key)) return std::nullopt;
-  if (j_->find(key)->is_null()) return std::nullopt;
-  return at(key);
+  JsonNode child = at(key);
+  if (child.raw().is_null()) child.fail("must not be null (leave the key out for the default)");
+  return child;
 }
 
 JsonNode JsonNode::element(size_t index) const {
@@ -178,7 +195,11 @@ bool JsonNode::as_bool() const {
 }
 
 double JsonNode::as_quantity(Dimension dim) const {
-  if (j_->is_number() && dim == Dimension::kCount) return as_number();
+  if (j_->is_number() && dim == Dimension::kCount) {
+    const double v = as_number();
+    if (v < 0) fail("must not be negative");
+    return v;
+  }
   if (j_->is_number()) {
     fail("must be " + std::string(dimension_name(dim)) + " with a unit, as a string such as \"" +
          (dim == Dimension::kTime        ? "1.5us"

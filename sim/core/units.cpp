@@ -120,11 +120,12 @@ std::optional<double> parse_quantity(std::string_view text, Dimension dim, std::
                       std::string(accepted_units(dim)) + ")";
     return std::nullopt;
   }
-  if (!std::isfinite(value) || value < 0) {
+  const double si = value * *factor;
+  if (!std::isfinite(si) || si < 0) {
     if (rule) *rule = "must be a finite, non-negative quantity";
     return std::nullopt;
   }
-  return value * *factor;
+  return si;
 }
 
 std::string format_seconds(double s) {

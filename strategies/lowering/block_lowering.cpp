@@ -42,6 +42,7 @@ Kernel make_kernel(const LayerGraph& g, const Usage& u, const std::vector<bool>&
   k.fused_ops = static_cast<uint16_t>(last - first + 1);
   k.comm = head.comm;
   k.comm_bytes = head.comm_bytes;
+  k.comm_phases = head.comm_phases;
   k.reads_input_fused = head.reads_input_fused;
   for (int i = first; i <= last; ++i) {
     const LayerOp& op = g.ops[i];
@@ -63,6 +64,7 @@ Kernel make_kernel(const LayerGraph& g, const Usage& u, const std::vector<bool>&
       }
       if (!seen) k.bytes += g.tensors[t].bytes;
     }
+    if (op.rereads_input && op.inputs[0] >= 0) k.bytes += g.tensors[op.inputs[0]].bytes;
     const int out = op.output;
     if (out >= 0 && (u.last_consumer[out] > last || saved[out] || out == g.output_tensor)) {
       k.bytes += g.tensors[out].bytes;
@@ -179,12 +181,15 @@ std::vector<Kernel> backward_kernels(const LayerGraph& g, const std::vector<Kern
   std::vector<Kernel> out;
   out.reserve(forward.size() * 2);
   for (const Kernel& k : forward) {
-    if (!kernel_recomputed(g, k, mode)) continue;
+    if (!kernel_recomputed(g, k, mode) || k.comm_phases == CommPhases::kBackwardOnly) continue;
     Kernel r = k;
     r.phase = Phase::kRecompute;
     out.push_back(r);
   }
-  for (auto it = forward.rbegin(); it != forward.rend(); ++it) out.push_back(backward_of(g, *it));
+  for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
+    if (it->cls == OpClass::kCollective && it->comm_phases == CommPhases::kForwardOnly) continue;
+    out.push_back(backward_of(g, *it));
+  }
   return out;
 }
 
@@ -192,8 +197,14 @@ void lower_block(Block& block, Recompute mode) {
   const LayerGraph& g = block.graph;
   const Usage u = usage_of(g);
   const std::vector<bool> saved = saved_with(g, u, mode);
-  block.forward = fuse_with(g, u, saved, mode);
-  block.backward = backward_kernels(g, block.forward, mode);
+  std::vector<Kernel> all = fuse_with(g, u, saved, mode);
+  // Backward-only collectives have no forward cost: the backward is built from the full list,
+  // the forward (and the recomputation copied from it) leaves them out.
+  block.backward = backward_kernels(g, all, mode);
+  std::erase_if(all, [](const Kernel& k) {
+    return k.cls == OpClass::kCollective && k.comm_phases == CommPhases::kBackwardOnly;
+  });
+  block.forward = std::move(all);
   block.saved_activation_B = saved_bytes_with(g, saved, mode);
   // While one block runs its backward, what recomputation rebuilt is live as well.
   block.peak_transient_B =

@@ -39,10 +39,11 @@ LayerGraph build_embedding(const TransformerSpec& t, const LayerShape& sh) {
   int x = add_tensor(g, n * h * e);
   LayerOp& lookup = add_op(g, "token_embedding", OpClass::kMemoryBound, g.input_tensor, x);
   lookup.weight_bytes = n * h * e;  // gathers one row per token
-  if (sh.tp > 1) {
+  if (sh.tp > 1) {  // partial lookups summed; the backward is an identity (Megatron)
     x = tp_collective(g, "tp_embedding_reduce",
                       sh.sequence_parallel ? CommKind::kReduceScatter : CommKind::kAllReduce, x,
                       nr * h * e, n * h * e);
+    g.ops.back().comm_phases = CommPhases::kForwardOnly;
   }
   if (t.learned_positions) {
     int y = add_tensor(g, nr * h * e);
@@ -51,11 +52,14 @@ LayerGraph build_embedding(const TransformerSpec& t, const LayerShape& sh) {
     pos.other_flops = nr * h;
     x = y;
   }
-  int out = add_tensor(g, nr * h * e);
-  LayerOp& drop = add_op(g, "embedding_dropout", OpClass::kMemoryBound, x, out);
-  drop.aux_saved_bytes = nr * h;  // dropout mask
-  drop.other_flops = 2 * nr * h;
-  g.output_tensor = out;
+  if (t.dropout) {
+    int out = add_tensor(g, nr * h * e);
+    LayerOp& drop = add_op(g, "embedding_dropout", OpClass::kMemoryBound, x, out);
+    drop.aux_saved_bytes = nr * h;  // dropout mask
+    drop.other_flops = 2 * nr * h;
+    x = out;
+  }
+  g.output_tensor = x;
   return g;
 }
 
@@ -75,6 +79,11 @@ LayerGraph build_head(const TransformerSpec& t, const LayerShape& sh) {
     ag.comm = CommKind::kAllGather;
     ag.comm_bytes = n * h * e;
     y = gathered;
+  } else if (sh.tp > 1) {
+    // The vocabulary-parallel projection's input gradient is summed over tp (an identity in
+    // the forward pass).
+    y = tp_collective(g, "tp_head_input_grad", CommKind::kAllReduce, y, n * h * e, n * h * e);
+    g.ops.back().comm_phases = CommPhases::kBackwardOnly;
   }
   // Logits are produced in fp32 for a stable cross-entropy (Megatron), 4 bytes each.
   int logits = add_tensor(g, n * vocab_local * 4);
@@ -89,6 +98,7 @@ LayerGraph build_head(const TransformerSpec& t, const LayerShape& sh) {
   ce.other_flops = 5 * n * vocab_local;
   if (sh.tp > 1) {  // vocab-parallel cross-entropy: max and sum all-reduces over tp
     loss = tp_collective(g, "tp_loss_reduce", CommKind::kAllReduce, loss, n * 4, 2 * n * 4);
+    g.ops.back().comm_phases = CommPhases::kForwardOnly;
   }
   g.output_tensor = loss;
   return g;
@@ -119,6 +129,7 @@ LayerGraph build_op_graph(const OpGraphSpec& spec, const LayerShape& sh) {
     op.model_flops = compute ? src.flops * b : 0;
     op.weight_bytes = src.params * e;
     op.saves = src.kind == GraphOpKind::kElementwise ? kSaveOutput : kSaveInput0;
+    op.rereads_input = src.kind == GraphOpKind::kNorm;  // batch statistics, then normalize
     // Epilogue fusion: a norm or elementwise op whose single input has no other consumer
     // joins its producer's kernel (conv + BN + ReLU, LSTM gate chains).
     const bool chainable = src.kind == GraphOpKind::kNorm || src.kind == GraphOpKind::kElementwise;

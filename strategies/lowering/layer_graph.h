@@ -21,6 +21,10 @@ enum class OpClass : uint8_t {
 enum class CommKind : uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast };
 std::string_view comm_kind_name(CommKind k);
 
+// When a collective runs: Megatron's f/g operators pair a forward all-reduce with a backward
+// identity and vice versa; most layer collectives have a conjugate in both passes.
+enum class CommPhases : uint8_t { kBoth, kForwardOnly, kBackwardOnly };
+
 enum class FusionRule : uint8_t {
   kNone,
   kEpilogue,            // bias + activation (+ dropout) epilogue chain
@@ -52,11 +56,15 @@ struct LayerOp {
   uint8_t saves = 0;        // kSave* bits: tensors this op's backward needs
   double aux_saved_bytes = 0;  // extra state written and saved (dropout mask, softmax stats)
   bool reads_input_fused = false;  // input arrives fused from the previous kernel (add+norm)
+  // Batch norm in training needs the statistics of its whole input before normalizing it, so
+  // its input is read a second time, fused with its producer or not.
+  bool rereads_input = false;
   bool attention_core = false;  // recomputed by selective recomputation (Korthikanti 2022)
   FusionRule fusion = FusionRule::kNone;  // group rule this op may join
   int16_t fusion_group = -1;              // ops with the same rule and group id fuse
   CommKind comm = CommKind::kAllReduce;   // for kCollective
   double comm_bytes = 0;                  // for kCollective: message size per rank
+  CommPhases comm_phases = CommPhases::kBoth;
   double backward_flops_factor = 2;       // backward FLOP / forward FLOP
   // GEMM shape for kMatmul ops: C[m x n] = A[m x k] B[k x n], `batch` independent GEMMs.
   double gemm_m = 0, gemm_n = 0, gemm_k = 0, gemm_batch = 1;

@@ -112,6 +112,7 @@ Expected<Plan> lower(const ModelSpec& model, const Strategy& strategy,
   if (auto bad = check_model_split(model, strategy)) return *bad;
   if (auto bad = check_batch_and_schedule(strategy, dp, &micro_batches)) return *bad;
   if (auto bad = check_precision(strategy, hardware)) return *bad;
+  if (auto bad = check_topology(strategy, hardware)) return *bad;
 
   Plan plan;
   plan.model = model;

@@ -12,15 +12,15 @@ std::string str(long long v) { return std::to_string(v); }
 std::optional<Infeasible> check_tp_divides(const TransformerSpec& t, int tp) {
   if (t.heads % tp != 0) {
     return Infeasible{InfeasibleReason::kTensorParallel,
-                      "tp=" + str(tp) + " does not divide heads=" + str(t.heads)};
+                      "tp=" + str(tp) + " does not divide heads=" + str(t.heads), "tp"};
   }
   if (t.kv_heads_or_heads() % tp != 0) {
     return Infeasible{InfeasibleReason::kTensorParallel,
-                      "tp=" + str(tp) + " does not divide kv_heads=" + str(t.kv_heads_or_heads())};
+                      "tp=" + str(tp) + " does not divide kv_heads=" + str(t.kv_heads_or_heads()), "tp"};
   }
   if (t.ffn_or_default() % tp != 0) {
     return Infeasible{InfeasibleReason::kTensorParallel,
-                      "tp=" + str(tp) + " does not divide ffn_hidden=" + str(t.ffn_or_default())};
+                      "tp=" + str(tp) + " does not divide ffn_hidden=" + str(t.ffn_or_default()), "tp"};
   }
   return std::nullopt;
 }
@@ -33,7 +33,7 @@ std::optional<Infeasible> check_degrees(const Strategy& s, const HardwareModel& 
   if (s.dp == 0) {
     if (devices % tp_pp != 0) {
       return Infeasible{InfeasibleReason::kDeviceCount,
-                        "tp*pp=" + str(tp_pp) + " does not divide devices=" + str(devices)};
+                        "tp*pp=" + str(tp_pp) + " does not divide devices=" + str(devices), "dp"};
     }
     *dp = static_cast<int>(devices / tp_pp);
     return std::nullopt;
@@ -41,7 +41,7 @@ std::optional<Infeasible> check_degrees(const Strategy& s, const HardwareModel& 
   if (tp_pp * s.dp != devices) {
     return Infeasible{InfeasibleReason::kDeviceCount,
                       "tp*pp*dp=" + str(s.tp) + "*" + str(s.pp) + "*" + str(s.dp) + "=" +
-                          str(tp_pp * s.dp) + " differs from devices=" + str(devices)};
+                          str(tp_pp * s.dp) + " differs from devices=" + str(devices), "dp"};
   }
   *dp = s.dp;
   return std::nullopt;
@@ -59,28 +59,32 @@ std::optional<Infeasible> check_model_split(const ModelSpec& m, const Strategy& 
   const TransformerSpec& t = m.transformer;
   if (auto bad = check_tp_divides(t, s.tp)) return bad;
   if (s.sequence_parallel && s.tp == 1) {
-    return Infeasible{InfeasibleReason::kSequenceParallel, "sequence parallelism needs tp > 1"};
+    return Infeasible{InfeasibleReason::kSequenceParallel, "sequence parallelism needs tp > 1", "sequence_parallel"};
   }
   if (s.sequence_parallel && t.seq_len % s.tp != 0) {
     return Infeasible{InfeasibleReason::kSequenceParallel,
-                      "tp=" + str(s.tp) + " does not divide seq_len=" + str(t.seq_len)};
+                      "tp=" + str(s.tp) + " does not divide seq_len=" + str(t.seq_len), "sequence_parallel"};
   }
   const int vstages = s.pp * s.interleave;
   if (t.layers < vstages) {
     return Infeasible{InfeasibleReason::kPipelineParallel,
-                      "pp*interleave=" + str(vstages) + " exceeds layers=" + str(t.layers)};
+                      "pp*interleave=" + str(vstages) + " exceeds layers=" + str(t.layers), "pp"};
   }
   if (t.layers % vstages != 0 && !s.uneven_stages) {
     return Infeasible{InfeasibleReason::kPipelineParallel,
                       (s.interleave > 1 ? "pp*interleave=" : "pp=") + str(vstages) +
                           " does not divide layers=" + str(t.layers) +
-                          " (set uneven_stages to allow unequal stages)"};
+                          " (set uneven_stages to allow unequal stages)", "pp"};
+  }
+  if (!s.fusion.graph_groups.empty()) {
+    return Infeasible{InfeasibleReason::kModel,
+                      "fusion.graph_groups applies to operator-graph models only", "fusion.graph_groups"};
   }
   if (s.zero_stage >= 2 && s.pp > 1) {
     return Infeasible{InfeasibleReason::kPipelineParallel,
                       "ZeRO stage " + str(s.zero_stage) +
                           " partitions gradients, which pipeline parallelism (pp=" + str(s.pp) +
-                          ") does not support (DeepSpeed rule); use ZeRO stage 0 or 1"};
+                          ") does not support (DeepSpeed rule); use ZeRO stage 0 or 1", "zero_stage"};
   }
   return std::nullopt;
 }
@@ -90,11 +94,27 @@ std::optional<Infeasible> check_batch_and_schedule(const Strategy& s, int dp, in
   if (s.global_batch % per_step != 0) {
     return Infeasible{InfeasibleReason::kBatch,
                       "global_batch=" + str(s.global_batch) + " is not a multiple of dp*micro_batch=" +
-                          str(dp) + "*" + str(s.micro_batch) + "=" + str(per_step)};
+                          str(dp) + "*" + str(s.micro_batch) + "=" + str(per_step), "global_batch"};
   }
   *micro_batches = static_cast<int>(s.global_batch / per_step);
+  if (s.schedule == ScheduleKind::kInterleaved1F1B && s.pp == 1) {
+    return Infeasible{InfeasibleReason::kSchedule,
+                      "interleaved 1F1B needs a pipeline (pp > 1); with pp=1 use 1f1b", "schedule"};
+  }
   if (auto rule = schedule_rule_violation(s.schedule, s.pp, *micro_batches, s.interleave)) {
-    return Infeasible{InfeasibleReason::kSchedule, *rule};
+    return Infeasible{InfeasibleReason::kSchedule, *rule, "interleave"};
+  }
+  return std::nullopt;
+}
+
+std::optional<Infeasible> check_topology(const Strategy& s, const HardwareModel& hw) {
+  const int node = hw.node.devices;
+  const bool inside = s.tp <= node && node % s.tp == 0;
+  const bool whole_nodes = s.tp > node && s.tp % node == 0;
+  if (!inside && !whole_nodes) {
+    return Infeasible{InfeasibleReason::kTopology,
+                      "tp=" + str(s.tp) + " groups would straddle nodes of " + str(node) +
+                          " devices (tp must divide the node or be a multiple of it)", "tp"};
   }
   return std::nullopt;
 }
@@ -102,7 +122,7 @@ std::optional<Infeasible> check_batch_and_schedule(const Strategy& s, int dp, in
 std::optional<Infeasible> check_precision(const Strategy& s, const HardwareModel& hw) {
   if (hw.device.peak_flops[static_cast<int>(s.dtype)] <= 0) {
     return Infeasible{InfeasibleReason::kPrecision,
-                      std::string(dtype_name(s.dtype)) + " is not supported by " + hw.device.name};
+                      std::string(dtype_name(s.dtype)) + " is not supported by " + hw.device.name, "dtype"};
   }
   return std::nullopt;
 }

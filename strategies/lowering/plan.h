@@ -43,6 +43,7 @@ struct Kernel {
   uint16_t fused_ops = 1;  // graph ops executed by this kernel
   CommKind comm = CommKind::kAllReduce;
   double comm_bytes = 0;   // message size per rank
+  CommPhases comm_phases = CommPhases::kBoth;
   bool reads_input_fused = false;
   double gemm_m = 0, gemm_n = 0, gemm_k = 0, gemm_batch = 1;  // forward GEMM shape, if any
 };

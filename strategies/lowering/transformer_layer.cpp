@@ -121,16 +121,19 @@ int reduce_and_residual(Builder& B, const Dims& d, const LayerShape& sh, const T
         d.h * d.e;
     x = biased;
   }
-  int dropped = B.tensor(region);
-  LayerOp& drop = B.elementwise("dropout", {x}, dropped, 2, FusionRule::kBiasDropoutResidual, group);
-  drop.aux_saved_bytes = d.nr * d.h;  // dropout mask, 1 byte per element: sbh
+  if (t.dropout) {
+    int dropped = B.tensor(region);
+    LayerOp& drop =
+        B.elementwise("dropout", {x}, dropped, 2, FusionRule::kBiasDropoutResidual, group);
+    drop.aux_saved_bytes = d.nr * d.h;  // dropout mask, 1 byte per element: sbh
+    x = dropped;
+  }
   int out = B.tensor(region);
-  B.elementwise("residual_add", {dropped, residual}, out, 1, FusionRule::kBiasDropoutResidual,
-                group);
+  B.elementwise("residual_add", {x, residual}, out, 1, FusionRule::kBiasDropoutResidual, group);
   return out;
 }
 
-int attention_core(Builder& B, const Dims& d, const LayerShape& sh, int qkv) {
+int attention_core(Builder& B, const Dims& d, const LayerShape& sh, bool dropout, int qkv) {
   const double scores = d.b * d.a_local * d.s * d.s * d.e;  // per-head s x s scores
   const double core_flops = 2 * d.b * d.s * d.s * d.h / d.t;
   int context = B.tensor(d.n * d.h / d.t * d.e);
@@ -155,11 +158,14 @@ int attention_core(Builder& B, const Dims& d, const LayerShape& sh, int qkv) {
   LayerOp& sm = B.elementwise("softmax", {masked}, probs, 5, FusionRule::kSoftmax, 0);
   sm.attention_core = true;
   sm.saves = kSaveOutput;  // softmax output: 2as^2b
-  int dropped = B.tensor(scores);
-  LayerOp& drop = B.elementwise("attn_dropout", {probs}, dropped, 2, FusionRule::kNone, -1);
-  drop.attention_core = true;
-  drop.aux_saved_bytes = d.b * d.a_local * d.s * d.s;  // dropout mask: as^2b
-  LayerOp& av = B.matmul("attn_context", dropped, context, 0, d.s, head_dim, d.s, heads);
+  int attended = probs;
+  if (dropout) {
+    attended = B.tensor(scores);
+    LayerOp& drop = B.elementwise("attn_dropout", {probs}, attended, 2, FusionRule::kNone, -1);
+    drop.attention_core = true;
+    drop.aux_saved_bytes = d.b * d.a_local * d.s * d.s;  // dropout mask: as^2b
+  }
+  LayerOp& av = B.matmul("attn_context", attended, context, 0, d.s, head_dim, d.s, heads);
   av.saves = kSaveInput0;  // dropout output: 2as^2b (V is saved with Q, K above)
   return context;
 }
@@ -201,7 +207,7 @@ LayerGraph build_transformer_layer(const TransformerSpec& t, const LayerShape& s
   int qkv = B.tensor(d.n * (d.h + 2 * d.kv) / d.t * d.e);
   B.matmul("qkv", x, qkv, d.h * (d.h + 2 * d.kv) / d.t * d.e, d.n, (d.h + 2 * d.kv) / d.t,
            d.h);  // saves its input: 2sbh
-  int context = attention_core(B, d, sh, qkv);
+  int context = attention_core(B, d, sh, t.dropout, qkv);
   int proj = B.tensor(d.n * d.h * d.e);
   B.matmul("attn_proj", context, proj, d.h * d.h / d.t * d.e, d.n, d.h, d.h / d.t);
   int mid = reduce_and_residual(B, d, sh, t, "tp_reduce1", proj, g.input_tensor, 1);

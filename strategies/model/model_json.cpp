@@ -32,6 +32,7 @@ void read_transformer_fields(const JsonNode& n, TransformerSpec& t) {
   t.tied_embeddings = n.bool_or("tied_embeddings", t.tied_embeddings);
   t.learned_positions = n.bool_or("learned_positions", t.learned_positions);
   t.linear_bias = n.bool_or("linear_bias", t.linear_bias);
+  t.dropout = n.bool_or("dropout", t.dropout);
 }
 
 void check_transformer(const JsonNode& n, const TransformerSpec& t) {
@@ -99,7 +100,7 @@ ModelSpec read_model(const JsonNode& n) {
   if (n.is_string()) return preset_for(n);
   n.allow_keys({"preset", "name", "family", "layers", "hidden", "heads", "kv_heads",
                 "ffn_hidden", "activation", "norm", "seq_len", "vocab", "tied_embeddings",
-                "learned_positions", "linear_bias", "ops", "repeat", "description"});
+                "learned_positions", "linear_bias", "dropout", "ops", "repeat", "description"});
   ModelSpec m;
   if (auto preset = n.find("preset")) {
     m = preset_for(*preset);
@@ -111,9 +112,13 @@ ModelSpec read_model(const JsonNode& n) {
   }
   m.name = n.string_or("name", m.name.empty() ? "custom" : m.name);
   if (m.family == ModelFamily::kOpGraph) {
-    if (n.has("ops")) m.graph = read_graph(n);
+    n.allow_keys({"preset", "name", "family", "ops", "repeat", "description"});
+    if (!n.has("preset") || n.has("ops")) m.graph = read_graph(n);
     return m;
   }
+  n.allow_keys({"preset", "name", "family", "layers", "hidden", "heads", "kv_heads", "ffn_hidden",
+                "activation", "norm", "seq_len", "vocab", "tied_embeddings", "learned_positions",
+                "linear_bias", "dropout", "description"});
   read_transformer_fields(n, m.transformer);
   check_transformer(n, m.transformer);
   return m;
@@ -144,7 +149,8 @@ Json to_json(const ModelSpec& m) {
             {"activation", std::string(activation_name(t.activation))},
             {"norm", t.norm == NormKind::kLayerNorm ? "layernorm" : "rmsnorm"},
             {"seq_len", t.seq_len}, {"vocab", t.vocab}, {"tied_embeddings", t.tied_embeddings},
-            {"learned_positions", t.learned_positions}, {"linear_bias", t.linear_bias}});
+            {"learned_positions", t.learned_positions}, {"linear_bias", t.linear_bias},
+            {"dropout", t.dropout}});
   return j;
 }
 

@@ -25,6 +25,7 @@ struct TransformerSpec {
   bool tied_embeddings = true;
   bool learned_positions = true;  // learned position embedding table (GPT-2/3, BERT)
   bool linear_bias = true;        // biases in linear layers (GPT-3 yes, Llama no)
+  bool dropout = true;            // attention and residual dropout (GPT/BERT yes, Llama no)
 
   int kv_heads_or_heads() const { return kv_heads > 0 ? kv_heads : heads; }
   int ffn_or_default() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }

@@ -61,5 +61,7 @@ TimingMethod last_timing_method();
 // flush (PipeDream async) the next iteration's warm-up overlaps this one, so rank r holds
 // at least p - r (its steady-state 1F1B depth) even when m < p - r.
 std::vector<int> peak_in_flight(const PipelineSchedule& schedule);
+// The same from closed forms (in_flight.cpp), without building the schedule: any m.
+std::vector<int> peak_in_flight(ScheduleKind kind, int p, int m, int v);
 
 }  // namespace stratasim

@@ -41,6 +41,15 @@ bool fusion_preset(std::string_view name, FusionPlan* out) {
   return true;
 }
 
+std::string fusion_label(const FusionPlan& f) {
+  for (const std::string& name : fusion_preset_names()) {
+    FusionPlan preset;
+    fusion_preset(name, &preset);
+    if (preset == f) return name;
+  }
+  return "custom";
+}
+
 std::string describe_fusion(const FusionPlan& f) {
   std::string s;
   auto add = [&](bool on, const char* what) {

@@ -59,5 +59,6 @@ std::string_view collective_algorithm_name(CollectiveAlgorithm a);
 std::vector<std::string> fusion_preset_names();
 bool fusion_preset(std::string_view name, FusionPlan* out);
 std::string describe_fusion(const FusionPlan& f);  // "bias+gelu, bias+dropout+add, softmax"
+std::string fusion_label(const FusionPlan& f);     // the preset's name, or "custom"
 
 }  // namespace stratasim

@@ -120,7 +120,11 @@ Json json_value_from_text(const std::string& text) {
   auto [end2, ec2] = std::from_chars(text.data(), text.data() + text.size(), d);
   if (ec2 == std::errc() && end2 == text.data() + text.size()) return d;
   if (!text.empty() && (text.front() == '{' || text.front() == '[')) {
-    return Json::parse(text, nullptr, false);
+    Json parsed = Json::parse(text, nullptr, false);
+    if (parsed.is_discarded()) {
+      throw InputError("--set", text, "\"" + text + "\"", "is not valid JSON");
+    }
+    return parsed;
   }
   return text;
 }

@@ -85,7 +85,7 @@ TEST_CASE("cli: unknown key, bad unit, missing field, infeasible strategy") {
   const std::string infeasible = write_temp("infeasible.json", kGood);
   r = run("evaluate " + infeasible + " --set strategy.pp=7 --set cluster.devices=56");
   CHECK(r.code == 2);
-  CHECK(r.output.find(infeasible + ": strategy: infeasible (pipeline-parallel): pp=7 does not "
+  CHECK(r.output.find(infeasible + ": strategy.pp: infeasible (pipeline-parallel): pp=7 does not "
                       "divide layers=96") != std::string::npos);
 }
 

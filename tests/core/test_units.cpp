@@ -47,3 +47,21 @@ TEST_CASE("json reader: unknown keys, missing fields and bad values name file, p
   CHECK_THROWS_WITH_AS(s.integer("tpp", 1, 2), "s.json: strategy.tpp: 4 must be between 1 and 2",
                        InputError);
 }
+
+TEST_CASE("json reader: duplicate keys, nulls, overflowing and negative quantities are errors") {
+  CHECK_THROWS_WITH_AS(parse_json_text(R"({"tp": 8, "tp": 4})", "d.json"),
+                       "d.json: key \"tp\" appears twice in one object (JSON keys must be unique)",
+                       InputError);
+  const Json j = parse_json_text(
+      R"({"a": null, "big": "1e308PFLOP", "neg": -5, "tiny": "1e-9us"})", "n.json");
+  JsonNode root(j, "n.json", "");
+  CHECK_THROWS_WITH_AS(root.number_or("a", 1),
+                       "n.json: a: null must not be null (leave the key out for the default)",
+                       InputError);
+  CHECK_THROWS_WITH_AS(root.quantity("big", Dimension::kFlops),
+                       "n.json: big: \"1e308PFLOP\" must be a finite, non-negative quantity",
+                       InputError);
+  CHECK_THROWS_WITH_AS(root.quantity("neg", Dimension::kCount), "n.json: neg: -5 must not be negative",
+                       InputError);
+  CHECK(root.quantity("tiny", Dimension::kTime) == doctest::Approx(1e-15));
+}

@@ -209,3 +209,39 @@ TEST_CASE("lowering: identical block shapes share one lowered block; different o
   CHECK(a->layer->saved_activation_B == saved_activation_bytes(fresh, Recompute::kNone));
   CHECK(a->layer->forward.size() == fuse_kernels(fresh, Recompute::kNone).size());
 }
+
+TEST_CASE("lowering: interleaving needs a pipeline, TP groups must not straddle nodes") {
+  const ModelSpec m = model_preset("gpt3-175b");
+  Strategy s;
+  s.global_batch = 64;
+  s.schedule = ScheduleKind::kInterleaved1F1B;
+  s.interleave = 2;
+  Expected<Plan> a = lower(m, s, cluster(8));
+  REQUIRE_FALSE(a.has_value());
+  CHECK(a.error().detail == "interleaved 1F1B needs a pipeline (pp > 1); with pp=1 use 1f1b");
+  CHECK(a.error().field == "schedule");
+  Strategy t;
+  t.global_batch = 64;
+  t.tp = 3;  // divides 96 heads, but not an 8-GPU node
+  Expected<Plan> b = lower(m, t, cluster(24));
+  REQUIRE_FALSE(b.has_value());
+  CHECK(b.error().reason == InfeasibleReason::kTopology);
+  CHECK(b.error().detail ==
+        "tp=3 groups would straddle nodes of 8 devices (tp must divide the node or be a multiple "
+        "of it)");
+  Strategy u;
+  u.global_batch = 64;
+  u.tp = 16;  // two whole nodes: allowed, costed across nodes
+  Expected<Plan> c = lower(m, u, cluster(32));
+  REQUIRE(c.has_value());
+  CHECK(c->tp_group.nodes() == 2);
+}
+
+TEST_CASE("lowering: models without dropout save no masks (Llama)") {
+  // Without dropout the attention keeps only the softmax output (2as^2b) and the two residual
+  // masks (2sbh) disappear: sbh(34 - 2 + 2as/h) for a GPT layer with dropout switched off.
+  TransformerSpec t = tiny();
+  t.dropout = false;
+  LayerGraph g = build_transformer_layer(t, LayerShape{.micro_batch = 2});
+  CHECK(saved_activation_bytes(g, Recompute::kNone) == 64 * (34 - 2) + 2 * 2 * 16 * 2);
+}

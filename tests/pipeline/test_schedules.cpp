@@ -237,3 +237,22 @@ TEST_CASE("peak_in_flight") {
 }
 
 }  // namespace stratasim
+
+TEST_CASE("peak_in_flight closed forms equal the counts read off the op orders") {
+  using namespace stratasim;
+  for (int p : {1, 2, 3, 4, 8}) {
+    for (int m : {1, 2, 3, 4, 8, 12, 16, 24}) {
+      for (ScheduleKind kind : {ScheduleKind::kGPipe, ScheduleKind::k1F1B,
+                                ScheduleKind::kPipeDreamAsync, ScheduleKind::kInterleaved1F1B}) {
+        for (int v : {1, 2, 3}) {
+          if (schedule_rule_violation(kind, p, m, v)) continue;
+          CAPTURE(p);
+          CAPTURE(m);
+          CAPTURE(v);
+          CAPTURE(schedule_name(kind));
+          CHECK(peak_in_flight(kind, p, m, v) == peak_in_flight(make_schedule(kind, p, m, v)));
+        }
+      }
+    }
+  }
+}

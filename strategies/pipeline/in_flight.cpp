@@ -1,0 +1,28 @@
+// Closed forms of peak_in_flight(schedule) that need no schedule to be built, for any m
+// (a search may ask for millions of micro-batches). Tests check them against the op orders.
+#include <algorithm>
+
+#include "strategies/pipeline/schedule_timing.h"
+
+namespace stratasim {
+
+std::vector<int> peak_in_flight(ScheduleKind kind, int p, int m, int v) {
+  std::vector<int> peak(p);
+  for (int r = 0; r < p; ++r) {
+    switch (kind) {
+      case ScheduleKind::kGPipe: peak[r] = m; break;  // every forward before any backward
+      case ScheduleKind::k1F1B: peak[r] = std::min(p - r, m); break;  // warm-up p - r - 1, +1
+      case ScheduleKind::kPipeDreamAsync: peak[r] = p - r; break;  // the stream never drains
+      case ScheduleKind::kInterleaved1F1B: {
+        // Warm-up of Megatron's interleaved schedule, then one more forward before a backward.
+        const long long total = static_cast<long long>(m) * v;
+        const long long warmup = std::min<long long>(2LL * (p - r - 1) + (v - 1LL) * p, total);
+        peak[r] = static_cast<int>(std::min(total, warmup + 1));
+        break;
+      }
+    }
+  }
+  return peak;
+}
+
+}  // namespace stratasim
