@@ -9,5 +9,7 @@ int cmd_explain(int argc, char** argv);
 int cmd_compare(int argc, char** argv);
 int cmd_validate(int argc, char** argv);
 int cmd_presets(int argc, char** argv);
+int cmd_simulate(int argc, char** argv);  // the SimGrid engine (needs STRATASIM_WITH_SIMGRID)
+int cmd_search(int argc, char** argv);
 
 }  // namespace stratasim

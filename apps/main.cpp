@@ -16,12 +16,18 @@ const char* kUsage =
     "commands:\n"
     "  evaluate SCENARIO.json [--set key=value ...] [--variant NAME] [--json OUT]\n"
     "                         predict one strategy and print a report\n"
+    "  simulate SCENARIO.json [--set key=value ...] [--variant NAME] [--trace OUT] [--json OUT]\n"
+    "                         simulate one strategy with SimGrid (contention, timeline trace)\n"
     "  explain  SCENARIO.json [--set key=value ...] [--variant NAME]\n"
     "                         print the lowered plan per stage\n"
     "  compare  SCENARIO.json|DIR ... [--json OUT] [--csv OUT]\n"
     "                         compare every strategy variant of each scenario in a table\n"
     "  validate --published [--data FILE] [--json OUT]\n"
     "                         compare predictions with published measurements\n"
+    "  search   SCENARIO.json [--objective throughput|time_to_train|cost_per_token|\n"
+    "                         memory_headroom] [--top N] [--threads N] [--train-tokens N]\n"
+    "                         [--price USD] [--json OUT] [--csv OUT]\n"
+    "                         evaluate every point of the scenario's search space\n"
     "  presets                list the built-in models, devices, links and clusters\n"
     "\n"
     "--set takes a dotted JSON path into the scenario, e.g. --set strategy.tp=4\n";
@@ -36,10 +42,12 @@ int main(int argc, char** argv) {
   const std::string command = argv[1];
   try {
     if (command == "evaluate") return stratasim::cmd_evaluate(argc, argv);
+    if (command == "simulate") return stratasim::cmd_simulate(argc, argv);
     if (command == "explain") return stratasim::cmd_explain(argc, argv);
     if (command == "compare") return stratasim::cmd_compare(argc, argv);
     if (command == "validate") return stratasim::cmd_validate(argc, argv);
     if (command == "presets") return stratasim::cmd_presets(argc, argv);
+    if (command == "search") return stratasim::cmd_search(argc, argv);
     std::fprintf(stderr, "stratasim: unknown command '%s'\n\n%s", command.c_str(), kUsage);
     return 2;
   } catch (const stratasim::InputError& e) {

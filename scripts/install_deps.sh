@@ -7,6 +7,7 @@ packages=(
   g++ cmake ninja-build pkg-config   # toolchain
   nlohmann-json3-dev                  # JSON (scenarios, hardware catalog, results)
   doctest-dev                         # unit tests under ctest
+  libsimgrid-dev                      # SimGrid engine (sim/simgrid; optional, found by pkg-config)
 )
 
 missing=()

@@ -34,6 +34,10 @@ void apply_override(Json& doc, const std::string& assignment) {
                      "must have the form key.path=value (e.g. strategy.tp=4)");
   }
   const std::vector<std::string> parts = split_path(assignment.substr(0, eq));
+  if (!doc.is_object()) {
+    throw InputError("--set", assignment.substr(0, eq), "\"" + assignment + "\"",
+                     "cannot apply: the scenario is not a JSON object");
+  }
   Json* node = &doc;
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
     if (parts[i].empty()) {
@@ -54,7 +58,7 @@ void apply_override(Json& doc, const std::string& assignment) {
 
 Scenario read_scenario(const Json& j, const std::string& file) {
   JsonNode root(j, file, "");
-  root.allow_keys({"name", "description", "model", "cluster", "strategy", "variants"});
+  root.allow_keys({"name", "description", "model", "cluster", "strategy", "variants", "search"});
   Scenario s;
   s.file = file;
   s.name = root.string_or("name", file);
@@ -73,6 +77,7 @@ Scenario read_scenario(const Json& j, const std::string& file) {
       s.variants.emplace_back(it.key(), read_strategy(node));
     }
   }
+  if (auto search = root.find("search")) s.search = read_search_space(*search);
   return s;
 }
 

@@ -4,7 +4,8 @@
 //   {"name": "...", "description": "...", "model": "gpt3-175b",
 //    "cluster": {"preset": "dgx_a100", "devices": 1024},
 //    "strategy": {"tp": 8, "pp": 8, "global_batch": 1536, ...},
-//    "variants": {"interleaved v=2": {"schedule": "interleaved", "interleave": 2}}}
+//    "variants": {"interleaved v=2": {"schedule": "interleaved", "interleave": 2}},
+//    "search": {"tp": [1, 2, 4, 8], "pp": {"from": 1, "to": 64, "step": "x2"}}}
 #pragma once
 
 #include <string>
@@ -14,6 +15,7 @@
 #include "hardware_models/src/hardware_model.h"
 #include "sim/core/json_reader.h"
 #include "strategies/model/model_spec.h"
+#include "strategies/search/search_space.h"
 #include "strategies/strategy/strategy.h"
 
 namespace stratasim {
@@ -26,6 +28,7 @@ struct Scenario {
   HardwareModel hardware;
   Strategy strategy;
   std::vector<std::pair<std::string, Strategy>> variants;  // base strategy first ("base")
+  SearchSpace search;  // axes left free for `stratasim search` (empty: none given)
 };
 
 // Loads a scenario file; `overrides` are "dotted.path=value" texts (from --set) applied to

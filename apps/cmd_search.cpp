@@ -1,0 +1,185 @@
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "apps/cli_args.h"
+#include "apps/commands.h"
+#include "sim/analytical/analytical_engine.h"
+#include "sim/core/atomic_file.h"
+#include "sim/core/units.h"
+#include "sim/scenario/scenario.h"
+#include "sim/search/search.h"
+#include "strategies/lowering/lower.h"
+#include "strategies/strategy/strategy_json.h"
+
+namespace stratasim {
+namespace {
+
+std::string fmt(const char* f, auto... args) {
+  char buf[1024];
+  std::snprintf(buf, sizeof buf, f, args...);
+  return buf;
+}
+
+Objective parse_objective(const std::string& text) {
+  for (Objective o : {Objective::kThroughput, Objective::kTimeToTrain, Objective::kCostPerToken,
+                      Objective::kMemoryHeadroom}) {
+    if (objective_name(o) == text) return o;
+  }
+  throw InputError("command line", "--objective", "\"" + text + "\"",
+                   "is not one of: throughput, time_to_train, cost_per_token, memory_headroom");
+}
+
+double number_option(const CliArgs& args, const char* name, Dimension dim, double fallback) {
+  const std::string text = args.option(name);
+  if (text.empty()) return fallback;
+  std::string rule;
+  auto v = parse_quantity(text, dim, &rule);
+  if (!v) throw InputError("command line", std::string("--") + name, "\"" + text + "\"", rule);
+  return *v;
+}
+
+// A progress bar with rate and ETA, drawn on stderr only when it is a terminal.
+struct Progress {
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  void operator()(uint64_t done, uint64_t total) const {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double rate = done / std::max(s, 1e-9);
+    const int width = 30, filled = static_cast<int>(width * done / std::max<uint64_t>(total, 1));
+    std::fprintf(stderr, "\r[%s%s] %llu/%llu points, %.0f/s, ETA %.1f s ",
+                 std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(),
+                 static_cast<unsigned long long>(done), static_cast<unsigned long long>(total), rate,
+                 (total - done) / std::max(rate, 1e-9));
+    if (done == total) std::fputc('\n', stderr);
+  }
+};
+
+std::string candidate_row(int rank, const Candidate& c, const SearchOptions& o,
+                          const HardwareModel& hw) {
+  const Strategy& s = c.strategy;
+  return fmt("  %3d %3d %3d %5d %3d %2d %-11s %-9s %4d %3s %-9s %10s %11.4g %6.1f%% %6.1f%% %10s %10s %12.5g\n",
+             rank, s.tp, s.pp, c.dp, s.micro_batch, s.interleave,
+             std::string(schedule_name(s.schedule)).c_str(),
+             std::string(recompute_name(s.recompute)).c_str(), s.zero_stage,
+             s.sequence_parallel ? "on" : "off", fusion_label(s.fusion).c_str(),
+             format_seconds(c.iteration_s).c_str(), c.tokens_per_s, 100 * c.mfu,
+             100 * c.bubble_fraction, format_seconds(c.comm_exposed_s).c_str(),
+             format_bytes(c.peak_memory_B).c_str(), objective_value(c, o, hw));
+}
+
+std::string table(const std::vector<Candidate>& rows, const SearchOptions& o,
+                  const HardwareModel& hw) {
+  std::string out = fmt("  %3s %3s %3s %5s %3s %2s %-11s %-9s %4s %3s %-9s %10s %11s %7s %7s %10s %10s %12s\n",
+                        "#", "tp", "pp", "dp", "mb", "v", "schedule", "recompute", "zero", "sp",
+                        "fusion", "iter", "tokens/s", "MFU", "bubble", "exp.comm", "peak mem",
+                        std::string(objective_name(o.objective)).c_str());
+  for (size_t i = 0; i < rows.size(); ++i) out += candidate_row(int(i) + 1, rows[i], o, hw);
+  return out;
+}
+
+Json candidate_json(const Candidate& c, const SearchOptions& o, const HardwareModel& hw) {
+  return Json{{"index", c.index}, {"strategy", to_json(c.strategy)}, {"devices", c.devices},
+              {"dp", c.dp}, {"iteration_s", c.iteration_s}, {"tokens_per_s", c.tokens_per_s},
+              {"mfu", c.mfu}, {"bubble_fraction", c.bubble_fraction},
+              {"comm_exposed_s", c.comm_exposed_s}, {"peak_memory_B", c.peak_memory_B},
+              {"objective", objective_value(c, o, hw)}};
+}
+
+std::string candidates_csv(const std::vector<Candidate>& rows, const SearchOptions& o,
+                           const HardwareModel& hw) {
+  std::string out = "rank,index,tp,pp,dp,devices,micro_batch,interleave,schedule,recompute,"
+                    "zero_stage,sequence_parallel,iteration_s,tokens_per_s,mfu,bubble_fraction,"
+                    "comm_exposed_s,peak_memory_B,objective\n";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Candidate& c = rows[i];
+    const Strategy& s = c.strategy;
+    out += fmt("%zu,%llu,%d,%d,%d,%d,%d,%d,%s,%s,%d,%d,%.9g,%.9g,%.6f,%.6f,%.9g,%.9g,%.9g\n", i + 1,
+               static_cast<unsigned long long>(c.index), s.tp, s.pp, c.dp, c.devices,
+               s.micro_batch, s.interleave, std::string(schedule_name(s.schedule)).c_str(),
+               std::string(recompute_name(s.recompute)).c_str(), s.zero_stage,
+               s.sequence_parallel ? 1 : 0, c.iteration_s, c.tokens_per_s, c.mfu,
+               c.bubble_fraction, c.comm_exposed_s, c.peak_memory_B, objective_value(c, o, hw));
+  }
+  return out;
+}
+
+std::string space_text(const SearchSpace& space) {
+  std::string s;
+  for (const AxisValues& a : space.axes) {
+    s += (s.empty() ? "" : " x ") + std::string(axis_name(a.axis)) + "(" +
+         std::to_string(a.values.size()) + ")";
+  }
+  return s;
+}
+
+std::string base_line(const Scenario& sc, const SearchResult& r) {
+  Expected<Plan> plan = lower(sc.model, sc.strategy, sc.hardware);
+  if (!plan) return "scenario's own strategy: infeasible (" + plan.error().detail + ")\n";
+  const Prediction p = predict_analytical(*plan);
+  std::string out = fmt("scenario's own strategy (tp=%d pp=%d): %.4g tokens/s, %s%s\n",
+                        sc.strategy.tp, sc.strategy.pp, p.tokens_per_s,
+                        format_seconds(p.iteration_s).c_str(), p.fits ? "" : ", DOES NOT FIT");
+  if (!r.top.empty()) {
+    out += fmt("best found: %.4g tokens/s, %.3fx the scenario's strategy\n", r.top[0].tokens_per_s,
+               r.top[0].tokens_per_s / p.tokens_per_s);
+  }
+  return out;
+}
+
+}  // namespace
+
+int cmd_search(int argc, char** argv) {
+  const CliArgs args = parse_cli(argc, argv, 2,
+                                 {"objective", "top", "threads", "train-tokens", "price", "json",
+                                  "csv"},
+                                 {});
+  if (args.positionals.size() != 1) {
+    throw InputError("command line", "search", std::to_string(args.positionals.size()) + " files",
+                     "takes exactly one SCENARIO.json");
+  }
+  const Scenario sc = load_scenario(args.positionals[0], args.sets);
+  if (sc.search.axes.empty()) {
+    throw InputError(sc.file, "search", "(missing)",
+                     "must list the axes to search, e.g. \"search\": {\"tp\": [1, 2, 4, 8]}");
+  }
+  SearchOptions o;
+  o.objective = parse_objective(args.option("objective", "throughput"));
+  o.top_k = static_cast<int>(number_option(args, "top", Dimension::kCount, 10));
+  o.threads = static_cast<int>(number_option(args, "threads", Dimension::kCount, 0));
+  o.train_tokens = number_option(args, "train-tokens", Dimension::kCount, 0);
+  o.price_per_device_hour = number_option(args, "price", Dimension::kCount, 0);
+  if (o.objective == Objective::kTimeToTrain && o.train_tokens <= 0) {
+    throw InputError("command line", "--train-tokens", "(missing)",
+                     "is needed for --objective time_to_train");
+  }
+  if (isatty(STDERR_FILENO)) o.progress = Progress{};
+  const SearchResult r = run_search(sc.model, sc.strategy, sc.hardware, sc.search, o);
+  std::printf("search %s [%s]\n  space: %s = %llu points, objective %s\n", sc.name.c_str(),
+              sc.file.c_str(), space_text(sc.search).c_str(),
+              static_cast<unsigned long long>(r.points),
+              std::string(objective_name(o.objective)).c_str());
+  std::printf("  %llu points in %.3f s (%.0f points/s): %llu feasible and fit; pruned:",
+              static_cast<unsigned long long>(r.points), r.seconds, r.points / r.seconds,
+              static_cast<unsigned long long>(r.feasible));
+  for (const auto& [reason, n] : r.pruned) std::printf(" %s %llu,", reason.c_str(), static_cast<unsigned long long>(n));
+  std::printf("\n  %s\n", base_line(sc, r).c_str());
+  std::printf("top %zu by %s:\n%s\n", r.top.size(), std::string(objective_name(o.objective)).c_str(),
+              table(r.top, o, sc.hardware).c_str());
+  std::printf("pareto front (throughput vs memory per device vs devices), %zu points:\n%s",
+              r.pareto.size(), table(r.pareto, o, sc.hardware).c_str());
+  if (!args.option("csv").empty()) write_file_atomically(args.option("csv"), candidates_csv(r.top, o, sc.hardware));
+  if (!args.option("json").empty()) {
+    Json top = Json::array(), pareto = Json::array();
+    for (const Candidate& c : r.top) top.push_back(candidate_json(c, o, sc.hardware));
+    for (const Candidate& c : r.pareto) pareto.push_back(candidate_json(c, o, sc.hardware));
+    Json out{{"scenario", sc.name}, {"space", to_json(sc.search)}, {"points", r.points},
+             {"feasible", r.feasible}, {"pruned", r.pruned},
+             {"objective", std::string(objective_name(o.objective))}, {"top", top},
+             {"pareto", pareto}};
+    write_file_atomically(args.option("json"), out.dump(1) + "\n");
+  }
+  return 0;
+}
+
+}  // namespace stratasim

@@ -1,0 +1,80 @@
+// stratasim simulate SCENARIO.json [--set k=v] [--variant NAME] [--trace out.json] [--json OUT]:
+// the SimGrid engine on one strategy, with the same report as evaluate.
+#include <cstdio>
+
+#include "apps/cli_args.h"
+#include "apps/commands.h"
+#include "apps/report.h"
+#include "sim/core/atomic_file.h"
+#include "sim/prediction/prediction_json.h"
+#include "sim/scenario/scenario.h"
+#include "strategies/lowering/lower.h"
+#include "strategies/strategy/strategy_json.h"
+#if STRATASIM_WITH_SIMGRID
+#include "sim/simgrid/chrome_trace.h"
+#include "sim/simgrid/simgrid_engine.h"
+#endif
+
+namespace stratasim {
+
+#if STRATASIM_WITH_SIMGRID
+namespace {
+
+Strategy pick_variant(const Scenario& sc, const std::string& variant, const std::string& file) {
+  if (variant.empty()) return sc.strategy;
+  for (const auto& [name, s] : sc.variants) {
+    if (name == variant) return s;
+  }
+  throw InputError(file, "variants", "\"" + variant + "\"", "is not a variant of this scenario");
+}
+
+}  // namespace
+
+int cmd_simulate(int argc, char** argv) {
+  const CliArgs args = parse_cli(argc, argv, 2, {"json", "variant", "trace"}, {});
+  if (args.positionals.size() != 1) {
+    throw InputError("command line", "simulate", std::to_string(args.positionals.size()) + " files",
+                     "takes exactly one SCENARIO.json");
+  }
+  const Scenario sc = load_scenario(args.positionals[0], args.sets);
+  const Strategy strategy = pick_variant(sc, args.option("variant"), args.positionals[0]);
+  Expected<Plan> plan = lower(sc.model, strategy, sc.hardware);
+  if (!plan) {  // as evaluate reports it: the JSON path of the strategy (or variant) field
+    const std::string variant = args.option("variant");
+    std::string path = variant.empty() || variant == "base" ? "strategy" : "variants." + variant;
+    if (!plan.error().field.empty()) path += "." + plan.error().field;
+    std::fprintf(stderr, "error: %s: %s: infeasible (%s): %s\n", sc.file.c_str(), path.c_str(),
+                 std::string(reason_name(plan.error().reason)).c_str(),
+                 plan.error().detail.c_str());
+    return 2;
+  }
+  SimgridOptions options;
+  options.timeline = !args.option("trace").empty() || !args.option("json").empty();
+  const Prediction p = predict_simgrid(*plan, options);
+  std::fputs(evaluation_report(sc, *plan, p).c_str(), stdout);
+  if (!args.option("trace").empty()) {
+    write_file_atomically(args.option("trace"), chrome_trace(p, sc.name));
+  }
+  if (!args.option("json").empty()) {
+    Json out{{"scenario", sc.name},
+             {"file", sc.file},
+             {"strategy", to_json(strategy)},
+             {"prediction", to_json(p)}};
+    write_file_atomically(args.option("json"), out.dump(1) + "\n");
+  }
+  return 0;
+}
+
+#else
+
+int cmd_simulate(int, char**) {
+  std::fputs(
+      "error: simulate: this stratasim was built without SimGrid "
+      "(STRATASIM_WITH_SIMGRID=OFF)\n",
+      stderr);
+  return 2;
+}
+
+#endif
+
+}  // namespace stratasim

@@ -1,0 +1,198 @@
+#include "sim/search/search.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "sim/analytical/analytical_engine.h"
+#include "sim/core/units.h"
+#include "strategies/lowering/lower.h"
+
+namespace stratasim {
+namespace {
+
+constexpr uint64_t kChunk = 2048;
+
+double price_of(const SearchOptions& o, const HardwareModel& hw) {
+  return o.price_per_device_hour > 0 ? o.price_per_device_hour : hw.device.price_per_hour;
+}
+
+double score_of(const Candidate& c, const SearchOptions& o, const HardwareModel& hw) {
+  switch (o.objective) {
+    case Objective::kThroughput: return c.tokens_per_s;
+    case Objective::kTimeToTrain: return c.tokens_per_s;  // shorter time = more tokens/s
+    case Objective::kCostPerToken: return -c.devices / c.tokens_per_s * price_of(o, hw);
+    case Objective::kMemoryHeadroom: return c.capacity_B - c.peak_memory_B;
+  }
+  return 0;
+}
+
+bool better(const Candidate& a, const Candidate& b) {
+  return a.score > b.score || (a.score == b.score && a.index < b.index);
+}
+
+struct Partial {
+  uint64_t points = 0, feasible = 0;
+  std::map<std::string, uint64_t> pruned;
+  std::vector<Candidate> top;  // heap ordered by `better` (worst at front)
+  std::vector<Candidate> front;
+};
+
+void keep_top(Partial& p, Candidate c, int k) {
+  auto worse_first = [](const Candidate& a, const Candidate& b) { return better(a, b); };
+  if (static_cast<int>(p.top.size()) < k) {
+    p.top.push_back(std::move(c));
+    std::push_heap(p.top.begin(), p.top.end(), worse_first);
+  } else if (k > 0 && better(c, p.top.front())) {
+    std::pop_heap(p.top.begin(), p.top.end(), worse_first);
+    p.top.back() = std::move(c);
+    std::push_heap(p.top.begin(), p.top.end(), worse_first);
+  }
+}
+
+void keep_front(std::vector<Candidate>& front, const Candidate& c) {
+  for (const Candidate& f : front) {
+    if (dominates(f, c)) return;
+  }
+  std::erase_if(front, [&](const Candidate& f) { return dominates(c, f); });
+  front.push_back(c);
+}
+
+Candidate candidate_of(uint64_t index, const SearchPoint& pt, const Plan& plan,
+                       const Prediction& p) {
+  Candidate c;
+  c.index = index;
+  c.strategy = pt.strategy;
+  c.devices = pt.devices;
+  c.dp = plan.dp;
+  c.micro_batches = plan.micro_batches;
+  c.iteration_s = p.iteration_s;
+  c.tokens_per_s = p.tokens_per_s;
+  c.mfu = p.mfu;
+  c.bubble_fraction = p.bubble_fraction;
+  c.comm_exposed_s = p.comm_exposed_s;
+  c.peak_memory_B = p.peak_memory_B;
+  c.capacity_B = p.capacity_B;
+  return c;
+}
+
+void evaluate_point(uint64_t index, const SearchPoint& pt, const ModelSpec& model,
+                    HardwareModel& hw, const SearchOptions& o, Partial& out) {
+  hw.num_devices = pt.devices;
+  ++out.points;
+  Expected<Plan> plan = lower(model, pt.strategy, hw);
+  if (!plan) {
+    ++out.pruned[std::string(reason_name(plan.error().reason))];
+    return;
+  }
+  if (!predict_memory(*plan).fits) {  // before the (costlier) timing
+    ++out.pruned[std::string(reason_name(InfeasibleReason::kOutOfMemory))];
+    return;
+  }
+  const Prediction p = predict_analytical(*plan);
+  ++out.feasible;
+  Candidate c = candidate_of(index, pt, *plan, p);
+  c.score = score_of(c, o, hw);
+  keep_front(out.front, c);
+  keep_top(out, std::move(c), o.top_k);
+}
+
+void worker(const ModelSpec& model, const Strategy& base, const HardwareModel& base_hw,
+            const SearchSpace& space, const SearchOptions& o, std::atomic<uint64_t>& next,
+            std::atomic<uint64_t>& done, bool reports, Partial& out) {
+  HardwareModel hw = base_hw;
+  SearchPoint pt;
+  const uint64_t total = space.size();
+  for (;;) {
+    const uint64_t begin = next.fetch_add(kChunk);
+    if (begin >= total) break;
+    const uint64_t end = std::min(total, begin + kChunk);
+    for (uint64_t i = begin; i < end; ++i) {
+      point_at(space, i, base, base_hw.num_devices, pt);
+      evaluate_point(i, pt, model, hw, o, out);
+    }
+    const uint64_t finished = done.fetch_add(end - begin) + (end - begin);
+    if (reports && o.progress) o.progress(finished, total);
+  }
+}
+
+SearchResult merge(std::vector<Partial>& parts, int top_k) {
+  SearchResult r;
+  Partial all;
+  for (Partial& p : parts) {
+    r.points += p.points;
+    r.feasible += p.feasible;
+    for (const auto& [reason, n] : p.pruned) r.pruned[reason] += n;
+    for (Candidate& c : p.top) keep_top(all, std::move(c), top_k);
+    for (const Candidate& c : p.front) all.front.push_back(c);
+  }
+  r.top = std::move(all.top);
+  std::sort(r.top.begin(), r.top.end(), better);
+  r.pareto = pareto_front(std::move(all.front));
+  return r;
+}
+
+}  // namespace
+
+std::string_view objective_name(Objective o) {
+  switch (o) {
+    case Objective::kThroughput: return "throughput";
+    case Objective::kTimeToTrain: return "time_to_train";
+    case Objective::kCostPerToken: return "cost_per_token";
+    case Objective::kMemoryHeadroom: return "memory_headroom";
+  }
+  return "?";
+}
+
+double objective_value(const Candidate& c, const SearchOptions& o, const HardwareModel& hw) {
+  switch (o.objective) {
+    case Objective::kThroughput: return c.tokens_per_s;
+    case Objective::kTimeToTrain: return o.train_tokens / c.tokens_per_s;
+    case Objective::kCostPerToken: return c.devices * price_of(o, hw) / kSecondsPerHour / c.tokens_per_s;
+    case Objective::kMemoryHeadroom: return c.capacity_B - c.peak_memory_B;
+  }
+  return 0;
+}
+
+bool dominates(const Candidate& a, const Candidate& b) {
+  const bool no_worse = a.tokens_per_s >= b.tokens_per_s && a.peak_memory_B <= b.peak_memory_B &&
+                        a.devices <= b.devices;
+  const bool better_somewhere = a.tokens_per_s > b.tokens_per_s ||
+                                a.peak_memory_B < b.peak_memory_B || a.devices < b.devices;
+  return no_worse && better_somewhere;
+}
+
+std::vector<Candidate> pareto_front(std::vector<Candidate> candidates) {
+  std::vector<Candidate> front;
+  for (const Candidate& c : candidates) keep_front(front, c);
+  std::sort(front.begin(), front.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.devices != b.devices) return a.devices < b.devices;
+    if (a.tokens_per_s != b.tokens_per_s) return a.tokens_per_s > b.tokens_per_s;
+    return a.index < b.index;
+  });
+  return front;
+}
+
+SearchResult run_search(const ModelSpec& model, const Strategy& base, const HardwareModel& hw,
+                        const SearchSpace& space, const SearchOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  int threads = options.threads > 0 ? options.threads
+                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  threads = static_cast<int>(std::min<uint64_t>(threads, (space.size() + kChunk - 1) / kChunk));
+  threads = std::max(1, threads);
+  std::vector<Partial> parts(threads);
+  std::atomic<uint64_t> next{0}, done{0};
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) {
+    pool.emplace_back(worker, std::cref(model), std::cref(base), std::cref(hw), std::cref(space),
+                      std::cref(options), std::ref(next), std::ref(done), false, std::ref(parts[t]));
+  }
+  worker(model, base, hw, space, options, next, done, true, parts[0]);
+  for (std::thread& t : pool) t.join();
+  SearchResult r = merge(parts, options.top_k);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+}  // namespace stratasim

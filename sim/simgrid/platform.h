@@ -1,0 +1,40 @@
+// The SimGrid platform of a HardwareModel (internal to sim/simgrid; includes SimGrid).
+//
+//   node zone (star): one host per simulated device, each with a split-duplex device link
+//       (NVLink/NVSwitch port: bandwidth x efficiency, half the link latency per direction)
+//       to the node's switch router, which is the zone's gateway;
+//   root zone (full): the nodes, each with a split-duplex NIC link (all the node's NICs,
+//       bandwidth x efficiency), and per leaf switch a split-duplex uplink of
+//       nodes_per_leaf x node bandwidth / oversubscription: the fat tree with its bisection
+//       cut at the leaves, above which it is non-blocking. A route crosses two uplinks only
+//       when the nodes sit under different leaves.
+//
+// Latencies add up to the analytical alpha: device link l_dev in total inside a node; across
+// nodes l_dev + (NIC latency - l_dev) + switch latency per hop (1 hop under one leaf,
+// 2 * levels - 1 across leaves, as collective_cost.h counts).
+//
+// `replicated_flows`: each simulated host stands for that many identical devices whose flows
+// share the node's NIC and the fabric (tensor-parallel peers); links above the device link
+// get 1 / replicated_flows of their bandwidth, which under max-min sharing gives every flow
+// exactly the rate it would get if all replicas were simulated.
+#pragma once
+
+#include <simgrid/s4u.hpp>
+#include <vector>
+
+#include "hardware_models/src/hardware_model.h"
+
+namespace stratasim::simgrid_detail {
+
+struct SimPlatform {
+  std::vector<simgrid::s4u::Host*> hosts;  // one per entry of `devices`, same order
+  int nodes = 0;
+  int leaves = 0;
+};
+
+// Call once per process, after the Engine exists. `devices` are global device indices
+// (sorted, distinct); `speed_flops` the achievable FLOP/s of one device.
+SimPlatform build_platform(const HardwareModel& hw, const std::vector<int>& devices,
+                           int replicated_flows, double speed_flops);
+
+}  // namespace stratasim::simgrid_detail

@@ -1,0 +1,138 @@
+#include "sim/simgrid/simgrid_engine.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "sim/analytical/analytical_engine.h"
+#include "sim/analytical/stage_costs.h"
+#include "sim/core/error.h"
+#include "sim/simgrid/child_process.h"
+#include "sim/simgrid/executor.h"
+#include "strategies/pipeline/schedules.h"
+
+namespace stratasim {
+namespace {
+
+using simgrid_detail::HostResult;
+using simgrid_detail::SimRun;
+
+void check_supported(const Plan& plan, const SimgridOptions& options) {
+  if (options.max_ring_steps < 1) {
+    throw InputError("simgrid options", "max_ring_steps", std::to_string(options.max_ring_steps),
+                     "must be >= 1");
+  }
+  if (options.max_dp_buckets < 1) {
+    throw InputError("simgrid options", "max_dp_buckets", std::to_string(options.max_dp_buckets),
+                     "must be >= 1");
+  }
+  if (plan.strategy.schedule == ScheduleKind::kPipeDreamAsync) {
+    throw InputError("strategy", "schedule", "\"pipedream_async\"",
+                     "is not simulated by the SimGrid engine yet (use evaluate)");
+  }
+}
+
+void add_comm(Prediction& p, CommCategory c, const char* what, const CommGroup* group, double bytes,
+              double total, double exposed) {
+  if (total <= 0) return;
+  p.comms.push_back(CommStat{c, what, group ? group->size : 0, group ? group->nodes() : 0, bytes,
+                             total, std::min(total, std::max(0.0, exposed))});
+  p.comm_total_s += p.comms.back().total_s;
+  p.comm_exposed_s += p.comms.back().exposed_s;
+}
+
+// Data-parallel, point-to-point and embedding communication as simulated: the busiest host's
+// time in each, and the part of it that lengthened the host's iteration.
+void measured_comms(Prediction& p, const Plan& plan, const SimRun& run, const Prediction& ref) {
+  const HostResult* dp = &run.hosts[0];
+  const HostResult* p2p = &run.hosts[0];
+  const HostResult* emb = &run.hosts[0];
+  for (const HostResult& h : run.hosts) {
+    if (h.dp_end_s - h.pipeline_end_s > dp->dp_end_s - dp->pipeline_end_s) dp = &h;
+    if (h.p2p_s > p2p->p2p_s) p2p = &h;
+    if (h.embedding_s > emb->embedding_s) emb = &h;
+  }
+  for (const CommStat& c : ref.comms) {  // inside the compute durations (stage_costs), as is
+    if (c.category == CommCategory::kTensorParallel || c.category == CommCategory::kZero) {
+      add_comm(p, c.category, c.what,
+               c.category == CommCategory::kZero ? &plan.dp_group : &plan.tp_group, c.bytes,
+               c.total_s, c.exposed_s);
+    }
+  }
+  double dp_bytes = 0;
+  for (const CommStat& c : ref.comms)
+    dp_bytes += c.category == CommCategory::kDataParallel ? c.bytes : 0;
+  add_comm(p, CommCategory::kDataParallel, "dp gradient sync", &plan.dp_group, dp_bytes, dp->dp_s,
+           dp->dp_end_s - dp->pipeline_end_s);
+  add_comm(p, CommCategory::kEmbeddingSync, "tied embedding all-reduce (first/last stage)", nullptr,
+           double(plan.model.transformer.vocab) * plan.model.transformer.hidden / plan.tp *
+               plan.grad_bytes_per_param,
+           emb->embedding_s, emb->embedding_s);
+  if (plan.pp > 1) {
+    // Blocking sends are exposed by definition; detached ones only where they lengthen the
+    // pipeline compared with free transfers.
+    const StageCosts costs = stage_costs(plan);
+    const double free_makespan = time_schedule(plan.strategy.schedule, plan.pp, plan.micro_batches,
+                                               plan.chunks, costs.compute_only)
+                                     .makespan_s;
+    const double exposed = plan.strategy.overlap_p2p ? p.pipeline_s - free_makespan : p2p->p2p_s;
+    add_comm(p, CommCategory::kPipelineP2P, "pp activations/gradients point-to-point", nullptr,
+             2.0 * plan.micro_batches * plan.p2p_bytes * plan.chunks, p2p->p2p_s, exposed);
+  }
+}
+
+Prediction assemble(const Plan& plan, const SimRun& run) {
+  // Quantities the simulation does not change (FLOP, per-op durations, memory, which is not
+  // simulated: memory_model.h through the analytical engine) come from the analytical
+  // prediction; every time that depends on ordering or on the network is measured.
+  const Prediction ref = predict_analytical(plan);
+  Prediction p = ref;
+  p.engine = "simgrid";
+  p.comms.clear();
+  p.comm_total_s = p.comm_exposed_s = 0;
+  p.timeline = run.events;
+  p.pipeline_s = p.iteration_s = p.optimizer_s = 0;
+  for (const HostResult& h : run.hosts) {
+    p.pipeline_s = std::max(p.pipeline_s, h.pipeline_end_s);
+    p.iteration_s = std::max(p.iteration_s, h.finish_s);
+    p.optimizer_s = std::max(p.optimizer_s, h.optimizer_s);
+  }
+  double idle = 0;  // the bubble: idle time of each host's compute stream in the pipeline
+  for (const HostResult& h : run.hosts) idle += std::max(0.0, p.pipeline_s - h.busy_s);
+  p.bubble_fraction = p.pipeline_s > 0 ? idle / run.hosts.size() / p.pipeline_s : 0;
+  p.bubble_s = p.bubble_fraction * p.pipeline_s;
+  measured_comms(p, plan, run, ref);
+
+  const double devices = plan.hardware.num_devices;
+  p.samples_per_s = plan.samples_per_iteration / p.iteration_s;
+  p.tokens_per_s = ref.tokens_per_s * ref.iteration_s / p.iteration_s;
+  p.model_flops_per_device_s = p.model_flops / (p.iteration_s * devices);
+  p.hardware_flops_per_device_s = p.hardware_flops / (p.iteration_s * devices);
+  const double peak = plan.hardware.device.peak_flops[static_cast<int>(plan.strategy.dtype)];
+  p.mfu = p.model_flops_per_device_s / peak;
+  p.hfu = p.hardware_flops_per_device_s / peak;
+
+  p.notes = ref.notes;
+  char note[256];
+  std::snprintf(
+      note, sizeof note,
+      "simgrid: %zu hosts simulated for %d devices (one per pipeline rank x data-parallel "
+      "replica; its %d tensor-parallel peers are identical and share the NICs), %d nodes, "
+      "%lld activities",
+      run.hosts.size(), plan.hardware.num_devices, plan.tp, run.nodes, run.activities);
+  p.notes.push_back(note);
+  p.notes.push_back(
+      "simgrid: tensor-parallel and ZeRO per-micro-batch communication is inside the stage "
+      "durations (not contended); memory is not simulated (memory model)");
+  return p;
+}
+
+}  // namespace
+
+Prediction predict_simgrid(const Plan& plan, const SimgridOptions& options) {
+  check_supported(plan, options);
+  const std::string wire = simgrid_detail::run_in_child(
+      [&] { return simgrid_detail::to_wire(simgrid_detail::run_simulation(plan, options)); });
+  return assemble(plan, simgrid_detail::from_wire(wire));
+}
+
+}  // namespace stratasim

@@ -1,0 +1,30 @@
+// The SimGrid engine: a flow-level discrete-event simulation of one training iteration of a
+// lowered Plan on a platform built from its HardwareModel. Returns the same Prediction as the
+// analytical engine, with the iteration time, bubble and exposed communication measured from
+// the simulated timeline. Public API: no SimGrid type appears here.
+//
+// SimGrid's Engine is a per-process singleton that cannot be safely re-created; every call of
+// predict_simgrid() therefore runs its simulation in a forked child process that sends the
+// measurements back over a pipe (see ARCHITECTURE.md). Do not call it from a process that
+// runs other threads (fork copies only the calling thread).
+#pragma once
+
+#include "sim/prediction/prediction.h"
+
+namespace stratasim {
+
+struct SimgridOptions {
+  bool timeline = true;  // fill Prediction::timeline (events of data-parallel replica 0)
+  // Ring collectives are simulated step by step (one point-to-point message per member and
+  // step) up to this many steps; longer rings are aggregated into this many steps carrying
+  // the same bytes, with the skipped steps' latency added (PLATFORM-NOTES: speed).
+  int max_ring_steps = 64;
+  // With overlap_dp, gradient buckets reduced while the last backward runs (at most).
+  int max_dp_buckets = 4;
+};
+
+// Throws InputError for options or strategies the engine cannot simulate (naming them) and
+// std::runtime_error when the simulation itself fails (deadlock, crashed child process).
+Prediction predict_simgrid(const Plan& plan, const SimgridOptions& options = {});
+
+}  // namespace stratasim

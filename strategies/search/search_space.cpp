@@ -1,0 +1,161 @@
+#include "strategies/search/search_space.h"
+
+#include <array>
+
+namespace stratasim {
+namespace {
+
+constexpr std::array<std::string_view, 14> kAxisNames = {
+    "tp", "pp", "dp", "micro_batch", "schedule", "interleave", "recompute", "zero_stage",
+    "sequence_parallel", "fusion", "overlap_dp", "overlap_tp", "dtype", "devices"};
+
+constexpr std::array<EnumName<ScheduleKind>, 4> kSchedules = {{
+    {"gpipe", ScheduleKind::kGPipe}, {"1f1b", ScheduleKind::k1F1B},
+    {"interleaved", ScheduleKind::kInterleaved1F1B},
+    {"pipedream_async", ScheduleKind::kPipeDreamAsync}}};
+constexpr std::array<EnumName<Recompute>, 3> kRecomputes = {{
+    {"none", Recompute::kNone}, {"selective", Recompute::kSelective}, {"full", Recompute::kFull}}};
+constexpr std::array<EnumName<DType>, 5> kDTypes = {{
+    {"fp32", DType::kFp32}, {"tf32", DType::kTf32}, {"bf16", DType::kBf16},
+    {"fp16", DType::kFp16}, {"fp8", DType::kFp8}}};
+constexpr std::array<EnumName<int>, 2> kBools = {{{"false", 0}, {"true", 1}}};
+constexpr std::array<std::string_view, 4> kFusions = {"none", "epilogues", "megatron", "all"};
+
+bool is_enum_axis(Axis a) {
+  return a == Axis::kSchedule || a == Axis::kRecompute || a == Axis::kDtype ||
+         a == Axis::kFusion || a == Axis::kSequenceParallel || a == Axis::kOverlapDp ||
+         a == Axis::kOverlapTp;
+}
+
+int enum_value(Axis a, const JsonNode& v) {
+  switch (a) {
+    case Axis::kSchedule: return static_cast<int>(v.as_enum(kSchedules));
+    case Axis::kRecompute: return static_cast<int>(v.as_enum(kRecomputes));
+    case Axis::kDtype: return static_cast<int>(v.as_enum(kDTypes));
+    case Axis::kFusion: {
+      for (size_t i = 0; i < kFusions.size(); ++i) {
+        if (v.is_string() && v.as_string() == kFusions[i]) return static_cast<int>(i);
+      }
+      v.fail("is not one of: none, epilogues, megatron, all");
+    }
+    default:  // booleans
+      if (v.raw().is_boolean()) return v.as_bool() ? 1 : 0;
+      return v.as_enum(kBools);
+  }
+}
+
+std::vector<int> range_values(const JsonNode& n, Axis a) {
+  n.allow_keys({"from", "to", "step"});
+  const int from = static_cast<int>(n.integer("from", 0, 1 << 24));
+  const int to = static_cast<int>(n.integer("to", from, 1 << 24));
+  std::vector<int> out;
+  const JsonNode step = n.at("step");
+  if (step.is_string()) {
+    if (step.as_string() != "x2") step.fail("must be a positive integer or \"x2\" (doubling)");
+    if (from < 1) n.at("from").fail("must be at least 1 for a doubling range");
+    for (long long v = from; v <= to; v *= 2) out.push_back(static_cast<int>(v));
+  } else {
+    const int s = static_cast<int>(step.as_integer(1, 1 << 24));
+    for (int v = from; v <= to; v += s) out.push_back(v);
+  }
+  (void)a;
+  return out;
+}
+
+AxisValues read_axis(Axis a, const JsonNode& n) {
+  AxisValues axis{a, {}};
+  if (n.is_object()) {
+    if (is_enum_axis(a)) n.fail("must be a list of values for this axis");
+    axis.values = range_values(n, a);
+  } else {
+    for (size_t i = 0; i < n.size(); ++i) {
+      const JsonNode v = n.element(i);
+      axis.values.push_back(is_enum_axis(a) ? enum_value(a, v)
+                                            : static_cast<int>(v.as_integer(a == Axis::kZeroStage ? 0 : 1,
+                                                                            a == Axis::kZeroStage ? 3 : 1 << 24)));
+    }
+  }
+  if (axis.values.empty()) n.fail("gives no values");
+  return axis;
+}
+
+}  // namespace
+
+std::string_view axis_name(Axis a) { return kAxisNames[static_cast<size_t>(a)]; }
+
+std::string AxisValues::value_text(int index) const {
+  const int v = values[index];
+  switch (axis) {
+    case Axis::kSchedule: return std::string(enum_to_name(kSchedules, static_cast<ScheduleKind>(v)));
+    case Axis::kRecompute: return std::string(enum_to_name(kRecomputes, static_cast<Recompute>(v)));
+    case Axis::kDtype: return std::string(enum_to_name(kDTypes, static_cast<DType>(v)));
+    case Axis::kFusion: return std::string(kFusions[v]);
+    case Axis::kSequenceParallel:
+    case Axis::kOverlapDp:
+    case Axis::kOverlapTp: return v ? "true" : "false";
+    default: return std::to_string(v);
+  }
+}
+
+uint64_t SearchSpace::size() const {
+  uint64_t n = 1;
+  for (const AxisValues& a : axes) n *= a.values.size();
+  return n;
+}
+
+void point_at(const SearchSpace& space, uint64_t index, const Strategy& base, int base_devices,
+              SearchPoint& point) {
+  point.strategy = base;
+  point.devices = base_devices;
+  Strategy& s = point.strategy;
+  for (size_t k = space.axes.size(); k-- > 0;) {
+    const AxisValues& a = space.axes[k];
+    const int v = a.values[index % a.values.size()];
+    index /= a.values.size();
+    switch (a.axis) {
+      case Axis::kTp: s.tp = v; break;
+      case Axis::kPp: s.pp = v; break;
+      case Axis::kDp: s.dp = v; break;
+      case Axis::kMicroBatch: s.micro_batch = v; break;
+      case Axis::kSchedule: s.schedule = static_cast<ScheduleKind>(v); break;
+      case Axis::kInterleave: s.interleave = v; break;
+      case Axis::kRecompute: s.recompute = static_cast<Recompute>(v); break;
+      case Axis::kZeroStage: s.zero_stage = v; break;
+      case Axis::kSequenceParallel: s.sequence_parallel = v != 0; break;
+      case Axis::kFusion: fusion_preset(kFusions[v], &s.fusion); break;
+      case Axis::kOverlapDp: s.overlap_dp = v != 0; break;
+      case Axis::kOverlapTp: s.overlap_tp = v != 0; break;
+      case Axis::kDtype: s.dtype = static_cast<DType>(v); break;
+      case Axis::kDevices: point.devices = v; break;
+    }
+  }
+}
+
+SearchSpace read_search_space(const JsonNode& n) {
+  n.require_object();
+  SearchSpace space;
+  for (auto it = n.raw().begin(); it != n.raw().end(); ++it) {
+    size_t k = 0;
+    while (k < kAxisNames.size() && kAxisNames[k] != it.key()) ++k;
+    if (k == kAxisNames.size()) {
+      std::string known;
+      for (auto name : kAxisNames) known += (known.empty() ? "" : ", ") + std::string(name);
+      throw InputError(n.file(), n.path() + "." + it.key(), "\"" + it.key() + "\"",
+                       "is not a search axis (axes: " + known + ")");
+    }
+    space.axes.push_back(read_axis(static_cast<Axis>(k), n.at(it.key())));
+  }
+  return space;
+}
+
+Json to_json(const SearchSpace& space) {
+  Json j = Json::object();
+  for (const AxisValues& a : space.axes) {
+    Json values = Json::array();
+    for (size_t i = 0; i < a.values.size(); ++i) values.push_back(a.value_text(static_cast<int>(i)));
+    j[std::string(axis_name(a.axis))] = values;
+  }
+  return j;
+}
+
+}  // namespace stratasim

@@ -1,0 +1,49 @@
+// The strategy search space as data: named axes, each with a list of values, whose product
+// is enumerated lazily (a mixed-radix counter, no nested loops). Adding an axis is one enum
+// value, one line in kAxisNames and one case in apply_axis().
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/core/json_reader.h"
+#include "strategies/strategy/strategy.h"
+
+namespace stratasim {
+
+enum class Axis {
+  kTp, kPp, kDp, kMicroBatch, kSchedule, kInterleave, kRecompute, kZeroStage,
+  kSequenceParallel, kFusion, kOverlapDp, kOverlapTp, kDtype, kDevices,
+};
+std::string_view axis_name(Axis a);
+
+struct AxisValues {
+  Axis axis;
+  std::vector<int> values;  // numbers, or indices into the axis's enum table
+  std::string value_text(int index) const;  // "interleaved", "8", "true"
+};
+
+struct SearchSpace {
+  std::vector<AxisValues> axes;
+  uint64_t size() const;  // product of the axes' lengths
+};
+
+// One point: a strategy (and device count, for hardware sweeps) built from the base.
+struct SearchPoint {
+  Strategy strategy;
+  int devices = 0;
+};
+
+// Writes the index-th point of the product into `point` (starting from the base strategy and
+// device count). Axis 0 varies slowest.
+void point_at(const SearchSpace& space, uint64_t index, const Strategy& base, int base_devices,
+              SearchPoint& point);
+
+// Reads {"tp": [1, 2, 4, 8], "schedule": ["1f1b", "interleaved"], "micro_batch": [1, 2],
+// "pp": {"from": 1, "to": 64, "step": "x2"}, ...}. Unknown axes and bad values are InputErrors.
+SearchSpace read_search_space(const JsonNode& node);
+Json to_json(const SearchSpace& space);
+
+}  // namespace stratasim
