@@ -43,10 +43,7 @@ Loaded load(const CliArgs& args, const char* command) {
 
 // An infeasible strategy is bad input for evaluate/explain: one message, exit code 2.
 int report_infeasible(const Loaded& l, const Infeasible& why) {
-  std::string path = l.variant.empty() || l.variant == "base" ? "strategy" : "variants." + l.variant;
-  if (!why.field.empty()) path += "." + why.field;
-  std::fprintf(stderr, "error: %s: %s: infeasible (%s): %s\n", l.scenario.file.c_str(),
-               path.c_str(), std::string(reason_name(why.reason)).c_str(), why.detail.c_str());
+  std::fputs(infeasible_message(l.scenario.file, l.variant, why).c_str(), stderr);
   return 2;
 }
 

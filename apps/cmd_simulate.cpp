@@ -40,12 +40,7 @@ int cmd_simulate(int argc, char** argv) {
   const Strategy strategy = pick_variant(sc, args.option("variant"), args.positionals[0]);
   Expected<Plan> plan = lower(sc.model, strategy, sc.hardware);
   if (!plan) {  // as evaluate reports it: the JSON path of the strategy (or variant) field
-    const std::string variant = args.option("variant");
-    std::string path = variant.empty() || variant == "base" ? "strategy" : "variants." + variant;
-    if (!plan.error().field.empty()) path += "." + plan.error().field;
-    std::fprintf(stderr, "error: %s: %s: infeasible (%s): %s\n", sc.file.c_str(), path.c_str(),
-                 std::string(reason_name(plan.error().reason)).c_str(),
-                 plan.error().detail.c_str());
+    std::fputs(infeasible_message(sc.file, args.option("variant"), plan.error()).c_str(), stderr);
     return 2;
   }
   SimgridOptions options;

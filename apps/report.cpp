@@ -84,6 +84,14 @@ std::string kernel_time_table(const Plan& plan) {
          kernels_with_times(plan, plan.layer->backward, "layer backward (incl. recomputation)");
 }
 
+std::string infeasible_message(const std::string& file, const std::string& variant,
+                               const Infeasible& why) {
+  std::string path = variant.empty() || variant == "base" ? "strategy" : "variants." + variant;
+  if (!why.field.empty()) path += "." + why.field;
+  return "error: " + file + ": " + path + ": infeasible (" + std::string(reason_name(why.reason)) +
+         "): " + why.detail + "\n";
+}
+
 std::string describe_model(const ModelSpec& m) {
   if (m.family == ModelFamily::kOpGraph) {
     return fmt("%s: operator graph, %zu ops%s, %s params", m.name.c_str(), m.graph.ops.size(),

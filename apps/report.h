@@ -13,6 +13,11 @@ std::string describe_model(const ModelSpec& m);
 std::string describe_cluster(const HardwareModel& hw);
 std::string describe_strategy(const Strategy& s, int dp, int micro_batches);
 
+// "error: FILE: strategy.pp: infeasible (pipeline-parallel): pp=7 does not divide layers=96"
+// (variants.NAME.<field> for a variant other than the base).
+std::string infeasible_message(const std::string& file, const std::string& variant,
+                               const Infeasible& why);
+
 std::string evaluation_report(const Scenario& sc, const Plan& plan, const Prediction& p);
 
 // Per-kernel predicted time of the transformer layer (or op-graph block): bound, time, share.

@@ -6,6 +6,7 @@
 
 #include "sim/analytical/collective_cost.h"
 #include "sim/analytical/memory_model.h"
+#include "sim/analytical/optimizer_cost.h"
 #include "sim/analytical/stage_costs.h"
 #include "sim/core/units.h"
 #include "strategies/pipeline/schedules.h"
@@ -18,14 +19,6 @@ struct RankSync {
   double embedding_s = 0, embedding_bytes = 0;
   double optimizer_s = 0;
 };
-
-double rank_params(const Plan& plan, int rank) {
-  double params = 0;
-  for (const VirtualStage& st : plan.stages) {
-    if (st.rank == rank) params += st.params;
-  }
-  return params;
-}
 
 // Gradient reduction after the last backward (bucketed and overlapped with that backward
 // when asked), the ZeRO parameter all-gather, the tied-embedding all-reduce, and the
@@ -63,12 +56,7 @@ RankSync rank_sync(const Plan& plan, int rank, double last_backward_s) {
     const LinkLevel link = same_node ? intra_node_level(hw) : inter_node_level(hw);
     r.embedding_s = ring_all_reduce_s(r.embedding_bytes, 2, link);
   }
-  const double shard = s.zero_stage >= 1 ? plan.dp : 1;
-  const double update_bytes = params / shard *
-      (2 * plan.optimizer_bytes_per_param + plan.grad_bytes_per_param + plan.weight_bytes_per_param);
-  const DeviceSpec& d = hw.device;
-  r.optimizer_s = update_bytes / (d.memory_bandwidth_Bps * d.memory.at(update_bytes)) +
-                  d.kernel_overhead_s;
+  r.optimizer_s = optimizer_step_s(plan, rank);
   return r;
 }
 

@@ -21,6 +21,7 @@ std::string_view event_kind_name(EventKind k) {
     case EventKind::kRecompute: return "recompute";
     case EventKind::kComm: return "comm";
     case EventKind::kIdle: return "idle";
+    case EventKind::kOptimizer: return "optimizer";
   }
   return "?";
 }

@@ -37,7 +37,7 @@ struct CommStat {
   double exposed_s = 0;     // part of it not hidden behind computation
 };
 
-enum class EventKind { kForward, kBackward, kRecompute, kComm, kIdle };
+enum class EventKind { kForward, kBackward, kRecompute, kComm, kIdle, kOptimizer };
 std::string_view event_kind_name(EventKind k);
 
 struct TimelineEvent {

@@ -6,6 +6,7 @@
 // the optimizer step. Activities are posted as the schedule reaches them; sends are waited
 // (blocking p2p) or detached (overlapped p2p), so few are ever in flight.
 #include "sim/simgrid/executor.h"
+#include "sim/analytical/optimizer_cost.h"
 
 #include <algorithm>
 #include <cmath>
@@ -25,12 +26,6 @@ namespace sg4 = simgrid::s4u;
 
 uint64_t message_size(double bytes) {  // SimGrid sizes are integers: round, never 0
   return std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(bytes)));
-}
-
-double rank_params(const Plan& plan, int rank) {
-  double params = 0;
-  for (const VirtualStage& st : plan.stages) params += st.rank == rank ? st.params : 0;
-  return params;
 }
 
 // One collective as a ring: `steps` steps, each member sending `step_bytes` to its successor.
@@ -312,14 +307,6 @@ SimRun Simulation::run() {
 
 }  // namespace
 
-double optimizer_step_s(const Plan& plan, int rank) {
-  const double shard = plan.strategy.zero_stage >= 1 ? plan.dp : 1;
-  const double update_bytes = rank_params(plan, rank) / shard *
-                              (2 * plan.optimizer_bytes_per_param + plan.grad_bytes_per_param +
-                               plan.weight_bytes_per_param);
-  const DeviceSpec& d = plan.hardware.device;
-  return update_bytes / (d.memory_bandwidth_Bps * d.memory.at(update_bytes)) + d.kernel_overhead_s;
-}
 
 SimRun run_simulation(const Plan& plan, const SimgridOptions& options) {
   Simulation sim(plan, options);

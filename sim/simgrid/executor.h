@@ -10,8 +10,4 @@ namespace stratasim::simgrid_detail {
 // Throws std::runtime_error when the simulation deadlocks.
 SimRun run_simulation(const Plan& plan, const SimgridOptions& options);
 
-// Optimizer step of pipeline rank `rank` (memory-bound: reads and writes every optimizer
-// state once), the same formula as the analytical engine's rank_sync (analytical_engine.cpp).
-double optimizer_step_s(const Plan& plan, int rank);
-
 }  // namespace stratasim::simgrid_detail
