@@ -7,6 +7,7 @@
 #include "apps/commands.h"
 #include "sim/analytical/analytical_engine.h"
 #include "sim/core/atomic_file.h"
+#include "sim/core/text.h"
 #include "sim/core/units.h"
 #include "sim/scenario/scenario.h"
 #include "sim/search/search.h"
@@ -15,12 +16,6 @@
 
 namespace stratasim {
 namespace {
-
-std::string fmt(const char* f, auto... args) {
-  char buf[1024];
-  std::snprintf(buf, sizeof buf, f, args...);
-  return buf;
-}
 
 Objective parse_objective(const std::string& text) {
   for (Objective o : {Objective::kThroughput, Objective::kTimeToTrain, Objective::kCostPerToken,
@@ -58,7 +53,7 @@ struct Progress {
 std::string candidate_row(int rank, const Candidate& c, const SearchOptions& o,
                           const HardwareModel& hw) {
   const Strategy& s = c.strategy;
-  return fmt("  %3d %3d %3d %5d %3d %2d %-11s %-9s %4d %3s %-9s %10s %11.4g %6.1f%% %6.1f%% %10s %10s %12.5g\n",
+  return format_text("  %3d %3d %3d %5d %3d %2d %-11s %-9s %4d %3s %-9s %10s %11.4g %6.1f%% %6.1f%% %10s %10s %12.5g\n",
              rank, s.tp, s.pp, c.dp, s.micro_batch, s.interleave,
              std::string(schedule_name(s.schedule)).c_str(),
              std::string(recompute_name(s.recompute)).c_str(), s.zero_stage,
@@ -70,7 +65,7 @@ std::string candidate_row(int rank, const Candidate& c, const SearchOptions& o,
 
 std::string table(const std::vector<Candidate>& rows, const SearchOptions& o,
                   const HardwareModel& hw) {
-  std::string out = fmt("  %3s %3s %3s %5s %3s %2s %-11s %-9s %4s %3s %-9s %10s %11s %7s %7s %10s %10s %12s\n",
+  std::string out = format_text("  %3s %3s %3s %5s %3s %2s %-11s %-9s %4s %3s %-9s %10s %11s %7s %7s %10s %10s %12s\n",
                         "#", "tp", "pp", "dp", "mb", "v", "schedule", "recompute", "zero", "sp",
                         "fusion", "iter", "tokens/s", "MFU", "bubble", "exp.comm", "peak mem",
                         std::string(objective_name(o.objective)).c_str());
@@ -94,7 +89,7 @@ std::string candidates_csv(const std::vector<Candidate>& rows, const SearchOptio
   for (size_t i = 0; i < rows.size(); ++i) {
     const Candidate& c = rows[i];
     const Strategy& s = c.strategy;
-    out += fmt("%zu,%llu,%d,%d,%d,%d,%d,%d,%s,%s,%d,%d,%.9g,%.9g,%.6f,%.6f,%.9g,%.9g,%.9g\n", i + 1,
+    out += format_text("%zu,%llu,%d,%d,%d,%d,%d,%d,%s,%s,%d,%d,%.9g,%.9g,%.6f,%.6f,%.9g,%.9g,%.9g\n", i + 1,
                static_cast<unsigned long long>(c.index), s.tp, s.pp, c.dp, c.devices,
                s.micro_batch, s.interleave, std::string(schedule_name(s.schedule)).c_str(),
                std::string(recompute_name(s.recompute)).c_str(), s.zero_stage,
@@ -117,11 +112,11 @@ std::string base_line(const Scenario& sc, const SearchResult& r) {
   Expected<Plan> plan = lower(sc.model, sc.strategy, sc.hardware);
   if (!plan) return "scenario's own strategy: infeasible (" + plan.error().detail + ")\n";
   const Prediction p = predict_analytical(*plan);
-  std::string out = fmt("scenario's own strategy (tp=%d pp=%d): %.4g tokens/s, %s%s\n",
+  std::string out = format_text("scenario's own strategy (tp=%d pp=%d): %.4g tokens/s, %s%s\n",
                         sc.strategy.tp, sc.strategy.pp, p.tokens_per_s,
                         format_seconds(p.iteration_s).c_str(), p.fits ? "" : ", DOES NOT FIT");
   if (!r.top.empty()) {
-    out += fmt("best found: %.4g tokens/s, %.3fx the scenario's strategy\n", r.top[0].tokens_per_s,
+    out += format_text("best found: %.4g tokens/s, %.3fx the scenario's strategy\n", r.top[0].tokens_per_s,
                r.top[0].tokens_per_s / p.tokens_per_s);
   }
   return out;

@@ -4,26 +4,21 @@
 
 #include "sim/analytical/collective_cost.h"
 #include "sim/analytical/kernel_cost.h"
+#include "sim/core/text.h"
 #include "sim/core/units.h"
 
 namespace stratasim {
 namespace {
 
-std::string fmt(const char* f, auto... args) {
-  char buf[1024];
-  std::snprintf(buf, sizeof buf, f, args...);
-  return buf;
-}
-
-std::string pct(double x) { return fmt("%.1f%%", 100 * x); }
+std::string pct(double x) { return format_text("%.1f%%", 100 * x); }
 
 std::string memory_table(const Prediction& p) {
-  std::string out = fmt("  %-5s %11s %11s %11s %11s %11s %11s %11s %11s\n", "rank", "weights",
+  std::string out = format_text("  %-5s %11s %11s %11s %11s %11s %11s %11s %11s\n", "rank", "weights",
                         "gradients", "optimizer", "activations", "transient", "buffers",
                         "workspace", "total");
   for (size_t r = 0; r < p.rank_memory.size(); ++r) {
     const MemoryBreakdown& m = p.rank_memory[r];
-    out += fmt("  %-5zu %11s %11s %11s %11s %11s %11s %11s %11s%s\n", r,
+    out += format_text("  %-5zu %11s %11s %11s %11s %11s %11s %11s %11s%s\n", r,
                format_bytes(m.weights_B).c_str(), format_bytes(m.gradients_B).c_str(),
                format_bytes(m.optimizer_B).c_str(), format_bytes(m.activations_B).c_str(),
                format_bytes(m.transient_B).c_str(), format_bytes(m.buffers_B).c_str(),
@@ -34,13 +29,13 @@ std::string memory_table(const Prediction& p) {
 }
 
 std::string comm_table(const Prediction& p) {
-  std::string out = fmt("  %-58s %12s %12s %12s\n", "communication", "bytes/dev", "total",
+  std::string out = format_text("  %-58s %12s %12s %12s\n", "communication", "bytes/dev", "total",
                         "exposed");
   for (const CommStat& c : p.comms) {
-    out += fmt("  %-58s %12s %12s %12s\n", c.description().c_str(), format_bytes(c.bytes).c_str(),
+    out += format_text("  %-58s %12s %12s %12s\n", c.description().c_str(), format_bytes(c.bytes).c_str(),
                format_seconds(c.total_s).c_str(), format_seconds(c.exposed_s).c_str());
   }
-  out += fmt("  %-58s %12s %12s %12s\n", "all", "", format_seconds(p.comm_total_s).c_str(),
+  out += format_text("  %-58s %12s %12s %12s\n", "all", "", format_seconds(p.comm_total_s).c_str(),
              format_seconds(p.comm_exposed_s).c_str());
   return out;
 }
@@ -61,7 +56,7 @@ std::string kernels_with_times(const Plan& plan, const std::vector<Kernel>& ks, 
     }
     sum += times.back();
   }
-  std::string out = fmt("  %s: %s per micro-batch\n", title, format_seconds(sum).c_str());
+  std::string out = format_text("  %s: %s per micro-batch\n", title, format_seconds(sum).c_str());
   const LayerGraph& g = plan.layer->graph;
   for (size_t i = 0; i < ks.size(); ++i) {
     std::string name;
@@ -70,7 +65,7 @@ std::string kernels_with_times(const Plan& plan, const std::vector<Kernel>& ks, 
       name += (name.empty() ? "" : "+") +
               (op.source_op >= 0 ? plan.model.graph.ops[op.source_op].name : std::string(op.name));
     }
-    out += fmt("    %-10s %-40s %10s %6.1f%%  %s\n", std::string(phase_name(ks[i].phase)).c_str(),
+    out += format_text("    %-10s %-40s %10s %6.1f%%  %s\n", std::string(phase_name(ks[i].phase)).c_str(),
                name.substr(0, 40).c_str(), format_seconds(times[i]).c_str(),
                100 * times[i] / sum, bound[i]);
   }
@@ -94,12 +89,12 @@ std::string infeasible_message(const std::string& file, const std::string& varia
 
 std::string describe_model(const ModelSpec& m) {
   if (m.family == ModelFamily::kOpGraph) {
-    return fmt("%s: operator graph, %zu ops%s, %s params", m.name.c_str(), m.graph.ops.size(),
-               m.graph.repeat > 1 ? fmt(" x %d steps", m.graph.repeat).c_str() : "",
+    return format_text("%s: operator graph, %zu ops%s, %s params", m.name.c_str(), m.graph.ops.size(),
+               m.graph.repeat > 1 ? format_text(" x %d steps", m.graph.repeat).c_str() : "",
                format_count(total_params(m)).c_str());
   }
   const TransformerSpec& t = m.transformer;
-  return fmt("%s: %s, %d layers, hidden %d, %d heads (%d kv), ffn %d %s, seq %d, vocab %d, %s params",
+  return format_text("%s: %s, %d layers, hidden %d, %d heads (%d kv), ffn %d %s, seq %d, vocab %d, %s params",
              m.name.c_str(), std::string(family_name(m.family)).c_str(), t.layers, t.hidden,
              t.heads, t.kv_heads_or_heads(), t.ffn_or_default(),
              std::string(activation_name(t.activation)).c_str(), t.seq_len, t.vocab,
@@ -107,7 +102,7 @@ std::string describe_model(const ModelSpec& m) {
 }
 
 std::string describe_cluster(const HardwareModel& hw) {
-  return fmt("%s: %d x %s in %d node(s) of %d (%s %s/dev), %d x %s per node, %s",
+  return format_text("%s: %d x %s in %d node(s) of %d (%s %s/dev), %d x %s per node, %s",
              hw.name.c_str(), hw.num_devices, hw.device.name.c_str(), hw.num_nodes(),
              hw.node.devices, hw.node.device_link.name.c_str(),
              format_bandwidth(hw.node.device_link.bandwidth_Bps).c_str(), hw.node.nics,
@@ -115,7 +110,7 @@ std::string describe_cluster(const HardwareModel& hw) {
 }
 
 std::string describe_strategy(const Strategy& s, int dp, int micro_batches) {
-  return fmt("tp=%d pp=%d dp=%d v=%d zero=%d sp=%s | %s | micro-batch %d, global %d (%d "
+  return format_text("tp=%d pp=%d dp=%d v=%d zero=%d sp=%s | %s | micro-batch %d, global %d (%d "
              "micro-batches) | recompute %s | fusion %s | overlap dp=%s tp=%s | %s",
              s.tp, s.pp, dp, s.interleave, s.zero_stage, s.sequence_parallel ? "on" : "off",
              std::string(schedule_name(s.schedule)).c_str(), s.micro_batch, s.global_batch,
@@ -125,27 +120,27 @@ std::string describe_strategy(const Strategy& s, int dp, int micro_batches) {
 }
 
 std::string evaluation_report(const Scenario& sc, const Plan& plan, const Prediction& p) {
-  std::string out = fmt("scenario  %s (%s)\n", sc.name.c_str(), sc.file.c_str());
-  if (!sc.description.empty()) out += fmt("          %s\n", sc.description.c_str());
+  std::string out = format_text("scenario  %s (%s)\n", sc.name.c_str(), sc.file.c_str());
+  if (!sc.description.empty()) out += format_text("          %s\n", sc.description.c_str());
   out += "model     " + describe_model(plan.model) + "\n";
   out += "cluster   " + describe_cluster(plan.hardware) + "\n";
   out += "strategy  " + describe_strategy(plan.strategy, plan.dp, plan.micro_batches) + "\n\n";
-  out += fmt("  %-28s %s\n", "iteration time", format_seconds(p.iteration_s).c_str());
-  out += fmt("  %-28s %.4g tokens/s, %.4g samples/s\n", "throughput", p.tokens_per_s,
+  out += format_text("  %-28s %s\n", "iteration time", format_seconds(p.iteration_s).c_str());
+  out += format_text("  %-28s %.4g tokens/s, %.4g samples/s\n", "throughput", p.tokens_per_s,
              p.samples_per_s);
-  out += fmt("  %-28s %s model (MFU %s), %s hardware (HFU %s)\n", "FLOP/s per device",
+  out += format_text("  %-28s %s model (MFU %s), %s hardware (HFU %s)\n", "FLOP/s per device",
              format_flop_rate(p.model_flops_per_device_s).c_str(), pct(p.mfu).c_str(),
              format_flop_rate(p.hardware_flops_per_device_s).c_str(), pct(p.hfu).c_str());
-  out += fmt("  %-28s %s, of which recomputation %s\n", "compute (busiest device)",
+  out += format_text("  %-28s %s, of which recomputation %s\n", "compute (busiest device)",
              format_seconds(p.compute_s).c_str(), format_seconds(p.recompute_s).c_str());
-  out += fmt("  %-28s %s forward, %s backward\n", "per micro-batch (slowest)",
+  out += format_text("  %-28s %s forward, %s backward\n", "per micro-batch (slowest)",
              format_seconds(p.forward_s).c_str(), format_seconds(p.backward_s).c_str());
-  out += fmt("  %-28s %s (%s of the %s pipeline)\n", "pipeline bubble",
+  out += format_text("  %-28s %s (%s of the %s pipeline)\n", "pipeline bubble",
              format_seconds(p.bubble_s).c_str(), pct(p.bubble_fraction).c_str(),
              format_seconds(p.pipeline_s).c_str());
-  out += fmt("  %-28s %s\n\n", "optimizer step", format_seconds(p.optimizer_s).c_str());
+  out += format_text("  %-28s %s\n\n", "optimizer step", format_seconds(p.optimizer_s).c_str());
   out += comm_table(p) + "\n";
-  out += fmt("memory per device: peak %s at pipeline rank %d, capacity %s -> %s\n",
+  out += format_text("memory per device: peak %s at pipeline rank %d, capacity %s -> %s\n",
              format_bytes(p.peak_memory_B).c_str(), p.peak_rank,
              format_bytes(p.capacity_B).c_str(), p.fits ? "fits" : "DOES NOT FIT");
   out += memory_table(p);
@@ -155,7 +150,7 @@ std::string evaluation_report(const Scenario& sc, const Plan& plan, const Predic
 
 std::string compare_table(const std::string& title, const std::vector<CompareRow>& rows) {
   std::string out = "== " + title + " ==\n";
-  out += fmt("  %-24s %3s %3s %4s %2s %3s %-11s %-9s %10s %11s %6s %7s %9s %10s %s\n", "variant",
+  out += format_text("  %-24s %3s %3s %4s %2s %3s %-11s %-9s %10s %11s %6s %7s %9s %10s %s\n", "variant",
              "tp", "pp", "dp", "v", "mb", "schedule", "recompute", "iter", "tokens/s", "MFU",
              "bubble", "exp.comm", "peak mem", "fits");
   int best = -1;
@@ -167,12 +162,12 @@ std::string compare_table(const std::string& title, const std::vector<CompareRow
     const CompareRow& r = rows[i];
     const std::string name = (int(i) == best ? "* " : "  ") + r.variant;
     if (!r.plan) {
-      out += fmt("  %-24s infeasible: %s\n", name.c_str(), r.infeasible.c_str());
+      out += format_text("  %-24s infeasible: %s\n", name.c_str(), r.infeasible.c_str());
       continue;
     }
     const Strategy& s = r.plan->strategy;
     const Prediction& p = r.prediction;
-    out += fmt("  %-24s %3d %3d %4d %2d %3d %-11s %-9s %10s %11.4g %6s %7s %9s %10s %s\n",
+    out += format_text("  %-24s %3d %3d %4d %2d %3d %-11s %-9s %10s %11.4g %6s %7s %9s %10s %s\n",
                name.c_str(), s.tp, s.pp, r.plan->dp, s.interleave, s.micro_batch,
                std::string(schedule_name(s.schedule)).c_str(),
                std::string(recompute_name(s.recompute)).c_str(),
@@ -189,13 +184,13 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
       "iteration_s,tokens_per_s,mfu,bubble_fraction,comm_exposed_s,peak_memory_B,fits,reason\n";
   for (const CompareRow& r : rows) {
     if (!r.plan) {
-      out += fmt("\"%s\",\"%s\",0,,,,,,,,,,,,,,,\"%s\"\n", r.scenario.c_str(), r.variant.c_str(),
+      out += format_text("\"%s\",\"%s\",0,,,,,,,,,,,,,,,\"%s\"\n", r.scenario.c_str(), r.variant.c_str(),
                  r.infeasible.c_str());
       continue;
     }
     const Strategy& s = r.plan->strategy;
     const Prediction& p = r.prediction;
-    out += fmt("\"%s\",\"%s\",1,%d,%d,%d,%d,%d,%s,%s,%.9g,%.9g,%.6f,%.6f,%.9g,%.9g,%d,\n",
+    out += format_text("\"%s\",\"%s\",1,%d,%d,%d,%d,%d,%s,%s,%.9g,%.9g,%.6f,%.6f,%.9g,%.9g,%d,\n",
                r.scenario.c_str(), r.variant.c_str(), s.tp, s.pp, r.plan->dp, s.interleave,
                s.micro_batch, std::string(schedule_name(s.schedule)).c_str(),
                std::string(recompute_name(s.recompute)).c_str(), p.iteration_s, p.tokens_per_s,

@@ -1,17 +1,12 @@
 #include <cstdio>
 #include <string>
 
+#include "sim/core/text.h"
 #include "sim/core/units.h"
 #include "strategies/lowering/lower.h"
 
 namespace stratasim {
 namespace {
-
-std::string line(const char* fmt, auto... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, fmt, args...);
-  return buf;
-}
 
 std::string op_name(const Plan& plan, const LayerGraph& g, int i) {
   const LayerOp& op = g.ops[i];
@@ -37,29 +32,29 @@ std::string_view class_name(OpClass c) {
 }
 
 std::string kernels_text(const Plan& plan, const Block& b, const std::vector<Kernel>& ks) {
-  std::string out = line("    %-3s %-10s %-44s %10s %12s %s\n", "#", "phase", "kernel", "GFLOP",
+  std::string out = format_text("    %-3s %-10s %-44s %10s %12s %s\n", "#", "phase", "kernel", "GFLOP",
                          "bytes", "class");
   int i = 0;
   for (const Kernel& k : ks) {
     const std::string name = kernel_name(plan, b.graph, k);
     if (k.cls == OpClass::kCollective) {
-      out += line("    %-3d %-10s %-44s %10s %12s %s %s over tp(%d)\n", i++,
+      out += format_text("    %-3d %-10s %-44s %10s %12s %s %s over tp(%d)\n", i++,
                   std::string(phase_name(k.phase)).c_str(), name.c_str(), "-",
                   format_bytes(k.comm_bytes).c_str(), "comm",
                   std::string(comm_kind_name(k.comm)).c_str(), plan.tp);
       continue;
     }
-    out += line("    %-3d %-10s %-44s %10.2f %12s %s%s\n", i++,
+    out += format_text("    %-3d %-10s %-44s %10.2f %12s %s%s\n", i++,
                 std::string(phase_name(k.phase)).c_str(), name.c_str(),
                 (k.matmul_flops + k.other_flops) / kGiga, format_bytes(k.bytes).c_str(),
                 std::string(class_name(k.cls)).c_str(),
-                k.fused_ops > 1 ? line(" (%d ops fused)", k.fused_ops).c_str() : "");
+                k.fused_ops > 1 ? format_text(" (%d ops fused)", k.fused_ops).c_str() : "");
   }
   return out;
 }
 
 std::string block_text(const Plan& plan, const char* title, const Block& b) {
-  std::string out = line("  %s: %zu forward kernels, %zu backward kernels, saved activations "
+  std::string out = format_text("  %s: %zu forward kernels, %zu backward kernels, saved activations "
                          "%s per micro-batch, params/device %s\n",
                          title, b.forward.size(), b.backward.size(),
                          format_bytes(b.saved_activation_B).c_str(), format_count(b.params).c_str());
@@ -72,22 +67,22 @@ std::string block_text(const Plan& plan, const char* title, const Block& b) {
 
 std::string explain(const Plan& plan) {
   const Strategy& s = plan.strategy;
-  std::string out = line("plan: %s on %s x%d\n", plan.model.name.c_str(),
+  std::string out = format_text("plan: %s on %s x%d\n", plan.model.name.c_str(),
                          plan.hardware.name.c_str(), plan.hardware.num_devices);
-  out += line("  tp=%d pp=%d dp=%d v=%d zero=%d sp=%s | schedule %s, %d micro-batches of %d | "
+  out += format_text("  tp=%d pp=%d dp=%d v=%d zero=%d sp=%s | schedule %s, %d micro-batches of %d | "
               "recompute %s | fusion %s\n",
               plan.tp, plan.pp, plan.dp, plan.chunks, s.zero_stage,
               s.sequence_parallel ? "on" : "off", std::string(schedule_name(s.schedule)).c_str(),
               plan.micro_batches, s.micro_batch, std::string(recompute_name(s.recompute)).c_str(),
               describe_fusion(s.fusion).c_str());
-  out += line("  groups: tp %d ranks (%d per node) | dp %d ranks (%d per node, %d nodes) | "
+  out += format_text("  groups: tp %d ranks (%d per node) | dp %d ranks (%d per node, %d nodes) | "
               "p2p message %s\n",
               plan.tp_group.size, plan.tp_group.ranks_per_node, plan.dp_group.size,
               plan.dp_group.ranks_per_node, plan.dp_group.nodes(),
               format_bytes(plan.p2p_bytes).c_str());
   for (size_t i = 0; i < plan.stages.size(); ++i) {
     const VirtualStage& st = plan.stages[i];
-    out += line("  stage %zu (rank %d, chunk %d): layers %d-%d%s%s | params/device %s | "
+    out += format_text("  stage %zu (rank %d, chunk %d): layers %d-%d%s%s | params/device %s | "
                 "activations %s per micro-batch\n",
                 i, st.rank, st.chunk, st.first_layer, st.first_layer + st.layers - 1,
                 st.has_embedding ? " + embedding" : "", st.has_head ? " + head" : "",

@@ -1,5 +1,7 @@
 #include "strategies/search/search_space.h"
 
+#include "strategies/strategy/strategy_json.h"
+
 #include <array>
 
 namespace stratasim {
@@ -9,15 +11,6 @@ constexpr std::array<std::string_view, 14> kAxisNames = {
     "tp", "pp", "dp", "micro_batch", "schedule", "interleave", "recompute", "zero_stage",
     "sequence_parallel", "fusion", "overlap_dp", "overlap_tp", "dtype", "devices"};
 
-constexpr std::array<EnumName<ScheduleKind>, 4> kSchedules = {{
-    {"gpipe", ScheduleKind::kGPipe}, {"1f1b", ScheduleKind::k1F1B},
-    {"interleaved", ScheduleKind::kInterleaved1F1B},
-    {"pipedream_async", ScheduleKind::kPipeDreamAsync}}};
-constexpr std::array<EnumName<Recompute>, 3> kRecomputes = {{
-    {"none", Recompute::kNone}, {"selective", Recompute::kSelective}, {"full", Recompute::kFull}}};
-constexpr std::array<EnumName<DType>, 5> kDTypes = {{
-    {"fp32", DType::kFp32}, {"tf32", DType::kTf32}, {"bf16", DType::kBf16},
-    {"fp16", DType::kFp16}, {"fp8", DType::kFp8}}};
 constexpr std::array<EnumName<int>, 2> kBools = {{{"false", 0}, {"true", 1}}};
 constexpr std::array<std::string_view, 4> kFusions = {"none", "epilogues", "megatron", "all"};
 
@@ -29,9 +22,9 @@ bool is_enum_axis(Axis a) {
 
 int enum_value(Axis a, const JsonNode& v) {
   switch (a) {
-    case Axis::kSchedule: return static_cast<int>(v.as_enum(kSchedules));
-    case Axis::kRecompute: return static_cast<int>(v.as_enum(kRecomputes));
-    case Axis::kDtype: return static_cast<int>(v.as_enum(kDTypes));
+    case Axis::kSchedule: return static_cast<int>(v.as_enum(kScheduleNames));
+    case Axis::kRecompute: return static_cast<int>(v.as_enum(kRecomputeNames));
+    case Axis::kDtype: return static_cast<int>(v.as_enum(kDTypeNames));
     case Axis::kFusion: {
       for (size_t i = 0; i < kFusions.size(); ++i) {
         if (v.is_string() && v.as_string() == kFusions[i]) return static_cast<int>(i);
@@ -86,9 +79,9 @@ std::string_view axis_name(Axis a) { return kAxisNames[static_cast<size_t>(a)]; 
 std::string AxisValues::value_text(int index) const {
   const int v = values[index];
   switch (axis) {
-    case Axis::kSchedule: return std::string(enum_to_name(kSchedules, static_cast<ScheduleKind>(v)));
-    case Axis::kRecompute: return std::string(enum_to_name(kRecomputes, static_cast<Recompute>(v)));
-    case Axis::kDtype: return std::string(enum_to_name(kDTypes, static_cast<DType>(v)));
+    case Axis::kSchedule: return std::string(enum_to_name(kScheduleNames, static_cast<ScheduleKind>(v)));
+    case Axis::kRecompute: return std::string(enum_to_name(kRecomputeNames, static_cast<Recompute>(v)));
+    case Axis::kDtype: return std::string(enum_to_name(kDTypeNames, static_cast<DType>(v)));
     case Axis::kFusion: return std::string(kFusions[v]);
     case Axis::kSequenceParallel:
     case Axis::kOverlapDp:

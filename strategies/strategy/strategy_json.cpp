@@ -6,22 +6,6 @@
 namespace stratasim {
 namespace {
 
-constexpr std::array<EnumName<ScheduleKind>, 6> kSchedules = {{
-    {"gpipe", ScheduleKind::kGPipe}, {"1f1b", ScheduleKind::k1F1B},
-    {"pipedream_flush", ScheduleKind::k1F1B}, {"interleaved", ScheduleKind::kInterleaved1F1B},
-    {"pipedream_async", ScheduleKind::kPipeDreamAsync},
-    {"all_forward_all_backward", ScheduleKind::kGPipe}}};
-constexpr std::array<EnumName<Recompute>, 3> kRecompute = {{
-    {"none", Recompute::kNone}, {"selective", Recompute::kSelective}, {"full", Recompute::kFull}}};
-constexpr std::array<EnumName<CollectiveAlgorithm>, 4> kAlgorithms = {{
-    {"auto", CollectiveAlgorithm::kAuto}, {"ring", CollectiveAlgorithm::kRing},
-    {"tree", CollectiveAlgorithm::kTree}, {"hierarchical", CollectiveAlgorithm::kHierarchical}}};
-constexpr std::array<EnumName<DType>, 5> kDTypes = {{
-    {"fp32", DType::kFp32}, {"tf32", DType::kTf32}, {"bf16", DType::kBf16},
-    {"fp16", DType::kFp16}, {"fp8", DType::kFp8}}};
-constexpr std::array<EnumName<Optimizer>, 2> kOptimizers = {{
-    {"adam", Optimizer::kAdam}, {"sgd", Optimizer::kSgd}}};
-
 FusionPlan read_fusion(const JsonNode& n) {
   FusionPlan f;
   if (n.is_string()) {
@@ -73,28 +57,28 @@ Strategy read_strategy(const JsonNode& n) {
   s.dp = static_cast<int>(n.integer_or("dp", 0, 1, 1 << 24));
   s.zero_stage = static_cast<int>(n.integer_or("zero_stage", 0, 0, 3));
   s.sequence_parallel = n.bool_or("sequence_parallel", false);
-  s.schedule = n.enum_or("schedule", kSchedules, ScheduleKind::k1F1B);
+  s.schedule = n.enum_or("schedule", kScheduleNames, ScheduleKind::k1F1B);
   s.interleave = static_cast<int>(n.integer_or("interleave", 1, 1, 1024));
   s.uneven_stages = n.bool_or("uneven_stages", false);
   s.micro_batch = static_cast<int>(n.integer_or("micro_batch", 1, 1, 1 << 24));
   s.global_batch = static_cast<int>(n.at("global_batch").as_integer(1, 1 << 30));
-  s.recompute = n.enum_or("recompute", kRecompute, Recompute::kNone);
+  s.recompute = n.enum_or("recompute", kRecomputeNames, Recompute::kNone);
   if (auto f = n.find("fusion")) s.fusion = read_fusion(*f);
   s.overlap_dp = n.bool_or("overlap_dp", false);
   s.overlap_tp = n.bool_or("overlap_tp", false);
   s.overlap_p2p = n.bool_or("overlap_p2p", false);
   s.dp_bucket_B = n.quantity_or("dp_bucket", Dimension::kBytes, 0);
-  s.collective = n.enum_or("collective", kAlgorithms, CollectiveAlgorithm::kAuto);
-  s.dtype = n.enum_or("dtype", kDTypes, DType::kBf16);
+  s.collective = n.enum_or("collective", kAlgorithmNames, CollectiveAlgorithm::kAuto);
+  s.dtype = n.enum_or("dtype", kDTypeNames, DType::kBf16);
   s.master_weights_fp32 = n.bool_or("master_weights_fp32", s.dtype != DType::kFp32);
-  s.optimizer = n.enum_or("optimizer", kOptimizers, Optimizer::kAdam);
+  s.optimizer = n.enum_or("optimizer", kOptimizerNames, Optimizer::kAdam);
   return s;
 }
 
 Json to_json(const Strategy& s) {
   Json j{{"tp", s.tp}, {"pp", s.pp}, {"zero_stage", s.zero_stage},
          {"sequence_parallel", s.sequence_parallel},
-         {"schedule", std::string(enum_to_name(kSchedules, s.schedule))},
+         {"schedule", std::string(enum_to_name(kScheduleNames, s.schedule))},
          {"interleave", s.interleave}, {"uneven_stages", s.uneven_stages},
          {"micro_batch", s.micro_batch}, {"global_batch", s.global_batch},
          {"recompute", std::string(recompute_name(s.recompute))},

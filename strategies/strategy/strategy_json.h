@@ -1,9 +1,28 @@
 #pragma once
 
+#include <array>
+
 #include "sim/core/json_reader.h"
 #include "strategies/strategy/strategy.h"
 
 namespace stratasim {
+
+// The JSON names of the strategy enums (the first name of a value is the one written back).
+inline constexpr std::array<EnumName<ScheduleKind>, 6> kScheduleNames = {{
+    {"gpipe", ScheduleKind::kGPipe}, {"1f1b", ScheduleKind::k1F1B},
+    {"pipedream_flush", ScheduleKind::k1F1B}, {"interleaved", ScheduleKind::kInterleaved1F1B},
+    {"pipedream_async", ScheduleKind::kPipeDreamAsync},
+    {"all_forward_all_backward", ScheduleKind::kGPipe}}};
+inline constexpr std::array<EnumName<Recompute>, 3> kRecomputeNames = {{
+    {"none", Recompute::kNone}, {"selective", Recompute::kSelective}, {"full", Recompute::kFull}}};
+inline constexpr std::array<EnumName<CollectiveAlgorithm>, 4> kAlgorithmNames = {{
+    {"auto", CollectiveAlgorithm::kAuto}, {"ring", CollectiveAlgorithm::kRing},
+    {"tree", CollectiveAlgorithm::kTree}, {"hierarchical", CollectiveAlgorithm::kHierarchical}}};
+inline constexpr std::array<EnumName<DType>, 5> kDTypeNames = {{
+    {"fp32", DType::kFp32}, {"tf32", DType::kTf32}, {"bf16", DType::kBf16},
+    {"fp16", DType::kFp16}, {"fp8", DType::kFp8}}};
+inline constexpr std::array<EnumName<Optimizer>, 2> kOptimizerNames = {{
+    {"adam", Optimizer::kAdam}, {"sgd", Optimizer::kSgd}}};
 
 Strategy read_strategy(const JsonNode& node);
 Json to_json(const Strategy& s);

@@ -2,31 +2,18 @@
 // rule; exit code 2; no crash.
 #include <doctest/doctest.h>
 
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "tests/support/run_cli.h"
+
 namespace {
 
-struct Run {
-  int code;
-  std::string output;
-};
+using Run = stratasim::testing::CliRun;
 
-Run run(const std::string& args) {
-  const std::string cmd = std::string(STRATASIM_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+Run run(const std::string& args) { return stratasim::testing::run_cli(args); }
 
 std::string write_temp(const std::string& name, const std::string& text) {
   const auto dir = std::filesystem::temp_directory_path() / "stratasim_cli_tests";

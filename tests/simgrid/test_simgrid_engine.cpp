@@ -1,7 +1,6 @@
 // The SimGrid engine against the analytical engine where both must agree (no shared links),
 // against hand-derived alpha-beta times, on the textbook 1F1B picture, and under contention.
 #include <doctest/doctest.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <cmath>
@@ -18,6 +17,7 @@
 #include "sim/simgrid/chrome_trace.h"
 #include "sim/simgrid/simgrid_engine.h"
 #include "strategies/lowering/lower.h"
+#include "tests/support/run_cli.h"
 
 namespace stratasim {
 namespace {
@@ -175,22 +175,8 @@ TEST_CASE("simgrid: unsupported schedules and bad options are InputErrors") {
                        "simgrid options: max_ring_steps: 0 must be >= 1", InputError);
 }
 
-struct Run {
-  int code;
-  std::string output;
-};
-
-Run run_cli(const std::string& args) {
-  const std::string cmd = std::string(STRATASIM_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using stratasim::testing::run_cli;
+using Run = stratasim::testing::CliRun;
 
 TEST_CASE("simgrid: stratasim simulate reports infeasible plans and bad input with exit code 2") {
   const std::string tiny = std::string(STRATASIM_SOURCE_DIR) + "/scenarios/tiny_2gpu_1layer.json";
