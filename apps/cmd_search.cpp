@@ -6,11 +6,13 @@
 #include "apps/cli_args.h"
 #include "apps/commands.h"
 #include "sim/analytical/analytical_engine.h"
+#include "sim/batch/ranks.h"
 #include "sim/core/atomic_file.h"
 #include "sim/core/text.h"
 #include "sim/core/units.h"
 #include "sim/scenario/scenario.h"
 #include "sim/search/search.h"
+#include "sim/search/search_json.h"
 #include "strategies/lowering/lower.h"
 #include "strategies/strategy/strategy_json.h"
 
@@ -73,14 +75,6 @@ std::string table(const std::vector<Candidate>& rows, const SearchOptions& o,
   return out;
 }
 
-Json candidate_json(const Candidate& c, const SearchOptions& o, const HardwareModel& hw) {
-  return Json{{"index", c.index}, {"strategy", to_json(c.strategy)}, {"devices", c.devices},
-              {"dp", c.dp}, {"iteration_s", c.iteration_s}, {"tokens_per_s", c.tokens_per_s},
-              {"mfu", c.mfu}, {"bubble_fraction", c.bubble_fraction},
-              {"comm_exposed_s", c.comm_exposed_s}, {"peak_memory_B", c.peak_memory_B},
-              {"objective", objective_value(c, o, hw)}};
-}
-
 std::string candidates_csv(const std::vector<Candidate>& rows, const SearchOptions& o,
                            const HardwareModel& hw) {
   std::string out = "rank,index,tp,pp,dp,devices,micro_batch,interleave,schedule,recompute,"
@@ -122,9 +116,30 @@ std::string base_line(const Scenario& sc, const SearchResult& r) {
   return out;
 }
 
-}  // namespace
+// Under MPI every rank searches its round-robin chunks of the space with its share of the node's
+// cores; rank 0 gathers the shares (counts and candidate indices), merges them exactly as the
+// threads of one process are merged, and alone prints and writes files.
+SearchResult search_on_ranks(const Ranks& ranks, const Scenario& sc, const SearchOptions& o,
+                             std::vector<double>& rank_seconds) {
+  if (ranks.size() == 1) return run_search(sc.model, sc.strategy, sc.hardware, sc.search, o);
+  const auto start = std::chrono::steady_clock::now();
+  SearchResult own = run_search_shard(sc.model, sc.strategy, sc.hardware, sc.search, o,
+                                      Shard{ranks.rank(), ranks.size()});
+  std::vector<std::string> shards = ranks.gather(search_shard_json(own).dump());
+  if (!ranks.root()) return own;
+  std::vector<SearchResult> parts;
+  parts.push_back(std::move(own));
+  for (size_t k = 1; k < shards.size(); ++k) {
+    parts.push_back(search_shard_from_json(parse_json_text(shards[k], "rank " + std::to_string(k)),
+                                           sc.model, sc.strategy, sc.hardware, sc.search, o));
+  }
+  for (const SearchResult& p : parts) rank_seconds.push_back(p.seconds);
+  SearchResult r = merge_search_results(std::move(parts), o.top_k);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
 
-int cmd_search(int argc, char** argv) {
+int search_command(const Ranks& ranks, int argc, char** argv) {
   const CliArgs args = parse_cli(argc, argv, 2,
                                  {"objective", "top", "threads", "train-tokens", "price", "json",
                                   "csv"},
@@ -148,12 +163,21 @@ int cmd_search(int argc, char** argv) {
     throw InputError("command line", "--train-tokens", "(missing)",
                      "is needed for --objective time_to_train");
   }
-  if (isatty(STDERR_FILENO)) o.progress = Progress{};
-  const SearchResult r = run_search(sc.model, sc.strategy, sc.hardware, sc.search, o);
+  if (o.threads == 0 && ranks.size() > 1) o.threads = ranks.threads_per_rank();
+  if (isatty(STDERR_FILENO) && ranks.root()) o.progress = Progress{};
+  std::vector<double> rank_seconds;
+  const SearchResult r = search_on_ranks(ranks, sc, o, rank_seconds);
+  if (!ranks.root()) return 0;
   std::printf("search %s [%s]\n  space: %s = %llu points, objective %s\n", sc.name.c_str(),
               sc.file.c_str(), space_text(sc.search).c_str(),
               static_cast<unsigned long long>(r.points),
               std::string(objective_name(o.objective)).c_str());
+  if (ranks.size() > 1) {
+    std::printf("  spread over %d MPI ranks, %d thread(s) each; search time per rank:",
+                ranks.size(), o.threads);
+    for (double s : rank_seconds) std::printf(" %.3f s", s);
+    std::printf("\n");
+  }
   std::printf("  %llu points in %.3f s (%.0f points/s): %llu feasible and fit; pruned:",
               static_cast<unsigned long long>(r.points), r.seconds, r.points / r.seconds,
               static_cast<unsigned long long>(r.feasible));
@@ -165,16 +189,24 @@ int cmd_search(int argc, char** argv) {
               r.pareto.size(), table(r.pareto, o, sc.hardware).c_str());
   if (!args.option("csv").empty()) write_file_atomically(args.option("csv"), candidates_csv(r.top, o, sc.hardware));
   if (!args.option("json").empty()) {
-    Json top = Json::array(), pareto = Json::array();
-    for (const Candidate& c : r.top) top.push_back(candidate_json(c, o, sc.hardware));
-    for (const Candidate& c : r.pareto) pareto.push_back(candidate_json(c, o, sc.hardware));
-    Json out{{"scenario", sc.name}, {"space", to_json(sc.search)}, {"points", r.points},
-             {"feasible", r.feasible}, {"pruned", r.pruned},
-             {"objective", std::string(objective_name(o.objective))}, {"top", top},
-             {"pareto", pareto}};
+    Json out{{"scenario", sc.name}};
+    out.update(search_result_json(r, sc.search, o, sc.hardware));
     write_file_atomically(args.option("json"), out.dump(1) + "\n");
   }
   return 0;
+}
+
+}  // namespace
+
+int cmd_search(int argc, char** argv) {
+  const Ranks ranks;
+  try {
+    return search_command(ranks, argc, argv);
+  } catch (const std::exception& e) {
+    // With several ranks, ~Ranks aborts them all before main could print this.
+    if (ranks.size() > 1) std::fprintf(stderr, "error (rank %d): %s\n", ranks.rank(), e.what());
+    throw;
+  }
 }
 
 }  // namespace stratasim

@@ -11,5 +11,6 @@ int cmd_validate(int argc, char** argv);
 int cmd_presets(int argc, char** argv);
 int cmd_simulate(int argc, char** argv);  // the SimGrid engine (needs STRATASIM_WITH_SIMGRID)
 int cmd_search(int argc, char** argv);
+int cmd_batch(int argc, char** argv);  // many scenarios, results appended as JSON lines
 
 }  // namespace stratasim

@@ -28,6 +28,10 @@ const char* kUsage =
     "                         memory_headroom] [--top N] [--threads N] [--train-tokens N]\n"
     "                         [--price USD] [--json OUT] [--csv OUT]\n"
     "                         evaluate every point of the scenario's search space\n"
+    "  batch    DIR|LIST.txt [--search] [--out results.jsonl] [--resume] [--top N]\n"
+    "                         [--threads N]\n"
+    "                         evaluate (or search) many scenarios, one JSON line each;\n"
+    "                         search and batch spread over ranks under mpirun (docs/mpi.md)\n"
     "  presets                list the built-in models, devices, links and clusters\n"
     "\n"
     "--set takes a dotted JSON path into the scenario, e.g. --set strategy.tp=4\n";
@@ -48,6 +52,7 @@ int main(int argc, char** argv) {
     if (command == "validate") return stratasim::cmd_validate(argc, argv);
     if (command == "presets") return stratasim::cmd_presets(argc, argv);
     if (command == "search") return stratasim::cmd_search(argc, argv);
+    if (command == "batch") return stratasim::cmd_batch(argc, argv);
     std::fprintf(stderr, "stratasim: unknown command '%s'\n\n%s", command.c_str(), kUsage);
     return 2;
   } catch (const stratasim::InputError& e) {

@@ -135,9 +135,10 @@ std::string evaluation_report(const Scenario& sc, const Plan& plan, const Predic
              format_seconds(p.compute_s).c_str(), format_seconds(p.recompute_s).c_str());
   out += format_text("  %-28s %s forward, %s backward\n", "per micro-batch (slowest)",
              format_seconds(p.forward_s).c_str(), format_seconds(p.backward_s).c_str());
-  out += format_text("  %-28s %s (%s of the %s pipeline)\n", "pipeline bubble",
-             format_seconds(p.bubble_s).c_str(), pct(p.bubble_fraction).c_str(),
-             format_seconds(p.pipeline_s).c_str());
+  out += format_text("  %-28s %s (%s of the %s pipeline; %s with equal stages and free p2p)\n",
+                     "pipeline bubble", format_seconds(p.bubble_s).c_str(),
+                     pct(p.bubble_fraction).c_str(), format_seconds(p.pipeline_s).c_str(),
+                     pct(p.uniform_bubble_fraction).c_str());
   out += format_text("  %-28s %s\n\n", "optimizer step", format_seconds(p.optimizer_s).c_str());
   out += comm_table(p) + "\n";
   out += format_text("memory per device: peak %s at pipeline rank %d, capacity %s -> %s\n",

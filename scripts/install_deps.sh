@@ -8,6 +8,7 @@ packages=(
   nlohmann-json3-dev                  # JSON (scenarios, hardware catalog, results)
   doctest-dev                         # unit tests under ctest
   libsimgrid-dev                      # SimGrid engine (sim/simgrid; optional, found by pkg-config)
+  openmpi-bin libopenmpi-dev          # MPI ranks for search and batch (sim/batch/ranks; optional)
 )
 
 missing=()

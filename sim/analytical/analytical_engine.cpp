@@ -208,6 +208,8 @@ Prediction predict_analytical(const Plan& plan, const EngineOptions& options) {
   p.pipeline_s = timing.makespan_s;
   p.bubble_fraction = timing.bubble_fraction;
   p.bubble_s = timing.bubble_fraction * timing.makespan_s;
+  p.uniform_bubble_fraction =
+      uniform_bubble_fraction(s.schedule, plan.pp, plan.micro_batches, plan.chunks);
   const StageTotals totals = sum_stages(p, plan, costs);
   const RankSync sync = finish_iteration(p, plan, timing);
   add_comm(p, CommCategory::kTensorParallel, "tp collectives", &plan.tp_group, totals.tp_bytes,

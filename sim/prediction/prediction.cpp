@@ -71,6 +71,7 @@ Json to_json(const Prediction& p) {
               {"recompute_s", p.recompute_s},
               {"bubble_s", p.bubble_s},
               {"bubble_fraction", p.bubble_fraction},
+              {"uniform_bubble_fraction", p.uniform_bubble_fraction},
               {"pipeline_s", p.pipeline_s},
               {"optimizer_s", p.optimizer_s},
               {"forward_s", p.forward_s},

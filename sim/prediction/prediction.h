@@ -66,6 +66,7 @@ struct Prediction {
   double recompute_s = 0;       // of which recomputation
   double bubble_s = 0;          // pipeline idle time, from the schedule
   double bubble_fraction = 0;   // bubble_s / pipeline makespan
+  double uniform_bubble_fraction = 0;  // the schedule's bubble if all stages were equal, no p2p
   double pipeline_s = 0;        // forward/backward makespan of all micro-batches
   double optimizer_s = 0;
   double forward_s = 0;         // per micro-batch, busiest virtual stage

@@ -6,13 +6,14 @@
 #include <thread>
 
 #include "sim/analytical/analytical_engine.h"
+#include "sim/core/error.h"
 #include "sim/core/units.h"
 #include "strategies/lowering/lower.h"
 
 namespace stratasim {
 namespace {
 
-constexpr uint64_t kChunk = 2048;
+constexpr uint64_t kChunk = kSearchChunk;
 
 double price_of(const SearchOptions& o, const HardwareModel& hw) {
   return o.price_per_device_hour > 0 ? o.price_per_device_hour : hw.device.price_per_hour;
@@ -99,15 +100,15 @@ void evaluate_point(uint64_t index, const SearchPoint& pt, const ModelSpec& mode
 }
 
 void worker(const ModelSpec& model, const Strategy& base, const HardwareModel& base_hw,
-            const SearchSpace& space, const SearchOptions& o, std::atomic<uint64_t>& next,
-            std::atomic<uint64_t>& done, bool reports, Partial& out) {
+            const SearchSpace& space, const SearchOptions& o, Shard shard,
+            std::atomic<uint64_t>& next, std::atomic<uint64_t>& done, bool reports, Partial& out) {
   HardwareModel hw = base_hw;
   SearchPoint pt;
-  const uint64_t total = space.size();
+  const uint64_t size = space.size(), total = shard_points(size, shard);
   for (;;) {
-    const uint64_t begin = next.fetch_add(kChunk);
-    if (begin >= total) break;
-    const uint64_t end = std::min(total, begin + kChunk);
+    const uint64_t chunk = shard.k + next.fetch_add(1) * shard.n;  // the shard's next chunk
+    if (chunk >= (size + kChunk - 1) / kChunk) break;
+    const uint64_t begin = chunk * kChunk, end = std::min(size, begin + kChunk);
     for (uint64_t i = begin; i < end; ++i) {
       point_at(space, i, base, base_hw.num_devices, pt);
       evaluate_point(i, pt, model, hw, o, out);
@@ -176,23 +177,70 @@ std::vector<Candidate> pareto_front(std::vector<Candidate> candidates) {
 
 SearchResult run_search(const ModelSpec& model, const Strategy& base, const HardwareModel& hw,
                         const SearchSpace& space, const SearchOptions& options) {
+  return run_search_shard(model, base, hw, space, options, Shard{0, 1});
+}
+
+uint64_t shard_points(uint64_t size, Shard shard) {
+  SS_ASSERT(shard.n > 0 && shard.k >= 0 && shard.k < shard.n, "shard k must lie in [0, n)");
+  const uint64_t full = size / kChunk, rest = size % kChunk;  // full chunks, then a partial one
+  const uint64_t n = shard.n, k = shard.k;
+  uint64_t points = (full / n + (k < full % n ? 1 : 0)) * kChunk;
+  if (rest > 0 && full % n == k) points += rest;  // the partial chunk is chunk number `full`
+  return points;
+}
+
+SearchResult run_search_shard(const ModelSpec& model, const Strategy& base,
+                              const HardwareModel& hw, const SearchSpace& space,
+                              const SearchOptions& options, Shard shard) {
   const auto start = std::chrono::steady_clock::now();
+  const uint64_t chunks = (shard_points(space.size(), shard) + kChunk - 1) / kChunk;
   int threads = options.threads > 0 ? options.threads
                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  threads = static_cast<int>(std::min<uint64_t>(threads, (space.size() + kChunk - 1) / kChunk));
-  threads = std::max(1, threads);
+  threads = std::max(1, static_cast<int>(std::min<uint64_t>(threads, chunks)));
   std::vector<Partial> parts(threads);
   std::atomic<uint64_t> next{0}, done{0};
   std::vector<std::thread> pool;
   for (int t = 1; t < threads; ++t) {
     pool.emplace_back(worker, std::cref(model), std::cref(base), std::cref(hw), std::cref(space),
-                      std::cref(options), std::ref(next), std::ref(done), false, std::ref(parts[t]));
+                      std::cref(options), shard, std::ref(next), std::ref(done), false,
+                      std::ref(parts[t]));
   }
-  worker(model, base, hw, space, options, next, done, true, parts[0]);
+  worker(model, base, hw, space, options, shard, next, done, true, parts[0]);
   for (std::thread& t : pool) t.join();
   SearchResult r = merge(parts, options.top_k);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
+}
+
+SearchResult merge_search_results(std::vector<SearchResult> parts, int top_k) {
+  std::vector<Partial> partials(parts.size());
+  double seconds = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    partials[i].points = parts[i].points;
+    partials[i].feasible = parts[i].feasible;
+    partials[i].pruned = std::move(parts[i].pruned);
+    partials[i].top = std::move(parts[i].top);
+    partials[i].front = std::move(parts[i].pareto);
+    seconds = std::max(seconds, parts[i].seconds);
+  }
+  SearchResult r = merge(partials, top_k);
+  r.seconds = seconds;
+  return r;
+}
+
+std::optional<Candidate> evaluate_index(const ModelSpec& model, const Strategy& base,
+                                        const HardwareModel& hw, const SearchSpace& space,
+                                        const SearchOptions& options, uint64_t index) {
+  SS_ASSERT(index < space.size(), "a search index lies inside the space");
+  SearchPoint pt;
+  point_at(space, index, base, hw.num_devices, pt);
+  HardwareModel local = hw;
+  Partial out;
+  SearchOptions one = options;
+  one.top_k = 1;
+  evaluate_point(index, pt, model, local, one, out);
+  if (out.top.empty()) return std::nullopt;
+  return out.top.front();
 }
 
 }  // namespace stratasim

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,31 @@ struct SearchResult {
 
 SearchResult run_search(const ModelSpec& model, const Strategy& base, const HardwareModel& hw,
                         const SearchSpace& space, const SearchOptions& options);
+
+// A share of the space for one of n processes (MPI ranks): the enumeration is cut into chunks
+// of kSearchChunk consecutive indices, dealt round-robin, so shard k takes chunks k, k+n,
+// k+2n, ... (cheap, mostly pruned regions of the space are spread evenly). {0, 1} is all of it.
+constexpr uint64_t kSearchChunk = 2048;
+struct Shard {
+  int k = 0, n = 1;
+};
+uint64_t shard_points(uint64_t size, Shard shard);  // how many indices the shard holds
+
+// run_search over one shard. Candidates keep their global index, so merging the results of
+// all n shards gives exactly run_search's result.
+SearchResult run_search_shard(const ModelSpec& model, const Strategy& base,
+                              const HardwareModel& hw, const SearchSpace& space,
+                              const SearchOptions& options, Shard shard);
+
+// Merges the results of disjoint shards: counts summed, top-k re-selected with the same
+// tie-break (score, then lower index), Pareto front recomputed; seconds is the maximum.
+SearchResult merge_search_results(std::vector<SearchResult> parts, int top_k);
+
+// Re-evaluates the point at `index` (the candidate run_search would report for it), or nothing
+// when the point is infeasible. Lets a shard send indices instead of whole candidates.
+std::optional<Candidate> evaluate_index(const ModelSpec& model, const Strategy& base,
+                                        const HardwareModel& hw, const SearchSpace& space,
+                                        const SearchOptions& options, uint64_t index);
 
 // The objective's value in its natural unit for reports: tokens/s, seconds, $/token, bytes.
 double objective_value(const Candidate& c, const SearchOptions& o, const HardwareModel& hw);

@@ -25,4 +25,14 @@ std::vector<int> peak_in_flight(ScheduleKind kind, int p, int m, int v) {
   return peak;
 }
 
+double uniform_bubble_fraction(ScheduleKind kind, int p, int m, int v) {
+  switch (kind) {
+    case ScheduleKind::kGPipe:
+    case ScheduleKind::k1F1B: return double(p - 1) / (m + p - 1);
+    case ScheduleKind::kInterleaved1F1B: return double(p - 1) / (double(v) * m + p - 1);
+    case ScheduleKind::kPipeDreamAsync: return 0;
+  }
+  return 0;
+}
+
 }  // namespace stratasim

@@ -56,6 +56,11 @@ enum class TimingMethod {
 };
 TimingMethod last_timing_method();
 
+// Bubble fraction of the makespan with equal stages and free transfers (closed forms the
+// schedule tests derive): (p-1)/(m+p-1) for GPipe and 1F1B, (p-1)/(v m + p - 1) interleaved,
+// 0 for PipeDream's asynchronous steady state.
+double uniform_bubble_fraction(ScheduleKind kind, int p, int m, int v);
+
 // Activation memory driver: the most chunk-micro-batches a rank holds at once (forwards run,
 // backwards not yet run), per rank. Depends only on the op order; for a schedule without a
 // flush (PipeDream async) the next iteration's warm-up overlaps this one, so rank r holds

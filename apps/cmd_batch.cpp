@@ -1,0 +1,200 @@
+// stratasim batch DIR|LIST.txt [--search] [--out results.jsonl] [--resume]: every scenario
+// evaluated (or searched), each result appended to the results file as one JSON line the
+// moment it is done. Under MPI rank k takes pending scenarios k, k+N, ...; rank 0 writes all
+// lines in scenario order, so the file is byte-identical to a one-process run.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include "apps/cli_args.h"
+#include "apps/commands.h"
+#include "sim/batch/batch_file.h"
+#include "sim/batch/batch_run.h"
+#include "sim/batch/ranks.h"
+#include "sim/core/atomic_file.h"
+#include "sim/core/text.h"
+#include "sim/core/units.h"
+
+namespace stratasim {
+namespace {
+
+struct BatchPlan {
+  std::vector<std::string> pending;  // scenario files still to run, in batch order
+  int skipped = 0;                   // already in the results file (--resume)
+  int torn = 0, retried = 0;
+};
+
+// Rank 0 reads the inputs and, with --resume, the results file (rewritten without a torn last
+// line or failed scenarios) and decides what is left to run.
+BatchPlan plan_batch(const std::string& input, const std::string& out, bool resume,
+                     BatchMode mode) {
+  BatchPlan plan;
+  std::set<ResultKey> done;
+  if (resume) {
+    ExistingResults existing = read_results(out);
+    plan.torn = existing.torn;
+    plan.retried = existing.retried;
+    if (existing.torn > 0 || existing.retried > 0) {
+      std::string text;
+      for (const std::string& line : existing.kept) text += line + "\n";
+      write_file_atomically(out, text);
+    }
+    done = std::move(existing.done);
+  } else {
+    ResultsFile empty(out, true);  // start a new, empty results file
+  }
+  for (const std::string& file : batch_inputs(input)) {
+    if (done.insert({file, content_hash_of_file(file), std::string(batch_mode_name(mode))})
+            .second) {
+      plan.pending.push_back(file);
+    } else {
+      ++plan.skipped;
+    }
+  }
+  return plan;
+}
+
+Json plan_json(const BatchPlan& p) {
+  return Json{
+      {"pending", p.pending}, {"skipped", p.skipped}, {"torn", p.torn}, {"retried", p.retried}};
+}
+
+BatchPlan plan_from_json(const Json& j) {
+  return BatchPlan{j.at("pending").get<std::vector<std::string>>(), j.at("skipped").get<int>(),
+                   j.at("torn").get<int>(), j.at("retried").get<int>()};
+}
+
+// A test hook: STRATASIM_BATCH_DELAY_MS=N waits N ms after each scenario, so a test can kill
+// the batch between two results.
+void test_delay() {
+  static const char* ms = std::getenv("STRATASIM_BATCH_DELAY_MS");
+  if (ms != nullptr) std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms)));
+}
+
+std::string summary_row(const Json& line) {
+  const std::string file = std::filesystem::path(line["file"].get<std::string>()).filename();
+  if (line["status"] != "ok") {
+    return format_text("  %-32s %-7s %s\n", file.c_str(), "error",
+                       line["error"].get<std::string>().c_str());
+  }
+  const std::string name = line["scenario"].get<std::string>();
+  if (line.contains("search")) {
+    const Json& s = line["search"];
+    std::string best = "no feasible point";
+    if (!s["top"].empty()) {
+      const Json& c = s["top"][0];
+      best = format_text("best %.4g tokens/s (tp=%d pp=%d dp=%d)", c["tokens_per_s"].get<double>(),
+                         c["strategy"]["tp"].get<int>(), c["strategy"]["pp"].get<int>(),
+                         c["dp"].get<int>());
+    }
+    return format_text("  %-32s %-7s %-34s %llu points, %llu feasible, %s\n", file.c_str(), "ok",
+                       name.c_str(), s["points"].get<unsigned long long>(),
+                       s["feasible"].get<unsigned long long>(), best.c_str());
+  }
+  int feasible = 0;
+  std::string best = "none fits";
+  double best_tps = 0;
+  for (const Json& v : line["variants"]) {
+    if (!v["feasible"].get<bool>()) continue;
+    ++feasible;
+    const Json& p = v["prediction"];
+    if (p["fits"].get<bool>() && p["tokens_per_s"].get<double>() > best_tps) {
+      best_tps = p["tokens_per_s"].get<double>();
+      best = format_text("fastest that fits: %s, %.4g tokens/s",
+                         v["variant"].get<std::string>().c_str(), best_tps);
+    }
+  }
+  return format_text("  %-32s %-7s %-34s %d/%zu variants feasible, %s\n", file.c_str(), "ok",
+                     name.c_str(), feasible, line["variants"].size(), best.c_str());
+}
+
+std::string totals_line(const BatchPlan& plan, int failures, double seconds) {
+  std::string line =
+      format_text("%zu scenario(s) run in %.2f s, %d failed; %d already done (skipped)",
+                  plan.pending.size(), seconds, failures, plan.skipped);
+  if (plan.torn > 0) line += format_text(", %d torn line(s) dropped", plan.torn);
+  if (plan.retried > 0) line += format_text(", %d earlier failure(s) retried", plan.retried);
+  return line;
+}
+
+BatchOptions batch_options(const CliArgs& args, const Ranks& ranks) {
+  BatchOptions o;
+  o.mode = args.has("search") ? BatchMode::kSearch : BatchMode::kEvaluate;
+  auto count = [&](const char* name, double fallback) {
+    const std::string text = args.option(name);
+    if (text.empty()) return fallback;
+    std::string rule;
+    auto v = parse_quantity(text, Dimension::kCount, &rule);
+    if (!v) throw InputError("command line", std::string("--") + name, "\"" + text + "\"", rule);
+    return *v;
+  };
+  o.search.top_k = static_cast<int>(count("top", 10));
+  o.search.threads = static_cast<int>(count("threads", ranks.threads_per_rank()));
+  return o;
+}
+
+int batch_command(const Ranks& ranks, int argc, char** argv) {
+  const CliArgs args = parse_cli(argc, argv, 2, {"out", "top", "threads"}, {"search", "resume"});
+  if (args.positionals.size() != 1) {
+    throw InputError("command line", "batch", std::to_string(args.positionals.size()) + " inputs",
+                     "takes exactly one DIR or LIST.txt");
+  }
+  const std::string out = args.option("out", "results.jsonl");
+  const BatchOptions options = batch_options(args, ranks);
+  const auto start = std::chrono::steady_clock::now();
+  std::string plan_text;
+  if (ranks.root()) {
+    plan_text =
+        plan_json(plan_batch(args.positionals[0], out, args.has("resume"), options.mode)).dump();
+  }
+  const BatchPlan plan = plan_from_json(parse_json_text(ranks.broadcast(plan_text), "batch plan"));
+
+  std::unique_ptr<ResultsFile> file;
+  if (ranks.root()) {
+    file = std::make_unique<ResultsFile>(out, false);
+    std::printf("batch %s -> %s (%s%s)\n", args.positionals[0].c_str(), out.c_str(),
+                std::string(batch_mode_name(options.mode)).c_str(),
+                ranks.size() > 1 ? format_text(", %d MPI ranks", ranks.size()).c_str() : "");
+  }
+  int failures = 0;
+  for (size_t i = 0; i < plan.pending.size(); ++i) {
+    const int owner = static_cast<int>(i % ranks.size());
+    std::string line;
+    if (owner == ranks.rank()) {
+      line = run_batch_scenario(plan.pending[i], options).dump();
+      test_delay();
+      if (!ranks.root()) ranks.send(0, line);
+    } else if (ranks.root()) {
+      line = ranks.receive(owner);
+    }
+    if (!ranks.root()) continue;
+    file->append(line);
+    const Json j = parse_json_text(line, out);
+    failures += j["status"] != "ok";
+    std::fputs(summary_row(j).c_str(), stdout);  // the table grows as results come in
+    std::fflush(stdout);
+  }
+  if (!ranks.root()) return 0;
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("%s\n", totals_line(plan, failures, s).c_str());
+  return failures > 0 ? 2 : 0;
+}
+
+}  // namespace
+
+int cmd_batch(int argc, char** argv) {
+  const Ranks ranks;
+  try {
+    return batch_command(ranks, argc, argv);
+  } catch (const std::exception& e) {
+    // With several ranks, ~Ranks aborts them all before main could print this.
+    if (ranks.size() > 1) std::fprintf(stderr, "error (rank %d): %s\n", ranks.rank(), e.what());
+    throw;
+  }
+}
+
+}  // namespace stratasim

@@ -1,0 +1,220 @@
+// Fused vs unfused CPU kernels at large sizes, against the machine's measured memory bandwidth:
+//   build/bench/bench_kernels [REPS]
+// For every kernel family: the best-of-REPS time (default 5, after one warm-up; fused and unfused
+// run alternately) of each form and the speedup; for the memory-bound fused kernels the effective
+// bandwidth (compulsory bytes: every input read once, every output written once) as a fraction
+// of the STREAM copy bandwidth, the better of a measurement before and one after the kernels
+// (issue 4's target: >= 70%); for the compute-bound ones (GEMM, conv, attention) the FLOP rate.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/attention.h"
+#include "kernels/bias_dropout_residual.h"
+#include "kernels/conv_bn_relu.h"
+#include "kernels/gemm.h"
+#include "kernels/image_pipeline.h"
+#include "kernels/layernorm.h"
+#include "kernels/lstm_cell.h"
+#include "kernels/softmax.h"
+#include "kernels/stream.h"
+#include "kernels/threads.h"
+#include "sim/core/units.h"
+
+using namespace stratasim;
+using namespace stratasim::kernels;
+
+namespace {
+
+int g_reps = 5;
+
+double time_s(const std::function<void()>& fn) {
+  const auto t0 = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double best_time_s(const std::function<void()>& fn) {
+  fn();  // warm-up: page faults, caches
+  double best = 1e300;
+  for (int r = 0; r < g_reps; ++r) best = std::min(best, time_s(fn));
+  return best;
+}
+
+// Best times of two forms run alternately, so that load from other processes on a shared
+// machine falls on both alike.
+struct PairTimes {
+  double fused_s = 1e300, unfused_s = 1e300;
+};
+PairTimes best_pair_s(const std::function<void()>& fused, const std::function<void()>& unfused) {
+  fused(), unfused();  // warm-up
+  PairTimes t;
+  for (int r = 0; r < g_reps; ++r) {
+    t.fused_s = std::min(t.fused_s, time_s(fused));
+    t.unfused_s = std::min(t.unfused_s, time_s(unfused));
+  }
+  return t;
+}
+
+std::vector<float> random_vec(std::size_t n, unsigned seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+struct Row {
+  std::string name, shape;
+  PairTimes t;
+  double bytes = 0;  // compulsory bytes of the fused kernel; 0 for compute-bound kernels
+  double flop = 0;   // FLOP of the fused kernel; 0 for memory-bound kernels
+};
+
+double g_copy_Bps = 0;
+
+void print_row(const Row& r) {
+  std::printf("%-24s %-22s %10.3f %10.3f %8.2fx", r.name.c_str(), r.shape.c_str(),
+              r.t.fused_s / kMilli, r.t.unfused_s / kMilli, r.t.unfused_s / r.t.fused_s);
+  if (r.bytes > 0) {  // fraction of the better of the two copy measurements
+    const double bw = r.bytes / r.t.fused_s;
+    std::printf("  %8.2f GB/s  %5.1f%% of copy\n", bw / kGB, 100.0 * bw / g_copy_Bps);
+  } else {
+    std::printf("  %8.2f GFLOP/s\n", r.flop / r.t.fused_s / kGiga);
+  }
+  std::fflush(stdout);
+}
+
+// Measured before and after the kernels; the larger copy figure is the reference (the machine
+// may be shared, and a kernel is not credited for bandwidth others took from the copy).
+void bench_stream(const char* when) {
+  const std::size_t n = std::size_t(1) << 25;  // 128 MiB per array, far beyond any cache
+  std::vector<float> a = random_vec(n, 1), b(n), c = random_vec(n, 2);
+  const double copy_s = best_time_s([&] { stream_copy(a, b); });
+  const double triad_s = best_time_s([&] { stream_triad(a, b, c, 3.0f); });
+  g_copy_Bps = std::max(g_copy_Bps, 2.0 * 4 * n / copy_s);
+  std::printf("memory bandwidth %s (%zu floats/array): copy %.2f GB/s, triad %.2f GB/s\n", when, n,
+              2.0 * 4 * n / copy_s / kGB, 3.0 * 4 * n / triad_s / kGB);
+}
+
+Row bench_gemm() {
+  const GemmShape s{1024, 1024, 1024};
+  const auto a = random_vec(std::size_t(s.m) * s.k, 3), b = random_vec(std::size_t(s.k) * s.n, 4);
+  const auto bias = random_vec(s.n, 5);
+  std::vector<float> c(std::size_t(s.m) * s.n);
+  return {"gemm+bias+gelu", "1024^3",
+          best_pair_s([&] { gemm_bias_gelu_fused(a, b, bias, c, s); },
+                      [&] { gemm_bias_gelu_unfused(a, b, bias, c, s); }),
+          0, 2.0 * s.m * s.n * s.k};
+}
+
+Row bench_dropout() {
+  const int rows = 4096, cols = 4096;
+  const std::size_t n = std::size_t(rows) * cols;
+  const auto x = random_vec(n, 6), res = random_vec(n, 7), bias = random_vec(cols, 8);
+  std::vector<float> out(n);
+  const DropoutParams d{0.1f, 1};
+  return {"bias+dropout+residual", "4096x4096",
+          best_pair_s([&] { bias_dropout_residual_fused(x, bias, res, out, rows, cols, d); },
+                      [&] { bias_dropout_residual_unfused(x, bias, res, out, rows, cols, d); }),
+          3.0 * 4 * n};
+}
+
+Row bench_layernorm() {
+  const LayerNormShape s{16384, 1024, 1e-5f};
+  const std::size_t n = std::size_t(s.rows) * s.cols;
+  const auto x = random_vec(n, 9), r = random_vec(n, 10);
+  const auto g = random_vec(s.cols, 11), b = random_vec(s.cols, 12);
+  std::vector<float> h(n), y(n);
+  return {"residual+layernorm", "16384x1024",
+          best_pair_s([&] { add_layernorm_fused(x, r, g, b, h, y, s); },
+                      [&] { add_layernorm_unfused(x, r, g, b, h, y, s); }),
+          4.0 * 4 * n};
+}
+
+Row bench_softmax(bool causal) {
+  const SoftmaxShape s{16, 1024, 0.125f, causal};
+  const std::size_t n = std::size_t(s.batch) * s.s * s.s;
+  const auto x = random_vec(n, 13, -8.0f, 8.0f);
+  std::vector<float> y(n);
+  // Causal: the fused kernel reads only the lower triangle (s(s+1)/2 per matrix), writes all.
+  const double read = causal ? double(s.batch) * s.s * (s.s + 1) / 2 : double(n);
+  return {causal ? "scale+mask+softmax" : "scale+softmax (no mask)", "16x1024x1024",
+          best_pair_s([&] { scaled_masked_softmax_fused(x, y, s); },
+                      [&] { scaled_masked_softmax_unfused(x, y, s); }),
+          4.0 * (read + n)};
+}
+
+Row bench_attention() {
+  const AttentionShape s{8, 1024, 64, true};
+  const std::size_t n = std::size_t(s.bh) * s.s * s.d;
+  const auto q = random_vec(n, 14), k = random_vec(n, 15), v = random_vec(n, 16);
+  std::vector<float> o(n), ws(attention_unfused_workspace(s));
+  // QK^T and PV over the causal half: 2 * 2 * bh * s^2 * d / 2.
+  return {"attention (causal)", "bh8 s1024 d64",
+          best_pair_s([&] { attention_fused(q, k, v, o, s); },
+                      [&] { attention_unfused(q, k, v, o, ws, s); }),
+          0, 2.0 * s.bh * double(s.s) * s.s * s.d};
+}
+
+Row bench_conv() {
+  const ConvShape s{1, 64, 64, 128, 128};
+  const auto x = random_vec(std::size_t(s.n) * s.c * s.h * s.w, 17);
+  const auto w = random_vec(std::size_t(s.k) * s.c * 9, 18);
+  const auto g = random_vec(s.k, 19), b = random_vec(s.k, 20), m = random_vec(s.k, 21);
+  const auto var = random_vec(s.k, 22, 0.5f, 2.0f);
+  const BatchNorm bn{g, b, m, var, 1e-5f};
+  std::vector<float> y(std::size_t(s.n) * s.k * s.h * s.w);
+  return {"conv3x3+bn+relu", "1x64->64x128x128",
+          best_pair_s([&] { conv_bn_relu_fused(x, w, bn, y, s); },
+                      [&] { conv_bn_relu_unfused(x, w, bn, y, s); }),
+          0, 2.0 * 9 * s.c * s.k * double(s.h) * s.w * s.n};
+}
+
+Row bench_image() {
+  const ImageShape s{4096, 4096};
+  const std::size_t n = std::size_t(s.h) * s.w;
+  const auto in = random_vec(n, 23, 0.0f, 1.0f);
+  std::vector<float> out(n), ws(image_pipeline_unfused_workspace(s));
+  return {"blur+sobel+sharpen", "4096x4096",
+          best_pair_s([&] { image_pipeline_fused(in, out, s); },
+                      [&] { image_pipeline_unfused(in, out, ws, s); }),
+          2.0 * 4 * n};
+}
+
+Row bench_lstm() {
+  const LstmShape s{4096, 1024};
+  const std::size_t n = std::size_t(s.batch) * s.hidden;
+  const auto gates = random_vec(4 * n, 24, -4.0f, 4.0f), bias = random_vec(4 * s.hidden, 25);
+  const auto c = random_vec(n, 26);
+  std::vector<float> co(n), ho(n), ws(lstm_cell_unfused_workspace(s));
+  return {"lstm cell gates", "4096x1024",
+          best_pair_s([&] { lstm_cell_fused(gates, bias, c, co, ho, s); },
+                      [&] { lstm_cell_unfused(gates, bias, c, co, ho, ws, s); }),
+          7.0 * 4 * n};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1) g_reps = std::max(1, std::atoi(argv[1]));
+  std::printf("stratasim kernels, CPU, %d threads, best of %d\n", kernel_threads(), g_reps);
+  bench_stream("before");
+  std::vector<Row> rows;
+  for (const auto& bench : std::vector<std::function<Row()>>{
+           bench_gemm, bench_dropout, bench_layernorm, [] { return bench_softmax(true); },
+           [] { return bench_softmax(false); }, bench_attention, bench_conv, bench_image,
+           bench_lstm}) {
+    rows.push_back(bench());
+  }
+  bench_stream("after");
+  std::printf("\n%-24s %-22s %10s %10s %9s  %s\n", "kernel", "shape", "fused ms", "unfused ms",
+              "speedup", "fused rate");
+  for (const Row& r : rows) print_row(r);
+  return 0;
+}

@@ -1,0 +1,133 @@
+#include "kernels/image_pipeline.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "sim/core/error.h"
+
+namespace stratasim::kernels {
+namespace {
+
+constexpr int kStripRows = 32;  // rows per fused strip: 3 buffers of ~36 rows stay in L2
+
+void check(std::span<const float> in, std::span<const float> out, ImageShape s) {
+  SS_ASSERT(s.h > 0 && s.w > 0, "image must be at least 1 x 1");
+  const std::size_t n = std::size_t(s.h) * s.w;
+  SS_ASSERT(in.size() == n && out.size() == n, "in and out must hold h*w floats");
+}
+
+// One pixel of each stage from rows up/mid/down at columns jl, j, jr (already clamped).
+struct Blur {
+  static float at(const float* u, const float* m, const float* d, int jl, int j, int jr) {
+    return ((u[jl] + 2.0f * u[j] + u[jr]) + 2.0f * (m[jl] + 2.0f * m[j] + m[jr]) +
+            (d[jl] + 2.0f * d[j] + d[jr])) *
+           0.0625f;
+  }
+};
+struct Sobel {
+  static float at(const float* u, const float* m, const float* d, int jl, int j, int jr) {
+    const float gx = (u[jr] + 2.0f * m[jr] + d[jr]) - (u[jl] + 2.0f * m[jl] + d[jl]);
+    const float gy = (d[jl] + 2.0f * d[j] + d[jr]) - (u[jl] + 2.0f * u[j] + u[jr]);
+    return std::sqrt(gx * gx + gy * gy);
+  }
+};
+struct Sharpen {
+  static float at(const float* u, const float* m, const float* d, int jl, int j, int jr) {
+    return 5.0f * m[j] - u[j] - d[j] - m[jl] - m[jr];
+  }
+};
+
+// One output row of a stage; edge columns clamp, the interior loop vectorizes.
+template <class Stage>
+void stencil_row(const float* __restrict u, const float* __restrict m, const float* __restrict d,
+                 float* __restrict out, int w) {
+  out[0] = Stage::at(u, m, d, 0, 0, std::min(1, w - 1));
+  for (int j = 1; j < w - 1; ++j) out[j] = Stage::at(u, m, d, j - 1, j, j + 1);
+  if (w > 1) out[w - 1] = Stage::at(u, m, d, w - 2, w - 1, w - 1);
+}
+
+// Rows [lo, hi) of a stage into dst (whose first row is dst_first); source row rr is clamped to
+// the image and read from src (whose first row is src_first).
+template <class Stage>
+void stencil_rows(const float* src, int src_first, float* dst, int dst_first, int lo, int hi,
+                  ImageShape s) {
+  for (int r = lo; r < hi; ++r) {
+    const auto row = [&](int rr) {
+      return src + std::size_t(std::clamp(rr, 0, s.h - 1) - src_first) * s.w;
+    };
+    stencil_row<Stage>(row(r - 1), row(r), row(r + 1), dst + std::size_t(r - dst_first) * s.w, s.w);
+  }
+}
+
+}  // namespace
+
+void image_pipeline_fused(std::span<const float> in, std::span<float> out, ImageShape s) {
+  check(in, out, s);
+  const int strips = (s.h + kStripRows - 1) / kStripRows;
+#pragma omp parallel
+  {
+    std::vector<float> b(std::size_t(kStripRows + 4) * s.w), e(std::size_t(kStripRows + 2) * s.w);
+#pragma omp for schedule(static)
+    for (int strip = 0; strip < strips; ++strip) {
+      const int y0 = strip * kStripRows, y1 = std::min(s.h, y0 + kStripRows);
+      const int e_lo = std::max(0, y0 - 1), e_hi = std::min(s.h, y1 + 1);
+      const int b_lo = std::max(0, e_lo - 1), b_hi = std::min(s.h, e_hi + 1);
+      stencil_rows<Blur>(in.data(), 0, b.data(), b_lo, b_lo, b_hi, s);
+      stencil_rows<Sobel>(b.data(), b_lo, e.data(), e_lo, e_lo, e_hi, s);
+      stencil_rows<Sharpen>(e.data(), e_lo, out.data(), 0, y0, y1, s);
+    }
+  }
+}
+
+std::size_t image_pipeline_unfused_workspace(ImageShape s) { return 2 * std::size_t(s.h) * s.w; }
+
+void image_pipeline_unfused(std::span<const float> in, std::span<float> out,
+                            std::span<float> workspace, ImageShape s) {
+  check(in, out, s);
+  SS_ASSERT(workspace.size() >= image_pipeline_unfused_workspace(s), "image workspace too small");
+  float* b = workspace.data();
+  float* e = workspace.data() + std::size_t(s.h) * s.w;
+#pragma omp parallel for schedule(static)
+  for (int r = 0; r < s.h; ++r) stencil_rows<Blur>(in.data(), 0, b, 0, r, r + 1, s);
+#pragma omp parallel for schedule(static)
+  for (int r = 0; r < s.h; ++r) stencil_rows<Sobel>(b, 0, e, 0, r, r + 1, s);
+#pragma omp parallel for schedule(static)
+  for (int r = 0; r < s.h; ++r) stencil_rows<Sharpen>(e, 0, out.data(), 0, r, r + 1, s);
+}
+
+void image_pipeline_reference(std::span<const float> in, std::span<float> out, ImageShape s) {
+  check(in, out, s);
+  const auto stage = [&](const std::vector<double>& src, auto weights_at) {
+    std::vector<double> dst(src.size());
+    for (int r = 0; r < s.h; ++r) {
+      for (int c = 0; c < s.w; ++c) {
+        const auto px = [&](int dr, int dc) {
+          return src[std::size_t(std::clamp(r + dr, 0, s.h - 1)) * s.w +
+                     std::clamp(c + dc, 0, s.w - 1)];
+        };
+        dst[std::size_t(r) * s.w + c] = weights_at(px);
+      }
+    }
+    return dst;
+  };
+  const std::vector<double> x(in.begin(), in.end());
+  const auto b = stage(x, [](auto px) {
+    double acc = 0.0;
+    const double g[3] = {1.0, 2.0, 1.0};
+    for (int dr = -1; dr <= 1; ++dr) {
+      for (int dc = -1; dc <= 1; ++dc) acc += g[dr + 1] * g[dc + 1] * px(dr, dc);
+    }
+    return acc / 16.0;
+  });
+  const auto e = stage(b, [](auto px) {
+    const double gx = px(-1, 1) + 2 * px(0, 1) + px(1, 1) - px(-1, -1) - 2 * px(0, -1) - px(1, -1);
+    const double gy = px(1, -1) + 2 * px(1, 0) + px(1, 1) - px(-1, -1) - 2 * px(-1, 0) - px(-1, 1);
+    return std::sqrt(gx * gx + gy * gy);
+  });
+  const auto o =
+      stage(e, [](auto px) { return 5 * px(0, 0) - px(-1, 0) - px(1, 0) - px(0, -1) - px(0, 1); });
+  std::copy(o.begin(), o.end(), out.begin());
+}
+
+}  // namespace stratasim::kernels

@@ -1,0 +1,118 @@
+#include "kernels/softmax.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "kernels/elementwise.h"
+#include "sim/core/error.h"
+
+namespace stratasim::kernels {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+void check(std::span<const float> x, std::span<const float> y, SoftmaxShape sh) {
+  SS_ASSERT(sh.batch >= 0 && sh.s > 0, "softmax needs batch >= 0 and s > 0");
+  const std::size_t n = std::size_t(sh.batch) * sh.s * sh.s;
+  SS_ASSERT(x.size() == n && y.size() == n, "x and y must hold batch*s*s floats");
+}
+
+int valid_cols(SoftmaxShape sh, int row) { return sh.causal ? row + 1 : sh.s; }
+
+}  // namespace
+
+void softmax_row(const float* __restrict x, float* __restrict y, int cols, int valid, float scale) {
+  float m = kNegInf;
+#pragma omp simd reduction(max : m)
+  for (int j = 0; j < valid; ++j) m = std::max(m, x[j] * scale);
+  float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+  for (int j = 0; j < valid; ++j) {
+    y[j] = exp_approx(x[j] * scale - m);
+    sum += y[j];
+  }
+  const float inv = 1.0f / sum;
+  for (int j = 0; j < valid; ++j) y[j] *= inv;
+  for (int j = valid; j < cols; ++j) y[j] = 0.0f;
+}
+
+void scaled_masked_softmax_fused(std::span<const float> x, std::span<float> y, SoftmaxShape sh) {
+  check(x, y, sh);
+  const std::int64_t rows = std::int64_t(sh.batch) * sh.s;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::size_t base = std::size_t(r) * sh.s;
+    softmax_row(x.data() + base, y.data() + base, sh.s, valid_cols(sh, int(r % sh.s)), sh.scale);
+  }
+}
+
+void scaled_masked_softmax_unfused(std::span<const float> x, std::span<float> y, SoftmaxShape sh) {
+  check(x, y, sh);
+  const std::int64_t rows = std::int64_t(sh.batch) * sh.s, n = rows * sh.s;
+  const int s = sh.s;
+  const float* __restrict xp = x.data();
+  float* __restrict yp = y.data();
+  std::vector<float> row_stat(static_cast<std::size_t>(rows));
+  float* __restrict stat = row_stat.data();
+#pragma omp parallel for schedule(static)
+  for (std::int64_t e = 0; e < n; ++e) yp[e] = xp[e] * sh.scale;  // pass 1: scale
+  if (sh.causal) {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t r = 0; r < rows; ++r) {  // pass 2: mask
+      float* row = yp + r * s;
+      for (int j = int(r % s) + 1; j < s; ++j) row[j] = kNegInf;
+    }
+  }
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < rows; ++r) {  // pass 3: row max
+    float m = kNegInf;
+    const float* row = yp + r * s;
+#pragma omp simd reduction(max : m)
+    for (int j = 0; j < s; ++j) m = std::max(m, row[j]);
+    stat[r] = m;
+  }
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < rows; ++r) {  // pass 4: exp(x - max); exp(-inf) = 0
+    float* row = yp + r * s;
+    const float m = stat[r];
+#pragma omp simd
+    for (int j = 0; j < s; ++j) row[j] = exp_approx(row[j] - m);
+  }
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < rows; ++r) {  // pass 5: row sum
+    float sum = 0.0f;
+    const float* row = yp + r * s;
+#pragma omp simd reduction(+ : sum)
+    for (int j = 0; j < s; ++j) sum += row[j];
+    stat[r] = sum;
+  }
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < rows; ++r) {  // pass 6: divide
+    float* row = yp + r * s;
+    const float inv = 1.0f / stat[r];
+    for (int j = 0; j < s; ++j) row[j] *= inv;
+  }
+}
+
+void scaled_masked_softmax_reference(std::span<const float> x, std::span<float> y,
+                                     SoftmaxShape sh) {
+  check(x, y, sh);
+  const std::int64_t rows = std::int64_t(sh.batch) * sh.s;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::size_t base = std::size_t(r) * sh.s;
+    const int valid = valid_cols(sh, int(r % sh.s));
+    double m = -std::numeric_limits<double>::infinity();
+    for (int j = 0; j < valid; ++j) m = std::max(m, double(x[base + j]) * sh.scale);
+    double sum = 0.0;
+    for (int j = 0; j < valid; ++j) sum += std::exp(double(x[base + j]) * sh.scale - m);
+    for (int j = 0; j < sh.s; ++j) {
+      y[base + j] = j < valid ? float(std::exp(double(x[base + j]) * sh.scale - m) / sum) : 0.0f;
+    }
+  }
+}
+
+}  // namespace stratasim::kernels

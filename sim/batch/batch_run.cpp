@@ -1,0 +1,64 @@
+#include "sim/batch/batch_run.h"
+
+#include "sim/analytical/analytical_engine.h"
+#include "sim/batch/batch_file.h"
+#include "sim/prediction/prediction_json.h"
+#include "sim/scenario/scenario.h"
+#include "sim/search/search_json.h"
+#include "strategies/lowering/lower.h"
+#include "strategies/strategy/strategy_json.h"
+
+namespace stratasim {
+namespace {
+
+Json variants_json(const Scenario& sc) {
+  Json variants = Json::array();
+  for (const auto& [name, strategy] : sc.variants) {
+    Json v{{"variant", name}};
+    Expected<Plan> plan = lower(sc.model, strategy, sc.hardware);
+    v["feasible"] = static_cast<bool>(plan);
+    if (plan) {
+      v["strategy"] = to_json(plan->strategy);
+      v["prediction"] = to_json(predict_analytical(*plan));
+    } else {
+      v["reason"] = std::string(reason_name(plan.error().reason)) + ": " + plan.error().detail;
+    }
+    variants.push_back(std::move(v));
+  }
+  return variants;
+}
+
+Json search_json(const Scenario& sc, const SearchOptions& o) {
+  if (sc.search.axes.empty()) {
+    throw InputError(sc.file, "search", "(missing)",
+                     "must list the axes to search, e.g. \"search\": {\"tp\": [1, 2, 4, 8]}");
+  }
+  const SearchResult r = run_search(sc.model, sc.strategy, sc.hardware, sc.search, o);
+  return search_result_json(r, sc.search, o, sc.hardware);
+}
+
+}  // namespace
+
+std::string_view batch_mode_name(BatchMode m) {
+  return m == BatchMode::kSearch ? "search" : "evaluate";
+}
+
+Json run_batch_scenario(const std::string& file, const BatchOptions& options) {
+  Json line{{"file", file},
+            {"hash", content_hash_of_file(file)},
+            {"mode", std::string(batch_mode_name(options.mode))}};
+  try {
+    const Scenario sc = load_scenario(file);
+    Json result =
+        options.mode == BatchMode::kSearch ? search_json(sc, options.search) : variants_json(sc);
+    line["status"] = "ok";
+    line["scenario"] = sc.name;
+    line[options.mode == BatchMode::kSearch ? "search" : "variants"] = std::move(result);
+  } catch (const InputError& e) {
+    line["status"] = "error";
+    line["error"] = e.what();
+  }
+  return line;
+}
+
+}  // namespace stratasim

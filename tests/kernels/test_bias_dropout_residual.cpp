@@ -1,0 +1,65 @@
+// Bias + dropout + residual: the three forms drop the same elements and agree on the rest.
+#include <cstddef>
+
+#include "kernels/bias_dropout_residual.h"
+#include "tests/kernels/kernel_test_util.h"
+
+namespace stratasim::kernels {
+namespace {
+
+using test::check_close;
+using test::kOddSizes;
+using test::kUnitRoundoff;
+using test::random_tensor;
+
+TEST_CASE("bias_dropout_residual: same mask and values in all three forms on odd shapes") {
+  for (int rows : {1, 3, 33}) {
+    for (int cols : kOddSizes) {
+      CAPTURE(rows);
+      CAPTURE(cols);
+      const std::size_t n = std::size_t(rows) * cols;
+      const auto x = random_tensor(n, 11), residual = random_tensor(n, 12);
+      const auto bias = random_tensor(cols, 13);
+      const DropoutParams d{0.25f, 42};
+      std::vector<float> fused(n), unfused(n), ref(n);
+      bias_dropout_residual_fused(x, bias, residual, fused, rows, cols, d);
+      bias_dropout_residual_unfused(x, bias, residual, unfused, rows, cols, d);
+      bias_dropout_residual_reference(x, bias, residual, ref, rows, cols, d);
+      for (std::size_t e = 0; e < n; ++e) {  // a dropped element is exactly the residual
+        const bool dropped = !dropout_keep(d.seed, e, d.threshold());
+        CHECK((fused[e] == residual[e]) == (unfused[e] == residual[e]));
+        if (dropped) CHECK(fused[e] == residual[e]);
+      }
+      // Same float operations in the same order: equal to rounding (2 ulp allows for a
+      // compiler contracting a multiply-add in one form only).
+      check_close(fused, unfused, 1e-30, 2 * 2 * kUnitRoundoff, "fused vs unfused");
+      // Three roundings (add, multiply, add) of values <= 1/(1-p) * 2 + 1 = 3.7: 3 ulp of 4.
+      check_close(fused, ref, 3 * 4 * 2 * kUnitRoundoff, 0.0, "fused vs reference");
+    }
+  }
+}
+
+TEST_CASE("bias_dropout_residual: the mask drops close to p of the elements") {
+  // 2^16 Bernoulli(0.25) draws: mean 16384, sd sqrt(n p (1-p)) = 110.9; 5 sd = 555.
+  const int rows = 256, cols = 256;
+  const std::size_t n = std::size_t(rows) * cols;
+  const std::vector<float> x(n, 1.0f), residual(n, 0.0f), bias(cols, 0.0f);
+  std::vector<float> out(n);
+  bias_dropout_residual_fused(x, bias, residual, out, rows, cols, DropoutParams{0.25f, 7});
+  std::size_t dropped = 0;
+  for (float v : out) {
+    if (v == 0.0f) {
+      ++dropped;
+    } else {
+      CHECK(v == doctest::Approx(1.0 / 0.75).epsilon(1e-6));  // kept: scaled by 1/(1-p)
+    }
+  }
+  CHECK(double(dropped) == doctest::Approx(16384.0).epsilon(555.0 / 16384.0));
+  // Another seed, another mask.
+  std::vector<float> other(n);
+  bias_dropout_residual_fused(x, bias, residual, other, rows, cols, DropoutParams{0.25f, 8});
+  CHECK(other != out);
+}
+
+}  // namespace
+}  // namespace stratasim::kernels
