@@ -30,16 +30,8 @@ CliRun run_mpi(const std::string& args) {
   const std::string env =
       "OMPI_MCA_plm=isolated OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none "
       "OMPI_MCA_pml=ob1 OMPI_MCA_rmaps_base_oversubscribe=1 ";
-  const std::string cmd = env + "timeout 60 mpirun --allow-run-as-root --oversubscribe -np 2 " +
-                          std::string(STRATASIM_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return stratasim::testing::run_command(env + "timeout 60 mpirun --allow-run-as-root --oversubscribe -np 2 " +
+                                          std::string(STRATASIM_BINARY) + " " + args);
 }
 
 }  // namespace

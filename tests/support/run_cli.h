@@ -15,8 +15,9 @@ struct CliRun {
   std::string output;  // stdout and stderr together
 };
 
-inline CliRun run_cli(const std::string& args) {
-  const std::string cmd = std::string(STRATASIM_BINARY) + " " + args + " 2>&1";
+// Runs a shell command line and captures its exit code and output (stderr included).
+inline CliRun run_command(const std::string& command_line) {
+  const std::string cmd = command_line + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   REQUIRE(pipe != nullptr);
   std::string out;
@@ -25,6 +26,10 @@ inline CliRun run_cli(const std::string& args) {
   while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
   const int status = pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+inline CliRun run_cli(const std::string& args) {
+  return run_command(std::string(STRATASIM_BINARY) + " " + args);
 }
 
 }  // namespace stratasim::testing
