@@ -12,6 +12,9 @@
 #include "sim/core/units.h"
 #include "sim/scenario/scenario.h"
 #include "sim/search/search.h"
+#if STRATASIM_WITH_SIMGRID
+#include "sim/simgrid/simgrid_engine.h"
+#endif
 #include "sim/search/search_json.h"
 #include "strategies/lowering/lower.h"
 #include "strategies/strategy/strategy_json.h"
@@ -116,6 +119,61 @@ std::string base_line(const Scenario& sc, const SearchResult& r) {
   return out;
 }
 
+// --refine simgrid: the top candidates re-simulated with the SimGrid engine (network
+// contention, real schedules) and re-ranked by the simulated throughput.
+struct Refined {
+  const Candidate* candidate;
+  double simulated_tokens_per_s = 0;
+  std::string failure;
+};
+
+std::vector<Refined> refine_with_simgrid(const Scenario& sc, const std::vector<Candidate>& top) {
+  std::vector<Refined> out;
+#if STRATASIM_WITH_SIMGRID
+  for (const Candidate& c : top) {
+    HardwareModel hw = sc.hardware;
+    hw.num_devices = c.devices;
+    Refined r{&c};
+    Expected<Plan> plan = lower(sc.model, c.strategy, hw);
+    try {
+      if (plan) r.simulated_tokens_per_s = predict_simgrid(*plan, SimgridOptions{.timeline = false}).tokens_per_s;
+    } catch (const std::exception& e) {
+      r.failure = e.what();  // e.g. a schedule the simulator does not support yet
+    }
+    out.push_back(std::move(r));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Refined& a, const Refined& b) {
+    return a.simulated_tokens_per_s > b.simulated_tokens_per_s;
+  });
+#else
+  (void)sc;
+  (void)top;
+  throw InputError("command line", "--refine", "\"simgrid\"",
+                   "needs the SimGrid engine, and this binary was built without it "
+                   "(STRATASIM_WITH_SIMGRID=OFF)");
+#endif
+  return out;
+}
+
+std::string refined_table(const std::vector<Refined>& rows) {
+  std::string out = format_text("  %3s %3s %3s %5s %3s %2s %-11s %-9s %13s %13s %8s\n", "#", "tp", "pp",
+                                "dp", "mb", "v", "schedule", "recompute", "analytical/s",
+                                "simgrid/s", "diff");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Candidate& c = *rows[i].candidate;
+    const Strategy& s = c.strategy;
+    const std::string sim = rows[i].failure.empty()
+                                ? format_text("%13.4g %7.1f%%", rows[i].simulated_tokens_per_s,
+                                              100 * (rows[i].simulated_tokens_per_s / c.tokens_per_s - 1))
+                                : "  not simulated: " + rows[i].failure;
+    out += format_text("  %3zu %3d %3d %5d %3d %2d %-11s %-9s %13.4g %s\n", i + 1, s.tp, s.pp, c.dp,
+                       s.micro_batch, s.interleave, std::string(schedule_name(s.schedule)).c_str(),
+                       std::string(recompute_name(s.recompute)).c_str(), c.tokens_per_s,
+                       sim.c_str());
+  }
+  return out;
+}
+
 // Under MPI every rank searches its round-robin chunks of the space with its share of the node's
 // cores; rank 0 gathers the shares (counts and candidate indices), merges them exactly as the
 // threads of one process are merged, and alone prints and writes files.
@@ -142,7 +200,7 @@ SearchResult search_on_ranks(const Ranks& ranks, const Scenario& sc, const Searc
 int search_command(const Ranks& ranks, int argc, char** argv) {
   const CliArgs args = parse_cli(argc, argv, 2,
                                  {"objective", "top", "threads", "train-tokens", "price", "json",
-                                  "csv"},
+                                  "csv", "refine"},
                                  {});
   if (args.positionals.size() != 1) {
     throw InputError("command line", "search", std::to_string(args.positionals.size()) + " files",
@@ -162,6 +220,14 @@ int search_command(const Ranks& ranks, int argc, char** argv) {
   if (o.objective == Objective::kTimeToTrain && o.train_tokens <= 0) {
     throw InputError("command line", "--train-tokens", "(missing)",
                      "is needed for --objective time_to_train");
+  }
+  const std::string refine = args.option("refine");
+  if (!refine.empty() && refine != "simgrid") {
+    throw InputError("command line", "--refine", "\"" + refine + "\"", "is not one of: simgrid");
+  }
+  if (!refine.empty() && ranks.size() > 1) {
+    throw InputError("command line", "--refine", "\"" + refine + "\"",
+                     "runs one simulation per child process and is not available under mpirun");
   }
   if (o.threads == 0 && ranks.size() > 1) o.threads = ranks.threads_per_rank();
   if (isatty(STDERR_FILENO) && ranks.root()) o.progress = Progress{};
@@ -187,6 +253,10 @@ int search_command(const Ranks& ranks, int argc, char** argv) {
               table(r.top, o, sc.hardware).c_str());
   std::printf("pareto front (throughput vs memory per device vs devices), %zu points:\n%s",
               r.pareto.size(), table(r.pareto, o, sc.hardware).c_str());
+  if (!refine.empty()) {
+    std::printf("\ntop %zu re-simulated with SimGrid (contention-aware), re-ranked:\n%s",
+                r.top.size(), refined_table(refine_with_simgrid(sc, r.top)).c_str());
+  }
   if (!args.option("csv").empty()) write_file_atomically(args.option("csv"), candidates_csv(r.top, o, sc.hardware));
   if (!args.option("json").empty()) {
     Json out{{"scenario", sc.name}};
