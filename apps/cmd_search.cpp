@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "apps/cli_args.h"
+#include "hardware_models/src/hardware_json.h"
 #include "apps/commands.h"
 #include "sim/analytical/analytical_engine.h"
 #include "sim/batch/ranks.h"
@@ -58,22 +59,23 @@ struct Progress {
 std::string candidate_row(int rank, const Candidate& c, const SearchOptions& o,
                           const HardwareModel& hw) {
   const Strategy& s = c.strategy;
-  return format_text("  %3d %3d %3d %5d %3d %2d %-11s %-9s %4d %3s %-9s %10s %11.4g %6.1f%% %6.1f%% %10s %10s %12.5g\n",
+  return format_text("  %3d %3d %3d %5d %3d %2d %-11s %-9s %4d %3s %-9s %10s %11.4g %6.1f%% %6.1f%% %10s %10s %12.5g  %s x%d\n",
              rank, s.tp, s.pp, c.dp, s.micro_batch, s.interleave,
              std::string(schedule_name(s.schedule)).c_str(),
              std::string(recompute_name(s.recompute)).c_str(), s.zero_stage,
              s.sequence_parallel ? "on" : "off", fusion_label(s.fusion).c_str(),
              format_seconds(c.iteration_s).c_str(), c.tokens_per_s, 100 * c.mfu,
              100 * c.bubble_fraction, format_seconds(c.comm_exposed_s).c_str(),
-             format_bytes(c.peak_memory_B).c_str(), objective_value(c, o, hw));
+             format_bytes(c.peak_memory_B).c_str(), objective_value(c, o, hw),
+             c.hardware.c_str(), c.devices);
 }
 
 std::string table(const std::vector<Candidate>& rows, const SearchOptions& o,
                   const HardwareModel& hw) {
-  std::string out = format_text("  %3s %3s %3s %5s %3s %2s %-11s %-9s %4s %3s %-9s %10s %11s %7s %7s %10s %10s %12s\n",
+  std::string out = format_text("  %3s %3s %3s %5s %3s %2s %-11s %-9s %4s %3s %-9s %10s %11s %7s %7s %10s %10s %12s  %s\n",
                         "#", "tp", "pp", "dp", "mb", "v", "schedule", "recompute", "zero", "sp",
                         "fusion", "iter", "tokens/s", "MFU", "bubble", "exp.comm", "peak mem",
-                        std::string(objective_name(o.objective)).c_str());
+                        std::string(objective_name(o.objective)).c_str(), "cluster");
   for (size_t i = 0; i < rows.size(); ++i) out += candidate_row(int(i) + 1, rows[i], o, hw);
   return out;
 }
@@ -131,7 +133,7 @@ std::vector<Refined> refine_with_simgrid(const Scenario& sc, const std::vector<C
   std::vector<Refined> out;
 #if STRATASIM_WITH_SIMGRID
   for (const Candidate& c : top) {
-    HardwareModel hw = sc.hardware;
+    HardwareModel hw = c.hardware == sc.hardware.name ? sc.hardware : catalog_cluster(c.hardware);
     hw.num_devices = c.devices;
     Refined r{&c};
     Expected<Plan> plan = lower(sc.model, c.strategy, hw);

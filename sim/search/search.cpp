@@ -5,6 +5,7 @@
 #include <chrono>
 #include <thread>
 
+#include "hardware_models/src/hardware_json.h"
 #include "sim/analytical/analytical_engine.h"
 #include "sim/core/error.h"
 #include "sim/core/units.h"
@@ -78,9 +79,34 @@ Candidate candidate_of(uint64_t index, const SearchPoint& pt, const Plan& plan,
   return c;
 }
 
+// The hardware of a point: the scenario's cluster, or a preset of the space's cluster axis
+// (resolved once), with the point's device count.
+class HardwareCursor {
+ public:
+  HardwareCursor(const HardwareModel& base, const SearchSpace& space) : hw_(base) {
+    clusters_.push_back(base);
+    for (const AxisValues& a : space.axes) {
+      if (a.axis != Axis::kCluster) continue;
+      for (const std::string& name : a.names) clusters_.push_back(catalog_cluster(name));
+    }
+  }
+  const HardwareModel& at(const SearchPoint& pt) {
+    if (pt.cluster != current_) {
+      hw_ = clusters_[pt.cluster + 1];
+      current_ = pt.cluster;
+    }
+    hw_.num_devices = pt.devices;
+    return hw_;
+  }
+
+ private:
+  std::vector<HardwareModel> clusters_;  // [0] the scenario's, then the axis' presets
+  HardwareModel hw_;
+  int current_ = -1;
+};
+
 void evaluate_point(uint64_t index, const SearchPoint& pt, const ModelSpec& model,
-                    HardwareModel& hw, const SearchOptions& o, Partial& out) {
-  hw.num_devices = pt.devices;
+                    const HardwareModel& hw, const SearchOptions& o, Partial& out) {
   ++out.points;
   Expected<Plan> plan = lower(model, pt.strategy, hw);
   if (!plan) {
@@ -94,6 +120,7 @@ void evaluate_point(uint64_t index, const SearchPoint& pt, const ModelSpec& mode
   const Prediction p = predict_analytical(*plan);
   ++out.feasible;
   Candidate c = candidate_of(index, pt, *plan, p);
+  c.hardware = hw.name;
   c.score = score_of(c, o, hw);
   keep_front(out.front, c);
   keep_top(out, std::move(c), o.top_k);
@@ -102,7 +129,7 @@ void evaluate_point(uint64_t index, const SearchPoint& pt, const ModelSpec& mode
 void worker(const ModelSpec& model, const Strategy& base, const HardwareModel& base_hw,
             const SearchSpace& space, const SearchOptions& o, Shard shard,
             std::atomic<uint64_t>& next, std::atomic<uint64_t>& done, bool reports, Partial& out) {
-  HardwareModel hw = base_hw;
+  HardwareCursor cursor(base_hw, space);
   SearchPoint pt;
   const uint64_t size = space.size(), total = shard_points(size, shard);
   for (;;) {
@@ -111,7 +138,7 @@ void worker(const ModelSpec& model, const Strategy& base, const HardwareModel& b
     const uint64_t begin = chunk * kChunk, end = std::min(size, begin + kChunk);
     for (uint64_t i = begin; i < end; ++i) {
       point_at(space, i, base, base_hw.num_devices, pt);
-      evaluate_point(i, pt, model, hw, o, out);
+      evaluate_point(i, pt, model, cursor.at(pt), o, out);
     }
     const uint64_t finished = done.fetch_add(end - begin) + (end - begin);
     if (reports && o.progress) o.progress(finished, total);
@@ -234,11 +261,11 @@ std::optional<Candidate> evaluate_index(const ModelSpec& model, const Strategy& 
   SS_ASSERT(index < space.size(), "a search index lies inside the space");
   SearchPoint pt;
   point_at(space, index, base, hw.num_devices, pt);
-  HardwareModel local = hw;
+  HardwareCursor cursor(hw, space);
   Partial out;
   SearchOptions one = options;
   one.top_k = 1;
-  evaluate_point(index, pt, model, local, one, out);
+  evaluate_point(index, pt, model, cursor.at(pt), one, out);
   if (out.top.empty()) return std::nullopt;
   return out.top.front();
 }

@@ -34,6 +34,7 @@ struct Candidate {
   uint64_t index = 0;  // position in the space's enumeration
   Strategy strategy;
   int devices = 0;
+  std::string hardware;  // cluster name (differs between points of a hardware sweep)
   int dp = 0;
   int micro_batches = 0;
   double iteration_s = 0, tokens_per_s = 0, mfu = 0, bubble_fraction = 0;

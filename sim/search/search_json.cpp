@@ -8,6 +8,7 @@ namespace stratasim {
 Json candidate_json(const Candidate& c, const SearchOptions& o, const HardwareModel& hw) {
   return Json{{"index", c.index},
               {"strategy", to_json(c.strategy)},
+              {"cluster", c.hardware},
               {"devices", c.devices},
               {"dp", c.dp},
               {"iteration_s", c.iteration_s},

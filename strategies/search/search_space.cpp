@@ -1,15 +1,18 @@
 #include "strategies/search/search_space.h"
 
+#include "hardware_models/src/hardware_json.h"
 #include "strategies/strategy/strategy_json.h"
+
+#include <algorithm>
 
 #include <array>
 
 namespace stratasim {
 namespace {
 
-constexpr std::array<std::string_view, 14> kAxisNames = {
+constexpr std::array<std::string_view, 15> kAxisNames = {
     "tp", "pp", "dp", "micro_batch", "schedule", "interleave", "recompute", "zero_stage",
-    "sequence_parallel", "fusion", "overlap_dp", "overlap_tp", "dtype", "devices"};
+    "sequence_parallel", "fusion", "overlap_dp", "overlap_tp", "dtype", "devices", "cluster"};
 
 constexpr std::array<EnumName<int>, 2> kBools = {{{"false", 0}, {"true", 1}}};
 constexpr std::array<std::string_view, 4> kFusions = {"none", "epilogues", "megatron", "all"};
@@ -55,8 +58,31 @@ std::vector<int> range_values(const JsonNode& n, Axis a) {
   return out;
 }
 
+// A hardware sweep: catalog cluster presets (device type, node and network together).
+AxisValues read_cluster_axis(const JsonNode& n) {
+  AxisValues axis{Axis::kCluster, {}, {}};
+  const std::vector<std::string> known = catalog_names(CatalogKind::kCluster);
+  for (size_t i = 0; i < n.size(); ++i) {
+    const JsonNode v = n.element(i);
+    const std::string name = v.as_string();
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      v.fail("is not a cluster preset (known: " + list + ")");
+    }
+    axis.values.push_back(static_cast<int>(axis.names.size()));
+    axis.names.push_back(name);
+  }
+  return axis;
+}
+
 AxisValues read_axis(Axis a, const JsonNode& n) {
-  AxisValues axis{a, {}};
+  if (a == Axis::kCluster) {
+    AxisValues axis = read_cluster_axis(n);
+    if (axis.values.empty()) n.fail("gives no values");
+    return axis;
+  }
+  AxisValues axis{a, {}, {}};
   if (n.is_object()) {
     if (is_enum_axis(a)) n.fail("must be a list of values for this axis");
     axis.values = range_values(n, a);
@@ -83,6 +109,7 @@ std::string AxisValues::value_text(int index) const {
     case Axis::kRecompute: return std::string(enum_to_name(kRecomputeNames, static_cast<Recompute>(v)));
     case Axis::kDtype: return std::string(enum_to_name(kDTypeNames, static_cast<DType>(v)));
     case Axis::kFusion: return std::string(kFusions[v]);
+    case Axis::kCluster: return names[v];
     case Axis::kSequenceParallel:
     case Axis::kOverlapDp:
     case Axis::kOverlapTp: return v ? "true" : "false";
@@ -100,6 +127,7 @@ void point_at(const SearchSpace& space, uint64_t index, const Strategy& base, in
               SearchPoint& point) {
   point.strategy = base;
   point.devices = base_devices;
+  point.cluster = -1;
   Strategy& s = point.strategy;
   for (size_t k = space.axes.size(); k-- > 0;) {
     const AxisValues& a = space.axes[k];
@@ -120,6 +148,7 @@ void point_at(const SearchSpace& space, uint64_t index, const Strategy& base, in
       case Axis::kOverlapTp: s.overlap_tp = v != 0; break;
       case Axis::kDtype: s.dtype = static_cast<DType>(v); break;
       case Axis::kDevices: point.devices = v; break;
+      case Axis::kCluster: point.cluster = v; break;
     }
   }
 }

@@ -15,13 +15,14 @@ namespace stratasim {
 
 enum class Axis {
   kTp, kPp, kDp, kMicroBatch, kSchedule, kInterleave, kRecompute, kZeroStage,
-  kSequenceParallel, kFusion, kOverlapDp, kOverlapTp, kDtype, kDevices,
+  kSequenceParallel, kFusion, kOverlapDp, kOverlapTp, kDtype, kDevices, kCluster,
 };
 std::string_view axis_name(Axis a);
 
 struct AxisValues {
   Axis axis;
-  std::vector<int> values;  // numbers, or indices into the axis's enum table
+  std::vector<int> values;  // numbers, or indices into the axis's enum table (or `names`)
+  std::vector<std::string> names;  // kCluster: catalog cluster names (a hardware sweep)
   std::string value_text(int index) const;  // "interleaved", "8", "true"
 };
 
@@ -34,6 +35,7 @@ struct SearchSpace {
 struct SearchPoint {
   Strategy strategy;
   int devices = 0;
+  int cluster = -1;  // index into the kCluster axis' names, -1 = the scenario's cluster
 };
 
 // Writes the index-th point of the product into `point` (starting from the base strategy and

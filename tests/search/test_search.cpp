@@ -126,3 +126,32 @@ TEST_CASE("search: results do not depend on the number of threads") {
   // The best point is really the best of the top list.
   for (const Candidate& c : a.top) CHECK(c.tokens_per_s <= a.top[0].tokens_per_s);
 }
+
+TEST_CASE("search: a hardware sweep over cluster presets and device counts") {
+  // 2 clusters x 2 device counts x 2 tp = 8 points. GPT-3 with pp=8 and full recomputation
+  // needs tp=8 to fit 80 GB (tp=4 leaves 175e9 * 16 B / 32 = 87.5 GB of model state per GPU).
+  const SearchSpace s = space_from(
+      R"({"cluster": ["dgx_a100", "dgx_h100"], "devices": [64, 128], "tp": [4, 8]})");
+  CHECK(s.size() == 8);
+  CHECK(s.axes[0].value_text(1) == "dgx_h100");
+  Strategy base;
+  base.pp = 8;
+  base.global_batch = 512;
+  base.recompute = Recompute::kFull;
+  SearchOptions o;
+  o.threads = 1;
+  o.top_k = 8;
+  const SearchResult r = run_search(model_preset("gpt3-175b"), base, cluster(64), s, o);
+  CHECK(r.points == 8);
+  REQUIRE(r.feasible == 4);
+  CHECK(r.pruned.at("out-of-memory") == 4);
+  // H100 has 3.2x the A100's peak: the fastest point is an H100 one, with the most devices.
+  CHECK(r.top[0].hardware == "dgx_h100");
+  CHECK(r.top[0].devices == 128);
+  int h100 = 0;
+  for (const Candidate& c : r.top) h100 += c.hardware == "dgx_h100";
+  CHECK(h100 == 2);
+  CHECK_THROWS_WITH_AS(space_from(R"({"cluster": ["dgx_z9"]})"),
+                       doctest::Contains("search.cluster[0]: \"dgx_z9\" is not a cluster preset"),
+                       InputError);
+}
