@@ -87,6 +87,36 @@ void fill_timeline(Prediction& p, const Plan& plan, const StageDurations& d) {
   }
 }
 
+// Strategies that differ only in what the pipeline does not see (ZeRO stage 0 vs 1, DP
+// overlap, the optimizer) time the same schedule with the same durations; a sweep therefore
+// memoizes the timing per thread, keyed by the schedule and every duration (exact compare).
+const ScheduleTiming& memoized_timing(ScheduleKind kind, int p, int m, int v,
+                                      const StageDurations& d) {
+  struct Entry {
+    ScheduleKind kind;
+    int p, m, v;
+    std::vector<double> key;
+    ScheduleTiming timing;
+  };
+  thread_local std::vector<Entry> recent;  // a small ring: sweeps revisit the last few
+  thread_local size_t next = 0;
+  std::vector<double> key = d.forward_s;
+  key.insert(key.end(), d.backward_s.begin(), d.backward_s.end());
+  key.insert(key.end(), d.p2p_s.begin(), d.p2p_s.end());
+  for (const Entry& e : recent) {
+    if (e.kind == kind && e.p == p && e.m == m && e.v == v && e.key == key) return e.timing;
+  }
+  constexpr size_t kEntries = 64;
+  Entry fresh{kind, p, m, v, std::move(key), time_schedule(kind, p, m, v, d)};
+  if (recent.size() < kEntries) {
+    recent.push_back(std::move(fresh));
+    return recent.back().timing;
+  }
+  Entry& slot = recent[next++ % kEntries];
+  slot = std::move(fresh);
+  return slot.timing;
+}
+
 // Sums over virtual stages: per-rank compute, FLOPs, and rank 0's per-device communication.
 struct StageTotals {
   double tp_total = 0, tp_exposed = 0, tp_bytes = 0;
@@ -204,7 +234,7 @@ Prediction predict_analytical(const Plan& plan, const EngineOptions& options) {
   const Strategy& s = plan.strategy;
   const StageCosts costs = stage_costs(plan);
   const ScheduleTiming timing =
-      time_schedule(s.schedule, plan.pp, plan.micro_batches, plan.chunks, costs.durations);
+      memoized_timing(s.schedule, plan.pp, plan.micro_batches, plan.chunks, costs.durations);
   p.pipeline_s = timing.makespan_s;
   p.bubble_fraction = timing.bubble_fraction;
   p.bubble_s = timing.bubble_fraction * timing.makespan_s;
