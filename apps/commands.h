@@ -12,5 +12,6 @@ int cmd_presets(int argc, char** argv);
 int cmd_simulate(int argc, char** argv);  // the SimGrid engine (needs STRATASIM_WITH_SIMGRID)
 int cmd_search(int argc, char** argv);
 int cmd_batch(int argc, char** argv);  // many scenarios, results appended as JSON lines
+int cmd_plot(int argc, char** argv);   // charts as PNG (needs STRATASIM_WITH_GUI)
 
 }  // namespace stratasim

@@ -32,6 +32,9 @@ const char* kUsage =
     "                         [--threads N]\n"
     "                         evaluate (or search) many scenarios, one JSON line each;\n"
     "                         search and batch spread over ranks under mpirun (docs/mpi.md)\n"
+    "  plot     SCENARIO.json --kind timeline|memory|breakdown|pareto -o OUT.png\n"
+    "                         [--set key=value ...] [--variant NAME] [--size 1200x700]\n"
+    "                         draw a chart of the scenario as a PNG (needs the Qt build)\n"
     "  presets                list the built-in models, devices, links and clusters\n"
     "\n"
     "--set takes a dotted JSON path into the scenario, e.g. --set strategy.tp=4\n";
@@ -53,6 +56,7 @@ int main(int argc, char** argv) {
     if (command == "presets") return stratasim::cmd_presets(argc, argv);
     if (command == "search") return stratasim::cmd_search(argc, argv);
     if (command == "batch") return stratasim::cmd_batch(argc, argv);
+    if (command == "plot") return stratasim::cmd_plot(argc, argv);
     std::fprintf(stderr, "stratasim: unknown command '%s'\n\n%s", command.c_str(), kUsage);
     return 2;
   } catch (const stratasim::InputError& e) {

@@ -9,6 +9,9 @@ packages=(
   doctest-dev                         # unit tests under ctest
   libsimgrid-dev                      # SimGrid engine (sim/simgrid; optional, found by pkg-config)
   openmpi-bin libopenmpi-dev          # MPI ranks for search and batch (sim/batch/ranks; optional)
+  qt6-base-dev qt6-charts-dev         # GUI and `stratasim plot` (gui/; optional)
+  libqt6opengl6-dev                   # needed by find_package(Qt6 COMPONENTS Charts)
+  xvfb xauth imagemagick              # GUI screenshots under Xvfb (scripts/screenshots.sh)
 )
 
 missing=()

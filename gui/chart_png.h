@@ -1,0 +1,27 @@
+// Rendering stratasim's charts to PNG files without a display, for `stratasim plot`. No Qt
+// types here, so the command line links the chart library without including Qt.
+#pragma once
+
+#include <string>
+
+#include "gui/variant_eval.h"
+
+namespace stratasim {
+
+enum class PlotKind { kTimeline, kMemory, kBreakdown, kPareto };
+// "timeline", "memory", "breakdown", "pareto"; false for anything else.
+bool parse_plot_kind(const std::string& text, PlotKind* out);
+
+struct PlotRequest {
+  PlotKind kind = PlotKind::kTimeline;
+  std::string variant;  // timeline and memory: the variant drawn ("" = base); breakdown: only it
+  int width = 1200, height = 700;
+};
+
+// Evaluates the scenario (its search for a pareto plot when it lists search axes, else its
+// variants) and writes the chart as a PNG of exactly width x height pixels. Creates an
+// offscreen QApplication when none exists. Throws InputError for an unknown variant, an
+// infeasible one, or a file that cannot be written.
+void plot_scenario_png(const Scenario& sc, const PlotRequest& request, const std::string& path);
+
+}  // namespace stratasim

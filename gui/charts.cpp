@@ -1,0 +1,239 @@
+#include "gui/charts.h"
+
+#include <QtCharts/QAreaSeries>
+#include <QtCharts/QBarCategoryAxis>
+#include <QtCharts/QBarSet>
+#include <QtCharts/QCategoryAxis>
+#include <QtCharts/QHorizontalStackedBarSeries>
+#include <QtCharts/QLegendMarker>
+#include <QtCharts/QLineSeries>
+#include <QtCharts/QScatterSeries>
+#include <QtCharts/QStackedBarSeries>
+#include <QtCharts/QValueAxis>
+#include <algorithm>
+
+#include "sim/core/units.h"
+
+namespace stratasim {
+namespace {
+
+constexpr double kMs = 1 / kMilli;  // seconds -> milliseconds on the time axes
+
+const QColor kPalette[] = {QColor(0x4e79a7), QColor(0xf28e2b), QColor(0xe15759),
+                           QColor(0x76b7b2), QColor(0x59a14f), QColor(0xedc948),
+                           QColor(0xb07aa1), QColor(0xff9da7), QColor(0x9c755f)};
+
+QChart* new_chart(const std::string& title) {
+  auto* chart = new QChart;
+  chart->setTitle(QString::fromStdString(title));
+  chart->setAnimationOptions(QChart::NoAnimation);
+  chart->legend()->setAlignment(Qt::AlignBottom);
+  return chart;
+}
+
+QValueAxis* value_axis(const QString& title, double lo, double hi) {
+  auto* axis = new QValueAxis;
+  axis->setTitleText(title);
+  axis->setRange(lo, hi);
+  axis->applyNiceNumbers();
+  return axis;
+}
+
+constexpr EventKind kDrawnKinds[] = {EventKind::kForward,   EventKind::kBackward,
+                                     EventKind::kRecompute, EventKind::kComm,
+                                     EventKind::kOptimizer, EventKind::kIdle};
+
+}  // namespace
+
+QColor event_color(EventKind k) {
+  switch (k) {
+    case EventKind::kForward:
+      return QColor(0x4e79a7);
+    case EventKind::kBackward:
+      return QColor(0x59a14f);
+    case EventKind::kRecompute:
+      return QColor(0xedc948);
+    case EventKind::kComm:
+      return QColor(0xe15759);
+    case EventKind::kIdle:
+      return QColor(0xdddddd);
+    case EventKind::kOptimizer:
+      return QColor(0xb07aa1);
+  }
+  return Qt::black;
+}
+
+QChart* timeline_chart(const std::string& title, const Prediction& p) {
+  QChart* chart = new_chart(title);
+  const std::vector<GanttRow> rows = gantt_rows(p);
+  const int n = static_cast<int>(rows.size());
+  double end_s = 0;
+  for (const TimelineEvent& e : p.timeline) end_s = std::max(end_s, e.end_s);
+  QValueAxis* x = value_axis("time (ms)", 0, std::max(end_s, 1e-9) * kMs);
+  auto* y = new QCategoryAxis;
+  y->setRange(-0.5, n - 0.5);
+  y->setStartValue(-0.5);  // the first category starts at the axis minimum, not at 0
+  y->setReverse(true);     // rank 0 on top, as in the GPipe and 1F1B figures
+  y->setLabelsPosition(QCategoryAxis::AxisLabelsPositionCenter);
+  for (int r = 0; r < n; ++r) y->append(QString("rank %1").arg(r), r + 0.5);
+  chart->addAxis(x, Qt::AlignBottom);
+  chart->addAxis(y, Qt::AlignLeft);
+  // White edges tell adjacent bars apart; with hundreds of bars per rank they would hide them.
+  size_t most_bars = 0;
+  for (const GanttRow& row : rows) most_bars = std::max(most_bars, row.bars.size());
+  const QPen separators = most_bars <= 200 ? QPen(Qt::white, 1) : QPen(Qt::NoPen);
+  for (EventKind kind : kDrawnKinds) {
+    bool legend_shown = false;
+    for (const GanttRow& row : rows) {
+      if (row.count(kind) == 0) continue;
+      const double lo = row.rank - 0.4, hi = row.rank + 0.4;
+      auto* upper = new QLineSeries;
+      auto* lower = new QLineSeries;
+      for (const GanttBar& b : row.bars) {
+        if (b.kind != kind) continue;
+        const double x0 = b.start_s * kMs, x1 = b.end_s * kMs;
+        upper->append({{x0, lo}, {x0, hi}, {x1, hi}, {x1, lo}});
+        lower->append({{x0, lo}, {x1, lo}});
+      }
+      auto* area = new QAreaSeries(upper, lower);
+      area->setName(QString::fromUtf8(event_kind_name(kind).data(),
+                                      static_cast<int>(event_kind_name(kind).size())));
+      area->setColor(event_color(kind));
+      area->setPen(separators);
+      chart->addSeries(area);
+      area->attachAxis(x);
+      area->attachAxis(y);
+      for (QLegendMarker* m : chart->legend()->markers(area)) m->setVisible(!legend_shown);
+      legend_shown = true;
+    }
+  }
+  return chart;
+}
+
+QChart* memory_chart(const std::string& title, const Prediction& p) {
+  QChart* chart = new_chart(title);
+  const int n = static_cast<int>(p.rank_memory.size());
+  auto* bars = new QStackedBarSeries;
+  int colour = 0;
+  for (const MemoryComponent& c : kMemoryComponents) {
+    auto* set = new QBarSet(c.name);
+    for (const MemoryBreakdown& m : p.rank_memory) set->append(m.*c.bytes / kGiB);
+    set->setColor(kPalette[colour++]);
+    bars->append(set);
+  }
+  QStringList ranks;
+  double top = p.capacity_B;
+  for (int r = 0; r < n; ++r) {
+    ranks << QString("rank %1").arg(r);
+    top = std::max(top, p.rank_memory[r].total());
+  }
+  auto* categories = new QBarCategoryAxis;
+  categories->append(ranks);
+  categories->setTitleText("pipeline rank");
+  QValueAxis* y = value_axis("memory per device (GiB)", 0, top * 1.1 / kGiB);
+  chart->addSeries(bars);
+  chart->addAxis(categories, Qt::AlignBottom);
+  chart->addAxis(y, Qt::AlignLeft);
+  bars->attachAxis(categories);
+  bars->attachAxis(y);
+  // The capacity line spans the bars on a hidden value axis aligned with the categories.
+  auto* line_x = new QValueAxis;
+  line_x->setRange(-0.5, n - 0.5);
+  line_x->setVisible(false);
+  chart->addAxis(line_x, Qt::AlignTop);
+  auto* capacity = new QLineSeries;
+  capacity->setName("capacity");
+  capacity->append(-0.5, p.capacity_B / kGiB);
+  capacity->append(n - 0.5, p.capacity_B / kGiB);
+  capacity->setPen(QPen(Qt::red, 2, Qt::DashLine));
+  chart->addSeries(capacity);
+  capacity->attachAxis(line_x);
+  capacity->attachAxis(y);
+  return chart;
+}
+
+QChart* breakdown_chart(const std::string& title, const std::vector<TimeBreakdown>& rows) {
+  QChart* chart = new_chart(title);
+  auto* bars = new QHorizontalStackedBarSeries;
+  const std::vector<std::string> names = time_segment_names();
+  double longest = 0;
+  for (size_t s = 0; s < names.size(); ++s) {
+    auto* set = new QBarSet(QString::fromStdString(names[s]));
+    double sum = 0;
+    for (const TimeBreakdown& row : rows) {
+      set->append(row.segments[s].seconds * kMs);
+      sum += row.segments[s].seconds;
+    }
+    set->setColor(kPalette[s % std::size(kPalette)]);
+    if (sum > 0)
+      bars->append(set);  // segments that are zero everywhere stay out of the legend
+    else
+      delete set;
+  }
+  QStringList labels;
+  for (const TimeBreakdown& row : rows) {
+    labels << QString::fromStdString(row.label);
+    double total = 0;
+    for (const TimeSegment& s : row.segments) total += s.seconds;
+    longest = std::max({longest, total, row.iteration_s});
+  }
+  auto* categories = new QBarCategoryAxis;
+  categories->append(labels);
+  categories->setReverse(true);
+  QValueAxis* x = value_axis("time per iteration (ms)", 0, std::max(longest, 1e-9) * 1.05 * kMs);
+  chart->addSeries(bars);
+  chart->addAxis(x, Qt::AlignBottom);
+  chart->addAxis(categories, Qt::AlignLeft);
+  bars->attachAxis(x);
+  bars->attachAxis(categories);
+  return chart;
+}
+
+QChart* pareto_chart(const std::string& title, const std::vector<ParetoPoint>& points,
+                     double capacity_B) {
+  QChart* chart = new_chart(title);
+  double max_mem = capacity_B, max_tp = 0;
+  for (const ParetoPoint& pt : points) {
+    max_mem = std::max(max_mem, pt.memory_B);
+    max_tp = std::max(max_tp, pt.tokens_per_s);
+  }
+  QValueAxis* x = value_axis("peak memory per device (GiB)", 0, max_mem * 1.1 / kGiB);
+  QValueAxis* y = value_axis("throughput (tokens/s)", 0, std::max(max_tp, 1.0) * 1.1);
+  y->setLabelFormat("%.0f");
+  chart->addAxis(x, Qt::AlignBottom);
+  chart->addAxis(y, Qt::AlignLeft);
+  struct Group {
+    const char* name;
+    QColor colour;
+    double size;
+    bool front, fits;
+  };
+  const Group groups[] = {{"does not fit", QColor(0xbab0ac), 8, false, false},
+                          {"fits", QColor(0x4e79a7), 9, false, true},
+                          {"pareto front", QColor(0xe15759), 12, true, true}};
+  for (const Group& g : groups) {
+    auto* series = new QScatterSeries;
+    series->setName(g.name);
+    series->setColor(g.colour);
+    series->setMarkerSize(g.size);
+    for (const ParetoPoint& pt : points) {
+      if (pt.on_front == g.front && pt.fits == g.fits) {
+        series->append(pt.memory_B / kGiB, pt.tokens_per_s);
+      }
+    }
+    chart->addSeries(series);
+    series->attachAxis(x);
+    series->attachAxis(y);
+  }
+  auto* capacity = new QLineSeries;
+  capacity->setName("capacity");
+  capacity->append(capacity_B / kGiB, 0);
+  capacity->append(capacity_B / kGiB, std::max(max_tp, 1.0) * 1.1);
+  capacity->setPen(QPen(Qt::red, 2, Qt::DashLine));
+  chart->addSeries(capacity);
+  capacity->attachAxis(x);
+  capacity->attachAxis(y);
+  return chart;
+}
+
+}  // namespace stratasim

@@ -1,0 +1,35 @@
+// Evaluating a scenario for the GUI and `stratasim plot`: every variant lowered and predicted
+// by the analytical engine (with its timeline), and the scenario's search. No Qt here, so the
+// window's worker thread and the command line run exactly the same code.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/prediction/prediction.h"
+#include "sim/scenario/scenario.h"
+#include "sim/search/search.h"
+
+namespace stratasim {
+
+struct VariantResult {
+  std::string name;
+  Strategy strategy;
+  std::shared_ptr<const Plan> plan;  // null when the variant cannot run
+  Prediction prediction;             // with its timeline
+  std::string infeasible;            // "reason: detail" when it cannot run
+  bool feasible() const { return plan != nullptr; }
+};
+
+// Every variant of the scenario, base first, in file order.
+std::vector<VariantResult> evaluate_variants(const Scenario& sc);
+
+// The variant named `name` ("" is the base); throws InputError naming the scenario file.
+const VariantResult& find_variant(const std::vector<VariantResult>& rows, const std::string& name,
+                                  const std::string& file);
+
+// The scenario's search (throughput objective); throws InputError when it lists no axes.
+SearchResult search_scenario(const Scenario& sc, int top_k = 50);
+
+}  // namespace stratasim

@@ -1,0 +1,96 @@
+#include "gui/variant_table_model.h"
+
+#include "sim/core/units.h"
+#include "strategies/pipeline/pipeline_schedule.h"
+
+namespace stratasim {
+namespace {
+
+QString text(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<int>(s.size())); }
+
+// The value a cell sorts by; infeasible variants sort below every feasible one.
+QVariant sort_value(const VariantResult& v, int column) {
+  const Prediction& p = v.prediction;
+  switch (column) {
+    case VariantTableModel::kVariant:
+      return QString::fromStdString(v.name);
+    case VariantTableModel::kTp:
+      return v.strategy.tp;
+    case VariantTableModel::kPp:
+      return v.strategy.pp;
+    case VariantTableModel::kDp:
+      return v.feasible() ? v.plan->dp : -1;
+    case VariantTableModel::kSchedule:
+      return text(schedule_name(v.strategy.schedule));
+    case VariantTableModel::kIteration:
+      return v.feasible() ? p.iteration_s : 1e300;
+    case VariantTableModel::kTokens:
+      return v.feasible() ? p.tokens_per_s : -1.0;
+    case VariantTableModel::kMfu:
+      return v.feasible() ? p.mfu : -1.0;
+    case VariantTableModel::kPeakMemory:
+      return v.feasible() ? p.peak_memory_B : 1e300;
+    case VariantTableModel::kFits:
+      return v.feasible() && p.fits ? 1 : 0;
+  }
+  return {};
+}
+
+QString display_value(const VariantResult& v, int column) {
+  const Prediction& p = v.prediction;
+  if (!v.feasible() && column >= VariantTableModel::kIteration) {
+    return column == VariantTableModel::kFits ? "infeasible" : "-";
+  }
+  switch (column) {
+    case VariantTableModel::kIteration:
+      return QString::fromStdString(format_seconds(p.iteration_s));
+    case VariantTableModel::kTokens:
+      return QString::number(p.tokens_per_s, 'f', 0);
+    case VariantTableModel::kMfu:
+      return QString::number(100 * p.mfu, 'f', 1) + " %";
+    case VariantTableModel::kPeakMemory:
+      return QString::number(p.peak_memory_B / kGiB, 'f', 1) + " GiB";
+    case VariantTableModel::kFits:
+      return p.fits ? "yes" : "no";
+    default:
+      return sort_value(v, column).toString();
+  }
+}
+
+}  // namespace
+
+void VariantTableModel::set_rows(std::vector<VariantResult> rows) {
+  beginResetModel();
+  rows_ = std::move(rows);
+  endResetModel();
+}
+
+int VariantTableModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(rows_.size());
+}
+
+int VariantTableModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : kColumns;
+}
+
+QVariant VariantTableModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || index.row() >= rowCount()) return {};
+  const VariantResult& v = rows_[index.row()];
+  if (role == Qt::DisplayRole) return display_value(v, index.column());
+  if (role == Qt::UserRole) return sort_value(v, index.column());
+  if (role == Qt::ToolTipRole && !v.feasible()) return QString::fromStdString(v.infeasible);
+  if (role == Qt::TextAlignmentRole && index.column() != kVariant) {
+    return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
+  }
+  return {};
+}
+
+QVariant VariantTableModel::headerData(int section, Qt::Orientation o, int role) const {
+  if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  static const char* const kHeaders[kColumns] = {"variant",     "tp",        "pp",       "dp",
+                                                 "schedule",    "iteration", "tokens/s", "MFU",
+                                                 "peak memory", "fits"};
+  return QString(kHeaders[section]);
+}
+
+}  // namespace stratasim

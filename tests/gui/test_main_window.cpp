@@ -1,0 +1,90 @@
+// The main window loads a scenario in its worker thread, lists one row per variant sorted by
+// throughput, and charts the selected variant.
+#include <doctest/doctest.h>
+
+#include <QtCharts/QAreaSeries>
+#include <QtCharts/QChartView>
+#include <QtCore/QEventLoop>
+#include <QtCore/QTimer>
+#include <QtWidgets/QTableView>
+
+#include "gui/main_window.h"
+#include "tests/gui/gui_test_support.h"
+
+namespace stratasim {
+namespace {
+
+using testing::kLlama;
+using testing::scenario_path;
+
+// Runs the event loop until the window reports its evaluation (or 60 s pass).
+bool wait_for_evaluation(MainWindow& w, const QString& path) {
+  bool ok = false, done = false;
+  QEventLoop loop;
+  QObject::connect(&w, &MainWindow::evaluation_finished, &loop, [&](bool result) {
+    ok = result;
+    done = true;
+    loop.quit();
+  });
+  QTimer::singleShot(60000, &loop, &QEventLoop::quit);
+  REQUIRE(w.load_scenario(path));
+  loop.exec();
+  REQUIRE(done);
+  return ok;
+}
+
+TEST_CASE("main window: one row per variant, the highest throughput on top, its charts shown") {
+  const Scenario sc = load_scenario(scenario_path(kLlama));
+  const std::vector<VariantResult> expected = evaluate_variants(sc);
+  const VariantResult* fastest = &expected.front();
+  for (const VariantResult& v : expected) {
+    if (v.feasible() && v.prediction.tokens_per_s > fastest->prediction.tokens_per_s) fastest = &v;
+  }
+
+  MainWindow w;
+  w.resize(1200, 800);
+  REQUIRE(wait_for_evaluation(w, QString::fromStdString(scenario_path(kLlama))));
+  QAbstractItemModel* table = w.table()->model();
+  CHECK(table->rowCount() == int(sc.variants.size()));
+  CHECK(table->rowCount() == 6);  // base + 5 variants in the file
+  CHECK(table->index(0, 0).data().toString().toStdString() == fastest->name);
+  CHECK(w.selected_variant().toStdString() == fastest->name);
+  // The timeline tab shows the selected variant: forward bars on each of its pp ranks.
+  int forward_series = 0;
+  for (QAbstractSeries* s : w.chart_view(0)->chart()->series()) {
+    if (s->name() == "forward") ++forward_series;
+  }
+  CHECK(forward_series == fastest->plan->pp);
+
+  // Sorting by another column reorders the view, not the data.
+  w.table()->sortByColumn(0, Qt::AscendingOrder);
+  CHECK(table->index(0, 0).data().toString() == "1f1b");
+  CHECK(table->rowCount() == 6);
+}
+
+TEST_CASE("main window: loading returns at once, the result arrives through the event loop") {
+  // The evaluation runs in a worker thread and reports through a queued signal, so nothing
+  // has been reported when load_scenario() returns, however fast the evaluation was.
+  MainWindow w;
+  bool reported = false;
+  QObject::connect(&w, &MainWindow::evaluation_finished, [&](bool) { reported = true; });
+  REQUIRE(w.load_scenario(QString::fromStdString(scenario_path(kLlama))));
+  CHECK_FALSE(reported);
+  QEventLoop loop;
+  QObject::connect(&w, &MainWindow::evaluation_finished, &loop, &QEventLoop::quit);
+  QTimer::singleShot(60000, &loop, &QEventLoop::quit);
+  if (!reported) loop.exec();
+  CHECK(reported);
+  CHECK(w.table()->model()->rowCount() == 6);
+}
+
+TEST_CASE("main window: a missing scenario reports an error and keeps the window usable") {
+  MainWindow w;
+  CHECK_FALSE(wait_for_evaluation(w, "/nonexistent/scenario.json"));
+  CHECK(w.table()->model()->rowCount() == 0);
+  CHECK_FALSE(w.busy());
+  CHECK(wait_for_evaluation(w, QString::fromStdString(scenario_path(kLlama))));
+}
+
+}  // namespace
+}  // namespace stratasim
