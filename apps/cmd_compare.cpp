@@ -6,6 +6,7 @@
 #include "apps/cli_args.h"
 #include "apps/commands.h"
 #include "apps/report.h"
+#include "sim/compare/compare.h"
 #include "sim/analytical/analytical_engine.h"
 #include "sim/core/atomic_file.h"
 #include "sim/prediction/prediction_json.h"
@@ -35,40 +36,22 @@ std::vector<std::string> scenario_files(const std::vector<std::string>& inputs) 
 
 struct ScenarioResult {
   Scenario scenario;
-  std::vector<std::unique_ptr<Plan>> plans;
-  std::vector<CompareRow> rows;
+  std::vector<VariantResult> variants;
+  std::vector<CompareRow> rows;  // views of `variants` for the table and the CSV
 };
 
-ScenarioResult evaluate_variants(const std::string& file, const std::vector<std::string>& sets) {
+ScenarioResult evaluate_scenario(const std::string& file, const std::vector<std::string>& sets) {
   ScenarioResult r{load_scenario(file, sets), {}, {}};
-  for (const auto& [name, strategy] : r.scenario.variants) {
-    CompareRow row{r.scenario.name, name, nullptr, {}, ""};
-    Expected<Plan> plan = lower(r.scenario.model, strategy, r.scenario.hardware);
-    if (plan) {
-      r.plans.push_back(std::make_unique<Plan>(std::move(*plan)));
-      row.plan = r.plans.back().get();
-      row.prediction = predict_analytical(*row.plan);
-    } else {
-      row.infeasible = std::string(reason_name(plan.error().reason)) + ": " + plan.error().detail;
-    }
-    r.rows.push_back(std::move(row));
+  r.variants = evaluate_variants(r.scenario);
+  for (const VariantResult& v : r.variants) {
+    r.rows.push_back(CompareRow{r.scenario.name, v.name, v.plan.get(), v.prediction, v.infeasible});
   }
   return r;
 }
 
 Json rows_json(const ScenarioResult& r) {
-  Json variants = Json::array();
-  for (const CompareRow& row : r.rows) {
-    Json v{{"variant", row.variant}, {"feasible", row.plan != nullptr}};
-    if (row.plan) {
-      v["strategy"] = to_json(row.plan->strategy);
-      v["prediction"] = to_json(row.prediction);
-    } else {
-      v["reason"] = row.infeasible;
-    }
-    variants.push_back(v);
-  }
-  return Json{{"scenario", r.scenario.name}, {"file", r.scenario.file}, {"variants", variants}};
+  return Json{{"scenario", r.scenario.name}, {"file", r.scenario.file},
+              {"variants", variants_json(r.variants)}};
 }
 
 }  // namespace
@@ -85,7 +68,7 @@ int cmd_compare(int argc, char** argv) {
   std::vector<ScenarioResult> results;
   for (const std::string& file : files) {
     try {
-      results.push_back(evaluate_variants(file, args.sets));
+      results.push_back(evaluate_scenario(file, args.sets));
     } catch (const InputError& e) {
       std::fprintf(stderr, "error: %s\n", e.what());
       ++failures;

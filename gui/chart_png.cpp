@@ -39,7 +39,7 @@ QChart* make_chart(const Scenario& sc, const PlotRequest& rq) {
     return pareto_chart(sc.name + ": search", pareto_points(search_scenario(sc)),
                         sc.hardware.device.memory_B);
   }
-  const std::vector<VariantResult> rows = evaluate_variants(sc);
+  const std::vector<VariantResult> rows = evaluate_variants_with_timelines(sc);
   switch (rq.kind) {
     case PlotKind::kTimeline: {
       const VariantResult& v = feasible_variant(rows, rq.variant, sc.file);

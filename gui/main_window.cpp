@@ -29,7 +29,7 @@ Evaluation evaluate(const QString& path) {
   Evaluation e;
   try {
     e.scenario = load_scenario(path.toStdString());
-    e.rows = evaluate_variants(e.scenario);
+    e.rows = evaluate_variants_with_timelines(e.scenario);
   } catch (const std::exception& ex) {
     e.error = QString::fromStdString(ex.what());
   }

@@ -6,20 +6,8 @@
 
 namespace stratasim {
 
-std::vector<VariantResult> evaluate_variants(const Scenario& sc) {
-  std::vector<VariantResult> rows;
-  for (const auto& [name, strategy] : sc.variants) {
-    VariantResult row{name, strategy, nullptr, {}, ""};
-    Expected<Plan> plan = lower(sc.model, strategy, sc.hardware);
-    if (plan) {
-      row.plan = std::make_shared<const Plan>(std::move(*plan));
-      row.prediction = predict_analytical(*row.plan, EngineOptions{.timeline = true});
-    } else {
-      row.infeasible = std::string(reason_name(plan.error().reason)) + ": " + plan.error().detail;
-    }
-    rows.push_back(std::move(row));
-  }
-  return rows;
+std::vector<VariantResult> evaluate_variants_with_timelines(const Scenario& sc) {
+  return evaluate_variants(sc, EngineOptions{.timeline = true});
 }
 
 const VariantResult& find_variant(const std::vector<VariantResult>& rows, const std::string& name,

@@ -7,23 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "sim/compare/compare.h"
 #include "sim/prediction/prediction.h"
 #include "sim/scenario/scenario.h"
 #include "sim/search/search.h"
 
 namespace stratasim {
 
-struct VariantResult {
-  std::string name;
-  Strategy strategy;
-  std::shared_ptr<const Plan> plan;  // null when the variant cannot run
-  Prediction prediction;             // with its timeline
-  std::string infeasible;            // "reason: detail" when it cannot run
-  bool feasible() const { return plan != nullptr; }
-};
-
-// Every variant of the scenario, base first, in file order.
-std::vector<VariantResult> evaluate_variants(const Scenario& sc);
+// Every variant of the scenario with its timeline (sim/compare: evaluate_variants).
+std::vector<VariantResult> evaluate_variants_with_timelines(const Scenario& sc);
 
 // The variant named `name` ("" is the base); throws InputError naming the scenario file.
 const VariantResult& find_variant(const std::vector<VariantResult>& rows, const std::string& name,

@@ -2,6 +2,7 @@
 
 #include "sim/analytical/analytical_engine.h"
 #include "sim/batch/batch_file.h"
+#include "sim/compare/compare.h"
 #include "sim/prediction/prediction_json.h"
 #include "sim/scenario/scenario.h"
 #include "sim/search/search_json.h"
@@ -10,23 +11,6 @@
 
 namespace stratasim {
 namespace {
-
-Json variants_json(const Scenario& sc) {
-  Json variants = Json::array();
-  for (const auto& [name, strategy] : sc.variants) {
-    Json v{{"variant", name}};
-    Expected<Plan> plan = lower(sc.model, strategy, sc.hardware);
-    v["feasible"] = static_cast<bool>(plan);
-    if (plan) {
-      v["strategy"] = to_json(plan->strategy);
-      v["prediction"] = to_json(predict_analytical(*plan));
-    } else {
-      v["reason"] = std::string(reason_name(plan.error().reason)) + ": " + plan.error().detail;
-    }
-    variants.push_back(std::move(v));
-  }
-  return variants;
-}
 
 Json search_json(const Scenario& sc, const SearchOptions& o) {
   if (sc.search.axes.empty()) {
@@ -50,7 +34,8 @@ Json run_batch_scenario(const std::string& file, const BatchOptions& options) {
   try {
     const Scenario sc = load_scenario(file);
     Json result =
-        options.mode == BatchMode::kSearch ? search_json(sc, options.search) : variants_json(sc);
+        options.mode == BatchMode::kSearch ? search_json(sc, options.search)
+                                           : variants_json(evaluate_variants(sc));
     line["status"] = "ok";
     line["scenario"] = sc.name;
     line[options.mode == BatchMode::kSearch ? "search" : "variants"] = std::move(result);

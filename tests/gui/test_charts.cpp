@@ -43,7 +43,7 @@ int drawn_bars(QChart* chart, int rank, const char* kind) {
 
 TEST_CASE("memory chart: stacked totals per pipeline rank equal the engine's memory") {
   const Scenario sc = load_scenario(scenario_path(kLlama));
-  const std::vector<VariantResult> rows = evaluate_variants(sc);
+  const std::vector<VariantResult> rows = evaluate_variants_with_timelines(sc);
   for (const VariantResult& v : rows) {
     if (!v.feasible()) continue;
     CAPTURE(v.name);
@@ -68,7 +68,7 @@ TEST_CASE(
     "timeline chart: one row per pipeline rank, forward and backward per micro-batch "
     "per chunk") {
   const Scenario sc = load_scenario(scenario_path(kLlama));
-  const std::vector<VariantResult> rows = evaluate_variants(sc);
+  const std::vector<VariantResult> rows = evaluate_variants_with_timelines(sc);
   // base: interleaved pp4 v5; "1f1b": pp4 v1; "tp4 pp8": interleaved pp8 v2. 1024 samples /
   // (dp * mb 1) micro-batches: dp = 512 / (tp pp) = 16 -> m = 64 for tp8 pp4 and tp4 pp8.
   struct Expect {
@@ -96,7 +96,7 @@ TEST_CASE(
 TEST_CASE("breakdown chart: one bar per variant, segments add up to at most the iteration") {
   const Scenario sc = load_scenario(scenario_path(kLlama));
   std::vector<TimeBreakdown> bars;
-  for (const VariantResult& v : evaluate_variants(sc)) {
+  for (const VariantResult& v : evaluate_variants_with_timelines(sc)) {
     if (!v.feasible()) continue;
     bars.push_back(time_breakdown(v.name, v.prediction));
     double parts = 0;

@@ -35,7 +35,7 @@ bool wait_for_evaluation(MainWindow& w, const QString& path) {
 
 TEST_CASE("main window: one row per variant, the highest throughput on top, its charts shown") {
   const Scenario sc = load_scenario(scenario_path(kLlama));
-  const std::vector<VariantResult> expected = evaluate_variants(sc);
+  const std::vector<VariantResult> expected = evaluate_variants_with_timelines(sc);
   const VariantResult* fastest = &expected.front();
   for (const VariantResult& v : expected) {
     if (v.feasible() && v.prediction.tokens_per_s > fastest->prediction.tokens_per_s) fastest = &v;
