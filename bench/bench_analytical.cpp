@@ -73,7 +73,7 @@ void print(const char* name, const Result& r) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run_bench(int argc, char** argv) {
   const std::string file = argc > 1 ? argv[1] : "scenarios/gpt3_175b_1024_a100.json";
   const double seconds = argc > 2 ? std::atof(argv[2]) : 3.0;
   const Scenario sc = load_scenario(file);
@@ -87,4 +87,14 @@ int main(int argc, char** argv) {
           m.transformer.vocab += static_cast<int>(i % 100000) * 8;
         }));
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run_bench(argc, argv);
+  } catch (const stratasim::InputError& e) {
+    std::fprintf(stderr, "error: %s (run from the repository root, or pass scenario paths)\n",
+                 e.what());
+    return 2;
+  }
 }

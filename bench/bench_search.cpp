@@ -45,7 +45,7 @@ void measure(const Scenario& sc, const SearchSpace& space, const char* label, in
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run_bench(int argc, char** argv) {
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) files.push_back(argv[i]);
   if (files.empty()) {
@@ -62,4 +62,14 @@ int main(int argc, char** argv) {
     }
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run_bench(argc, argv);
+  } catch (const stratasim::InputError& e) {
+    std::fprintf(stderr, "error: %s (run from the repository root, or pass scenario paths)\n",
+                 e.what());
+    return 2;
+  }
 }
