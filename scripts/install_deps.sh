@@ -12,6 +12,7 @@ packages=(
   qt6-base-dev qt6-charts-dev         # GUI and `stratasim plot` (gui/; optional)
   libqt6opengl6-dev                   # needed by find_package(Qt6 COMPONENTS Charts)
   xvfb xauth imagemagick              # GUI screenshots under Xvfb (scripts/screenshots.sh)
+  fonts-dejavu-core                   # a font for offscreen Qt rendering (plots, tests)
 )
 
 missing=()
