@@ -1,4 +1,5 @@
-// stratasim simulate SCENARIO.json [--set k=v] [--variant NAME] [--trace out.json] [--json OUT]:
+// stratasim simulate SCENARIO.json [--set k=v] [--variant NAME] [--trace out.json] [--json OUT]
+//   [--granularity stage|layer]:
 // the SimGrid engine on one strategy, with the same report as evaluate.
 #include <cstdio>
 
@@ -31,10 +32,15 @@ Strategy pick_variant(const Scenario& sc, const std::string& variant, const std:
 }  // namespace
 
 int cmd_simulate(int argc, char** argv) {
-  const CliArgs args = parse_cli(argc, argv, 2, {"json", "variant", "trace"}, {});
+  const CliArgs args = parse_cli(argc, argv, 2, {"json", "variant", "trace", "granularity"}, {});
   if (args.positionals.size() != 1) {
     throw InputError("command line", "simulate", std::to_string(args.positionals.size()) + " files",
                      "takes exactly one SCENARIO.json");
+  }
+  const std::string granularity = args.option("granularity");
+  if (!granularity.empty() && granularity != "stage" && granularity != "layer") {
+    throw InputError("command line", "--granularity", "\"" + granularity + "\"",
+                     "must be stage or layer");
   }
   const Scenario sc = load_scenario(args.positionals[0], args.sets);
   const Strategy strategy = pick_variant(sc, args.option("variant"), args.positionals[0]);
@@ -44,6 +50,7 @@ int cmd_simulate(int argc, char** argv) {
     return 2;
   }
   SimgridOptions options;
+  if (granularity == "layer") options.granularity = SimGranularity::kLayer;
   options.timeline = !args.option("trace").empty() || !args.option("json").empty();
   const Prediction p = predict_simgrid(*plan, options);
   std::fputs(evaluation_report(sc, *plan, p).c_str(), stdout);

@@ -17,6 +17,7 @@ const char* kUsage =
     "  evaluate SCENARIO.json [--set key=value ...] [--variant NAME] [--json OUT]\n"
     "                         predict one strategy and print a report\n"
     "  simulate SCENARIO.json [--set key=value ...] [--variant NAME] [--trace OUT] [--json OUT]\n"
+    "                         [--granularity stage|layer]\n"
     "                         simulate one strategy with SimGrid (contention, timeline trace)\n"
     "  explain  SCENARIO.json [--set key=value ...] [--variant NAME]\n"
     "                         print the lowered plan per stage\n"

@@ -5,6 +5,14 @@
 // of point-to-point messages over the replicas' hosts, then the tied-embedding all-reduce and
 // the optimizer step. Activities are posted as the schedule reaches them; sends are waited
 // (blocking p2p) or detached (overlapped p2p), so few are ever in flight.
+//
+// PipeDream async (no flush): the 1F1B op order of schedule_pipedream_async runs as one
+// endless stream of warm + window + 1 iterations back to back (micro-batch ids continue
+// across iterations). Iteration k ends on rank r with its backward of micro-batch k m - 1;
+// the steady-state iteration time is the mean distance between the boundaries of the window
+// iterations (after warm iterations covering >= 2p micro-batches, before the last one, whose
+// cool-down is not steady). The gradient sync and optimizer step run once after the stream;
+// their duration past the stream's end is added to the steady-state iteration.
 #include "sim/simgrid/executor.h"
 #include "sim/analytical/optimizer_cost.h"
 
@@ -15,6 +23,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "sim/analytical/block_cost_memo.h"
 #include "sim/analytical/stage_costs.h"
 #include "sim/simgrid/platform.h"
 #include "strategies/pipeline/schedules.h"
@@ -37,18 +46,38 @@ struct RingSpec {
   int steps = 0;
 };
 
+// Layer granularity: a virtual stage's op as pieces. Forward: `pre_f` (embedding), `layers`
+// times `layer_f`, then `post_f` (head, exposed ZeRO gathers); backward in reverse: `pre_b`
+// (head, exposed ZeRO traffic, their recomputation), `layers` times `layer_r` + `layer_b`
+// (recomputation, then backward), then `post_b` (embedding). Pieces sum to the stage costs.
+struct LayerPieces {
+  int layers = 0, first_layer = 0;
+  double layer_f = 0, layer_r = 0, layer_b = 0;  // layer_b without its recomputation
+  double pre_f = 0, post_f = 0, pre_b = 0, post_b = 0;
+};
+
 class Simulation {
  public:
   Simulation(const Plan& plan, const SimgridOptions& options)
       : plan_(plan),
         options_(options),
         costs_(stage_costs(plan)),
-        schedule_(make_schedule(plan.strategy.schedule, plan.pp, plan.micro_batches, plan.chunks)),
+        async_(plan.strategy.schedule == ScheduleKind::kPipeDreamAsync),
+        m_(plan.micro_batches),
+        warm_iterations_(async_ ? std::max(1, (2 * plan.pp + m_ - 1) / m_) : 0),
+        window_iterations_(async_ ? std::max(1, (plan.pp + m_ - 1) / m_) : 0),
+        stream_micro_batches_(async_ ? (warm_iterations_ + window_iterations_ + 1) * m_ : m_),
+        schedule_(make_schedule(plan.strategy.schedule, plan.pp, stream_micro_batches_,
+                                plan.chunks)),
         p_(plan.pp),
         dp_(plan.dp),
         vstages_(plan.pp * plan.chunks) {
-    micro_batch_ids_.resize(plan.micro_batches);
-    for (int i = 0; i < plan.micro_batches; ++i) micro_batch_ids_[i] = i;
+    micro_batch_ids_.resize(stream_micro_batches_);
+    for (int i = 0; i < stream_micro_batches_; ++i) micro_batch_ids_[i] = i;
+    sync_phase_.assign(p_, !async_);
+    if (options.granularity == SimGranularity::kLayer) layer_pieces();
+    steady_begin_s_.assign(p_, 0);
+    steady_end_s_.assign(p_, 0);
   }
 
   SimRun run();
@@ -64,23 +93,43 @@ class Simulation {
     if (replica != 0 || !options_.timeline) return;
     if (end < 0) end = sg4::Engine::get_clock();
     run_.events.push_back({rank, kind, mb, chunk, start, end, std::move(name)});
+    event_in_sync_.push_back(sync_phase_[rank]);
   }
+  // Async: events of the traced (last window) iteration move to start near 0 and those of
+  // the gradient sync to follow the steady-state iteration; pipeline times become per
+  // iteration (see the file comment).
+  void fold_steady_state();
   void compute(double seconds) {
     if (seconds <= 0) return;
     sg4::this_actor::execute(seconds * speed_);
     ++run_.activities;
   }
   void worker(int rank, int replica);
-  void run_op(int rank, int replica, const PipeOp& op);
-  void reduce_gradients(int rank, int replica, double ready_s, double backward_s, int buckets);
-  double ring(const RingSpec& ring, int rank, int replica, const char* what);
+  void run_op(int rank, int replica, const PipeOp& op, bool keep);
+  void layer_pieces();
+  // `serial`: called by the worker itself, so waiting for peers delays the host (async
+  // subtracts that wait: see fold_steady_state).
+  void reduce_gradients(int rank, int replica, double ready_s, double backward_s, int buckets,
+                        bool serial);
+  double ring(const RingSpec& ring, int rank, int replica, const char* what, bool serial);
   void sync_and_step(int rank, int replica, sg4::ActorPtr reducer);
 
   const Plan& plan_;
   const SimgridOptions& options_;
   const StageCosts costs_;
+  const bool async_;
+  const int m_;
+  const int warm_iterations_, window_iterations_;  // async only
+  const int stream_micro_batches_;                 // m, or the async stream's length
   const PipelineSchedule schedule_;
   const int p_, dp_, vstages_;
+  std::vector<char> sync_phase_;     // per rank: past the pipeline ops (async: the sync phase)
+  std::vector<char> event_in_sync_;  // per recorded event
+  std::vector<double> steady_begin_s_, steady_end_s_;  // async: per rank, replica 0
+  std::vector<LayerPieces> pieces_;                    // per virtual stage, layer granularity
+  // Per host: time the worker waited for ring peers after its pipeline ops, in total and
+  // until its data-parallel phase ended.
+  std::vector<double> sync_wait_s_, dp_wait_s_;
   double speed_ = 1;
   std::vector<int> micro_batch_ids_;  // message payloads (SimGrid refuses null payloads)
   std::vector<sg4::Host*> hosts_;
@@ -89,24 +138,49 @@ class Simulation {
   int finished_ = 0;
 };
 
-void Simulation::run_op(int rank, int replica, const PipeOp& op) {
+void Simulation::run_op(int rank, int replica, const PipeOp& op, bool keep) {
   HostResult& me = run_.hosts[host_index(rank, replica)];
   const int vs = op.chunk * p_ + rank;
   const bool fwd = op.kind == PipeOpKind::kForward;
-  const std::string id = std::to_string(op.micro_batch);
+  const int shown_mb = op.micro_batch % m_;  // async: the micro-batch within its iteration
+  const std::string id = std::to_string(shown_mb);
+  auto record = [&](EventKind kind, double start, std::string name) {
+    if (keep) Simulation::record(rank, replica, kind, shown_mb, op.chunk, start, std::move(name));
+  };
   const double start = sg4::Engine::get_clock();
-  if (fwd) {
+  if (!pieces_.empty()) {
+    const LayerPieces& lp = pieces_[vs];
+    auto piece = [&](EventKind kind, const char* prefix, double seconds, int layer) {
+      if (seconds <= 0) return;
+      const double t = sg4::Engine::get_clock();
+      compute(seconds);
+      record(kind, t, prefix + id + (layer < 0 ? "" : "/L" + std::to_string(layer)));
+    };
+    if (fwd) {
+      piece(EventKind::kForward, "F", lp.pre_f, -1);
+      for (int l = 0; l < lp.layers; ++l)
+        piece(EventKind::kForward, "F", lp.layer_f, lp.first_layer + l);
+      piece(EventKind::kForward, "F", lp.post_f, -1);
+    } else {
+      piece(EventKind::kBackward, "B", lp.pre_b, -1);
+      for (int l = lp.layers - 1; l >= 0; --l) {
+        piece(EventKind::kRecompute, "R", lp.layer_r, lp.first_layer + l);
+        piece(EventKind::kBackward, "B", lp.layer_b, lp.first_layer + l);
+      }
+      piece(EventKind::kBackward, "B", lp.post_b, -1);
+    }
+  } else if (fwd) {
     compute(costs_.compute_only.forward_s[vs]);
-    record(rank, replica, EventKind::kForward, op.micro_batch, op.chunk, start, "F" + id);
+    record(EventKind::kForward, start, "F" + id);
   } else {
     const double recompute = costs_.stages[vs].recompute_s;
     compute(recompute);
     if (recompute > 0) {
-      record(rank, replica, EventKind::kRecompute, op.micro_batch, op.chunk, start, "R" + id);
+      record(EventKind::kRecompute, start, "R" + id);
     }
     const double backward_start = sg4::Engine::get_clock();
     compute(costs_.compute_only.backward_s[vs] - recompute);
-    record(rank, replica, EventKind::kBackward, op.micro_batch, op.chunk, backward_start, "B" + id);
+    record(EventKind::kBackward, backward_start, "B" + id);
   }
   const int to = fwd ? vs + 1 : vs - 1;
   if (to >= 0 && to < vstages_) {
@@ -118,12 +192,35 @@ void Simulation::run_op(int rank, int replica, const PipeOp& op) {
     } else {  // Megatron's blocking p2p: the sender waits until the message has arrived
       out->put(payload, message_size(plan_.p2p_bytes));
       me.p2p_s += sg4::Engine::get_clock() - send_start;
-      record(rank, replica, EventKind::kComm, op.micro_batch, op.chunk, send_start,
-             (fwd ? "send act " : "send grad ") + id);
+      record(EventKind::kComm, send_start, (fwd ? "send act " : "send grad ") + id);
     }
     ++run_.activities;
   }
   me.busy_s += sg4::Engine::get_clock() - start;
+}
+
+void Simulation::layer_pieces() {
+  const BlockCost layer = memoized_block_cost(plan_.layer, plan_);
+  const bool transformer = plan_.model.family != ModelFamily::kOpGraph;
+  const BlockCost embedding =
+      transformer ? memoized_block_cost(plan_.embedding, plan_) : BlockCost{};
+  pieces_.resize(vstages_);
+  for (int vs = 0; vs < vstages_; ++vs) {
+    const VirtualStage& st = plan_.stages[vs];
+    LayerPieces& lp = pieces_[vs];
+    const double repeat = plan_.block_repeat;  // an op graph's block repeats inside a layer
+    lp.layers = st.layers;
+    lp.first_layer = st.first_layer;
+    lp.layer_f = repeat * layer.forward_s;
+    lp.layer_r = repeat * layer.recompute_s;
+    lp.layer_b = repeat * (layer.backward_s - layer.recompute_s);
+    const double layers_f = st.layers * lp.layer_f;
+    const double layers_b = st.layers * (lp.layer_r + lp.layer_b);
+    lp.pre_f = st.has_embedding ? embedding.forward_s : 0;
+    lp.post_f = std::max(0.0, costs_.compute_only.forward_s[vs] - lp.pre_f - layers_f);
+    lp.post_b = st.has_embedding ? embedding.backward_s : 0;
+    lp.pre_b = std::max(0.0, costs_.compute_only.backward_s[vs] - lp.post_b - layers_b);
+  }
 }
 
 void Simulation::worker(int rank, int replica) {
@@ -132,6 +229,8 @@ void Simulation::worker(int rank, int replica) {
   const bool overlap_dp = plan_.strategy.overlap_dp && dp_ > 1 && plan_.strategy.zero_stage <= 1;
   sg4::ActorPtr reducer;
   double cursor = 0;
+  int iterations_done = 0;  // async: iteration boundaries passed on this rank
+  const int traced = warm_iterations_ + window_iterations_ - 1;  // async: the traced iteration
   for (size_t j = 0; j < ops.size(); ++j) {
     const PipeOp& op = ops[j];
     const int vs = op.chunk * p_ + rank;
@@ -148,7 +247,9 @@ void Simulation::worker(int rank, int replica) {
       }
     }
     const double now = sg4::Engine::get_clock();
-    if (now > cursor) record(rank, replica, EventKind::kIdle, -1, 0, cursor, "idle");
+    const bool keep = !async_ || iterations_done == traced;
+    if (now > cursor && keep) record(rank, replica, EventKind::kIdle, -1, 0, cursor, "idle");
+    if (j + 1 == ops.size()) sync_phase_[rank] = 1;
     if (overlap_dp && j + 1 == ops.size() && !fwd) {
       const double grads = rank_params(plan_, rank) * plan_.grad_bytes_per_param;
       const int buckets =
@@ -157,11 +258,18 @@ void Simulation::worker(int rank, int replica) {
       const double backward = costs_.compute_only.backward_s[vs];
       reducer = sg4::Actor::create("reducer", hosts_[host_index(rank, replica)],
                                    [this, rank, replica, now, backward, buckets] {
-                                     reduce_gradients(rank, replica, now, backward, buckets);
+                                     reduce_gradients(rank, replica, now, backward, buckets, false);
                                    });
     }
-    run_op(rank, replica, op);
+    run_op(rank, replica, op, keep);
     cursor = sg4::Engine::get_clock();
+    if (async_ && !fwd && (op.micro_batch + 1) % m_ == 0) {
+      ++iterations_done;
+      if (replica == 0 && iterations_done == warm_iterations_) steady_begin_s_[rank] = cursor;
+      if (replica == 0 && iterations_done == warm_iterations_ + window_iterations_) {
+        steady_end_s_[rank] = cursor;
+      }
+    }
   }
   me.pipeline_end_s = cursor;
   sync_and_step(rank, replica, reducer);
@@ -171,7 +279,7 @@ void Simulation::worker(int rank, int replica) {
 // `buckets` pieces that become ready as the last backward progresses (ready_s + backward_s
 // when not overlapped: buckets == 1 and backward_s == 0).
 void Simulation::reduce_gradients(int rank, int replica, double ready_s, double backward_s,
-                                  int buckets) {
+                                  int buckets, bool serial) {
   const int n = dp_;
   const double grads = rank_params(plan_, rank) * plan_.grad_bytes_per_param;
   const bool all_reduce = plan_.strategy.zero_stage == 0;
@@ -184,11 +292,12 @@ void Simulation::reduce_gradients(int rank, int replica, double ready_s, double 
     r.step_bytes = grads / buckets / n;
     r.steps = (all_reduce ? 2 : 1) * (n - 1);
     run_.hosts[host_index(rank, replica)].dp_s +=
-        ring(r, rank, replica, all_reduce ? "dp all-reduce" : "dp reduce-scatter");
+        ring(r, rank, replica, all_reduce ? "dp all-reduce" : "dp reduce-scatter", serial);
   }
 }
 
-double Simulation::ring(const RingSpec& r, int rank, int replica, const char* what) {
+double Simulation::ring(const RingSpec& r, int rank, int replica, const char* what,
+                        bool serial) {
   const int n = static_cast<int>(r.members.size());
   if (n <= 1 || r.steps <= 0 || r.step_bytes <= 0) return 0;
   std::vector<double>& entry = ring_entry_[r.tag];
@@ -214,6 +323,7 @@ double Simulation::ring(const RingSpec& r, int rank, int replica, const char* wh
   // Every member has entered once our last step is done: the collective itself started when
   // the last one came; waiting for the others before is idle time, not communication.
   const double start = *std::max_element(entry.begin(), entry.end());
+  if (serial) sync_wait_s_[r.members[r.position]] += std::max(0.0, start - entry[r.position]);
   if (start > entry[r.position]) {
     record(rank, replica, EventKind::kIdle, -1, 0, entry[r.position], "wait for peers", start);
   }
@@ -228,7 +338,7 @@ void Simulation::sync_and_step(int rank, int replica, sg4::ActorPtr reducer) {
   if (reducer) {
     reducer->join();
   } else if (dp_ > 1 && zero <= 1) {
-    reduce_gradients(rank, replica, sync_start, 0, 1);
+    reduce_gradients(rank, replica, sync_start, 0, 1, true);
   }
   if (dp_ > 1 && (zero == 1 || zero == 2)) {  // parameters gathered after the sharded update
     RingSpec r;
@@ -237,9 +347,10 @@ void Simulation::sync_and_step(int rank, int replica, sg4::ActorPtr reducer) {
     r.position = replica;
     r.step_bytes = rank_params(plan_, rank) * plan_.weight_bytes_per_param / dp_;
     r.steps = dp_ - 1;
-    me.dp_s += ring(r, rank, replica, "dp all-gather");
+    me.dp_s += ring(r, rank, replica, "dp all-gather", true);
   }
   me.dp_end_s = sg4::Engine::get_clock();
+  dp_wait_s_[host_index(rank, replica)] = sync_wait_s_[host_index(rank, replica)];
   const bool tied = plan_.model.family != ModelFamily::kOpGraph &&
                     plan_.model.transformer.tied_embeddings && p_ > 1;
   if (tied && (rank == 0 || rank == p_ - 1)) {
@@ -250,7 +361,7 @@ void Simulation::sync_and_step(int rank, int replica, sg4::ActorPtr reducer) {
     r.position = rank == 0 ? 0 : 1;
     r.step_bytes = double(t.vocab) * t.hidden / plan_.tp * plan_.grad_bytes_per_param / 2;
     r.steps = 2;
-    me.embedding_s = ring(r, rank, replica, "embedding all-reduce");
+    me.embedding_s = ring(r, rank, replica, "embedding all-reduce", true);
   }
   me.optimizer_s = optimizer_step_s(plan_, rank);
   compute(me.optimizer_s);
@@ -278,6 +389,8 @@ SimRun Simulation::run() {
   hosts_ = platform.hosts;
   run_.nodes = platform.nodes;
   run_.hosts.resize(hosts_.size());
+  sync_wait_s_.assign(hosts_.size(), 0);
+  dp_wait_s_.assign(hosts_.size(), 0);
   std::vector<sg4::ActorPtr> actors(hosts_.size());
   for (int r = 0; r < p_; ++r) {
     for (int dp = 0; dp < dp_; ++dp) {
@@ -302,7 +415,44 @@ SimRun Simulation::run() {
                              std::to_string(hosts_.size()) + " hosts finished");
   }
   run_.simulated_s = sg4::Engine::get_clock();
+  if (async_) fold_steady_state();
   return std::move(run_);
+}
+
+void Simulation::fold_steady_state() {
+  std::vector<double> period(p_), stream_end(p_);
+  double t0 = steady_end_s_[0];
+  for (int r = 0; r < p_; ++r) {
+    period[r] = (steady_end_s_[r] - steady_begin_s_[r]) / window_iterations_;
+    stream_end[r] = run_.hosts[host_index(r, 0)].pipeline_end_s;
+    t0 = std::min(t0, steady_end_s_[r] - period[r]);  // start of the traced iteration
+  }
+  for (size_t i = 0; i < run_.events.size(); ++i) {
+    TimelineEvent& e = run_.events[i];
+    // Sync events follow the traced iteration's end on their rank.
+    const double shift =
+        event_in_sync_[i] ? stream_end[e.device] - (steady_end_s_[e.device] - t0) : t0;
+    e.start_s -= shift;
+    e.end_s -= shift;
+  }
+  // Every replica of rank r runs the same stream: replica 0's period stands for all.
+  const double scale = double(m_) / stream_micro_batches_;
+  // In the steady state every rank ends its iteration's pipeline work at the same time (the
+  // analytical engine's picture); after the stream they end at different times, so waiting
+  // for a ring peer that ended later (e.g. the tied-embedding all-reduce of the first and
+  // last stage) is an artefact of the stream's cool-down and is left out.
+  for (size_t i = 0; i < run_.hosts.size(); ++i) {
+    HostResult& h = run_.hosts[i];
+    const double shift = h.pipeline_end_s - period[h.rank];
+    h.pipeline_end_s -= shift;
+    h.dp_end_s -= shift + dp_wait_s_[i];
+    h.finish_s -= shift + sync_wait_s_[i];
+    h.busy_s *= scale;  // every iteration of the stream computes the same ops
+    h.p2p_s *= scale;
+  }
+  double end = 0;
+  for (const HostResult& h : run_.hosts) end = std::max(end, h.finish_s);
+  run_.simulated_s = end;
 }
 
 }  // namespace

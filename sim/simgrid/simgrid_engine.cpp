@@ -16,7 +16,7 @@ namespace {
 using simgrid_detail::HostResult;
 using simgrid_detail::SimRun;
 
-void check_supported(const Plan& plan, const SimgridOptions& options) {
+void check_supported(const SimgridOptions& options) {
   if (options.max_ring_steps < 1) {
     throw InputError("simgrid options", "max_ring_steps", std::to_string(options.max_ring_steps),
                      "must be >= 1");
@@ -24,10 +24,6 @@ void check_supported(const Plan& plan, const SimgridOptions& options) {
   if (options.max_dp_buckets < 1) {
     throw InputError("simgrid options", "max_dp_buckets", std::to_string(options.max_dp_buckets),
                      "must be >= 1");
-  }
-  if (plan.strategy.schedule == ScheduleKind::kPipeDreamAsync) {
-    throw InputError("strategy", "schedule", "\"pipedream_async\"",
-                     "is not simulated by the SimGrid engine yet (use evaluate)");
   }
 }
 
@@ -80,7 +76,7 @@ void measured_comms(Prediction& p, const Plan& plan, const SimRun& run, const Pr
   }
 }
 
-Prediction assemble(const Plan& plan, const SimRun& run) {
+Prediction assemble(const Plan& plan, const SimgridOptions& options, const SimRun& run) {
   // Quantities the simulation does not change (FLOP, per-op durations, memory, which is not
   // simulated: memory_model.h through the analytical engine) come from the analytical
   // prediction; every time that depends on ordering or on the network is measured.
@@ -120,6 +116,18 @@ Prediction assemble(const Plan& plan, const SimRun& run) {
       "%lld activities",
       run.hosts.size(), plan.hardware.num_devices, plan.tp, run.nodes, run.activities);
   p.notes.push_back(note);
+  p.notes.push_back(options.granularity == SimGranularity::kLayer
+                        ? "simgrid: layer granularity (each forward/backward executed layer by "
+                          "layer; embedding and head attached to their stages)"
+                        : "simgrid: stage granularity (one execution per forward/backward of a "
+                          "virtual stage)");
+  if (plan.strategy.schedule == ScheduleKind::kPipeDreamAsync) {
+    p.notes.push_back(
+        "simgrid: PipeDream async: iterations simulated back to back without flush; iteration "
+        "time = steady-state distance between iteration boundaries (+ the gradient sync and "
+        "optimizer step, simulated once after the stream); the trace shows one steady-state "
+        "iteration");
+  }
   p.notes.push_back(
       "simgrid: tensor-parallel and ZeRO per-micro-batch communication is inside the stage "
       "durations (not contended); memory is not simulated (memory model)");
@@ -129,10 +137,10 @@ Prediction assemble(const Plan& plan, const SimRun& run) {
 }  // namespace
 
 Prediction predict_simgrid(const Plan& plan, const SimgridOptions& options) {
-  check_supported(plan, options);
+  check_supported(options);
   const std::string wire = simgrid_detail::run_in_child(
       [&] { return simgrid_detail::to_wire(simgrid_detail::run_simulation(plan, options)); });
-  return assemble(plan, simgrid_detail::from_wire(wire));
+  return assemble(plan, options, simgrid_detail::from_wire(wire));
 }
 
 }  // namespace stratasim

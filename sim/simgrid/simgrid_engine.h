@@ -13,6 +13,11 @@
 
 namespace stratasim {
 
+// Stage: one execution per forward/backward op of a virtual stage (fast). Layer: each op runs
+// layer by layer, one execution per transformer layer (embedding and head stay attached to
+// their stages as executions of their own); the same durations in total, finer timelines.
+enum class SimGranularity { kStage, kLayer };
+
 struct SimgridOptions {
   bool timeline = true;  // fill Prediction::timeline (events of data-parallel replica 0)
   // Ring collectives are simulated step by step (one point-to-point message per member and
@@ -21,6 +26,7 @@ struct SimgridOptions {
   int max_ring_steps = 64;
   // With overlap_dp, gradient buckets reduced while the last backward runs (at most).
   int max_dp_buckets = 4;
+  SimGranularity granularity = SimGranularity::kStage;
 };
 
 // Throws InputError for options or strategies the engine cannot simulate (naming them) and
