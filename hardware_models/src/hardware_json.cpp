@@ -8,8 +8,9 @@
 //       {"preset": "dgx_a100", "devices": 1024, "network": {"oversubscription": 4}}
 //       {"file": "hw/my_cluster.json", "devices": 64}
 // In an override, nested records (efficiency.matmul, node, network, ...) are merged field by
-// field; "peak" is replaced as a whole (it lists the supported dtypes), and so are "device",
-// "device_link" and "nic" (each is itself a description as above).
+// field; "peak" is replaced as a whole (it lists the supported dtypes). "device", "device_link"
+// and "nic" are descriptions as above; inside an override, one that names no base (no name,
+// preset or file: {"device": {"memory": "40GiB"}}) changes only those fields of the inherited one.
 #include "hardware_models/src/hardware_json.h"
 
 #include <array>
@@ -161,6 +162,10 @@ struct Kind<HardwareModel> {
 template <class T>
 T read_any(const JsonNode& n, int depth);
 
+// A nested description inside an override that names no base edits the inherited value.
+template <class T>
+T read_nested(const JsonNode& c, const T& inherited, bool partial, int depth);
+
 template <class T>
 T read_catalog_entry(const CatalogText& entry, int depth) {
   std::string file = hw_detail::catalog_file_name(entry);
@@ -289,10 +294,13 @@ void apply(const JsonNode& n, LinkSpec& l, bool partial, int /*depth*/) {
 void apply_node(const JsonNode& n, NodeSpec& node, bool partial, int depth) {
   n.allow_keys({"devices", "device_link", "nics", "nic"});
   field(n, "devices", partial, [&](const JsonNode& c) { node.devices = count_at_least(c, 1); });
-  field(n, "device_link", partial,
-        [&](const JsonNode& c) { node.device_link = read_any<LinkSpec>(c, depth + 1); });
+  field(n, "device_link", partial, [&](const JsonNode& c) {
+    node.device_link = read_nested<LinkSpec>(c, node.device_link, partial, depth + 1);
+  });
   field(n, "nics", partial, [&](const JsonNode& c) { node.nics = count_at_least(c, 0); });
-  optional_field(n, "nic", [&](const JsonNode& c) { node.nic = read_any<LinkSpec>(c, depth + 1); });
+  optional_field(n, "nic", [&](const JsonNode& c) {
+    node.nic = read_nested<LinkSpec>(c, node.nic, partial, depth + 1);
+  });
   if (node.nics > 0 && node.nic == LinkSpec{}) {
     fail_missing(n, "nic", "is a required field when nics > 0");
   }
@@ -322,8 +330,9 @@ void allow_cluster_keys(const JsonNode& n) {
 
 void apply(const JsonNode& n, HardwareModel& h, bool partial, int depth) {
   field(n, "name", partial, [&](const JsonNode& c) { h.name = name_string(c); });
-  field(n, "device", partial,
-        [&](const JsonNode& c) { h.device = read_any<DeviceSpec>(c, depth + 1); });
+  field(n, "device", partial, [&](const JsonNode& c) {
+    h.device = read_nested<DeviceSpec>(c, h.device, partial, depth + 1);
+  });
   field(n, "node", partial, [&](const JsonNode& c) { apply_node(c, h.node, partial, depth); });
   bool network_given = partial || n.has("network");
   optional_field(n, "network", [&](const JsonNode& c) { apply_network(c, h.network, partial); });
@@ -344,6 +353,11 @@ void apply(const JsonNode& n, HardwareModel& h, bool partial, int depth) {
     fail_missing(n, "network", "is a required field for a cluster of more than one node (" +
                                    std::to_string(h.num_devices) + " devices, " +
                                    std::to_string(h.node.devices) + " per node)");
+  }
+  if (h.num_nodes() > 1 && h.node.nics < 1) {
+    blame(n, {"node", "devices"}).fail("gives a cluster of " + std::to_string(h.num_nodes()) +
+                                       " nodes without a network interface (node.nics must be "
+                                       "at least 1)");
   }
 }
 
@@ -377,6 +391,17 @@ T read_any(const JsonNode& n, int depth) {
     partial = true;
   }
   apply(n, value, partial, depth);
+  return value;
+}
+
+template <class T>
+T read_nested(const JsonNode& c, const T& inherited, bool partial, int depth) {
+  if (!partial || !c.is_object() || c.has("name") || c.has("preset") || c.has("file")) {
+    return read_any<T>(c, depth);
+  }
+  allow_keys_for(c, static_cast<const T*>(nullptr));
+  T value = inherited;
+  apply(c, value, true, depth);
   return value;
 }
 

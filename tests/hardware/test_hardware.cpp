@@ -441,3 +441,22 @@ TEST_CASE("error messages name the file, the JSON path, the value and the rule")
                          InputError);
   }
 }
+
+TEST_CASE("overrides edit nested descriptions field by field; multi-node clusters need NICs") {
+  const Json j = parse_json_text(
+      R"({"preset": "dgx_a100", "devices": 16, "device": {"memory": "40GiB"},
+          "node": {"nic": {"bandwidth": "100Gbps"}}})",
+      "o.json");
+  const HardwareModel h = read_cluster(JsonNode(j, "o.json", "cluster"));
+  CHECK(h.device.memory_B == 40 * kGiB);
+  CHECK(h.device.name == "A100-SXM4-80GB");          // everything else inherited
+  CHECK(h.device.memory_bandwidth_Bps == 2039 * kGB);
+  CHECK(h.node.nic.bandwidth_Bps == 100 * kGB / kBitsPerByte);
+  CHECK(h.node.nic.name == "ib_hdr");
+  const Json bad = parse_json_text(R"({"preset": "dgx_a100", "devices": 16, "node": {"nics": 0}})",
+                                   "o.json");
+  CHECK_THROWS_WITH_AS(read_cluster(JsonNode(bad, "o.json", "cluster")),
+                       "o.json: cluster.node: {\"nics\":0} gives a cluster of 2 nodes without a "
+                       "network interface (node.nics must be at least 1)",
+                       InputError);
+}
