@@ -12,7 +12,7 @@
 #include "strategies/lowering/lower.h"
 #include "strategies/strategy/strategy_json.h"
 #if STRATASIM_WITH_SIMGRID
-#include "sim/simgrid/chrome_trace.h"
+#include "sim/prediction/chrome_trace.h"
 #include "sim/simgrid/simgrid_engine.h"
 #endif
 

@@ -14,7 +14,7 @@
 #include "sim/core/error.h"
 #include "sim/core/json_reader.h"
 #include "sim/scenario/scenario.h"
-#include "sim/simgrid/chrome_trace.h"
+#include "sim/prediction/chrome_trace.h"
 #include "sim/simgrid/simgrid_engine.h"
 #include "strategies/lowering/lower.h"
 #include "tests/support/run_cli.h"

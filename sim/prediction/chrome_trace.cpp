@@ -1,4 +1,4 @@
-#include "sim/simgrid/chrome_trace.h"
+#include "sim/prediction/chrome_trace.h"
 
 #include <set>
 
