@@ -3,7 +3,8 @@
 // Default: GPT-3 175B on 1024 A100 (tp 8, pp 8, dp 16), variant "interleaved v=2", both
 // granularities: the targets (<= 2 s at stage, <= 30 s at layer granularity, <= 4 GiB,
 // on one core). Each simulation runs in a child process (predict_simgrid forks), so its peak
-// RSS is read with getrusage(RUSAGE_CHILDREN): the largest child so far (stage runs first).
+// RSS is read with getrusage(RUSAGE_CHILDREN): the largest child so far (stage runs first);
+// the child's CPU time is printed too (wall time suffers when other processes share the core).
 #include <sys/resource.h>
 
 #include <chrono>
@@ -40,6 +41,8 @@ int main(int argc, char** argv) {
     for (const SimGranularity g : {SimGranularity::kStage, SimGranularity::kLayer}) {
       const char* name = g == SimGranularity::kStage ? "stage" : "layer";
       if (which != "both" && which != name) continue;
+      rusage before{};
+      getrusage(RUSAGE_CHILDREN, &before);
       const auto t0 = std::chrono::steady_clock::now();
       const Prediction p =
           predict_simgrid(*plan, SimgridOptions{.timeline = false, .granularity = g});
@@ -50,11 +53,15 @@ int main(int argc, char** argv) {
       getrusage(RUSAGE_SELF, &self);
       std::printf("-- %s granularity\n", name);
       std::printf("simgrid     iteration %.4f s, bubble %.2f%% (analytical %.4f s, %.2f%%)\n",
-                  p.iteration_s, 100 * p.bubble_fraction, a.iteration_s,
-                  100 * a.bubble_fraction);
+                  p.iteration_s, 100 * p.bubble_fraction, a.iteration_s, 100 * a.bubble_fraction);
       for (const std::string& n : p.notes) std::printf("note        %s\n", n.c_str());
       std::printf("wall time   %.3f s (simulation in a forked child, %s granularity)\n", wall,
                   name);
+      auto cpu_s = [](const rusage& u) {
+        return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+               kMicro * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+      };
+      std::printf("cpu time    %.3f s (child: user + system)\n", cpu_s(child) - cpu_s(before));
       std::printf("peak RSS    child %.1f MiB, parent %.1f MiB\n", child.ru_maxrss * kKiB / kMiB,
                   self.ru_maxrss * kKiB / kMiB);
     }

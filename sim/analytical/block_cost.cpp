@@ -25,23 +25,14 @@ double neighbour_matmul_s(const std::vector<double>& times, const std::vector<Ke
 }
 
 PhaseSums sum_kernels(const std::vector<Kernel>& ks, const Plan& plan) {
-  const HardwareModel& hw = plan.hardware;
-  const Strategy& s = plan.strategy;
-  std::vector<double> times(ks.size());
-  for (size_t i = 0; i < ks.size(); ++i) {
-    const Kernel& k = ks[i];
-    times[i] = k.cls == OpClass::kCollective
-                   ? collective_time(k.comm, k.comm_bytes, plan.tp_group, hw, s.collective).time_s
-                   : kernel_time(k, hw.device, s.dtype).total_s;
-  }
+  const std::vector<KernelTiming> times = kernel_timings(ks, plan);
   PhaseSums sum;
   for (size_t i = 0; i < ks.size(); ++i) {
     const Kernel& k = ks[i];
-    double t = times[i];
+    const double t = times[i].exposed_s;
     if (k.cls == OpClass::kCollective) {
-      sum.comm_total_s += t;
+      sum.comm_total_s += times[i].total_s;
       sum.comm_bytes += k.comm_bytes;
-      if (s.overlap_tp) t = std::max(0.0, t - neighbour_matmul_s(times, ks, i));
       sum.comm_exposed_s += t;
     } else {
       sum.hardware_flops += k.model_flops;
@@ -54,6 +45,33 @@ PhaseSums sum_kernels(const std::vector<Kernel>& ks, const Plan& plan) {
 }
 
 }  // namespace
+
+std::vector<KernelTiming> kernel_timings(const std::vector<Kernel>& ks, const Plan& plan) {
+  const HardwareModel& hw = plan.hardware;
+  const Strategy& s = plan.strategy;
+  std::vector<double> times(ks.size());
+  std::vector<KernelTiming> out(ks.size());
+  for (size_t i = 0; i < ks.size(); ++i) {
+    const Kernel& k = ks[i];
+    if (k.cls == OpClass::kCollective) {
+      const CollectiveChoice c =
+          collective_time(k.comm, k.comm_bytes, plan.tp_group, hw, s.collective);
+      times[i] = c.time_s;
+      out[i].algorithm = c.algorithm;
+    } else {
+      times[i] = kernel_time(k, hw.device, s.dtype).total_s;
+    }
+  }
+  for (size_t i = 0; i < ks.size(); ++i) {
+    double t = times[i];
+    if (ks[i].cls == OpClass::kCollective && s.overlap_tp) {
+      t = std::max(0.0, t - neighbour_matmul_s(times, ks, i));
+    }
+    out[i].total_s = times[i];
+    out[i].exposed_s = t;
+  }
+  return out;
+}
 
 BlockCost block_cost(const Block& b, const Plan& plan) {
   const PhaseSums f = sum_kernels(b.forward, plan);

@@ -20,4 +20,13 @@ struct BlockCost {
 
 BlockCost block_cost(const Block& b, const Plan& plan);
 
+// Per kernel of one phase list: its time, the part that stays exposed (a collective with
+// overlap_tp runs under its neighbour GEMM) and, for collectives, the algorithm used. Sums to
+// block_cost's numbers; the SimGrid engine replays collectives from it.
+struct KernelTiming {
+  double total_s = 0, exposed_s = 0;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
+};
+std::vector<KernelTiming> kernel_timings(const std::vector<Kernel>& ks, const Plan& plan);
+
 }  // namespace stratasim

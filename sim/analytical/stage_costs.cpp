@@ -48,6 +48,8 @@ void add_zero_traffic(StageCost& c, const VirtualStage& st, const Plan& plan) {
   const double fwd_exposed = overlap ? std::max(fwd * per_layer, fwd - c.forward_s) : fwd;
   const double bwd_exposed = overlap ? std::max(bwd * per_layer, bwd - c.backward_s) : bwd;
   c.zero_exposed_s += fwd_exposed + bwd_exposed;
+  c.zero_forward_total_s += fwd;
+  c.zero_forward_exposed_s += fwd_exposed;
   c.forward_s += fwd_exposed;
   c.backward_s += bwd_exposed;
 }

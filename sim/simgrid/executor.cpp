@@ -1,10 +1,18 @@
 // The executor: one SimGrid actor per simulated host (pipeline rank x data-parallel replica)
-// runs its rank's schedule (make_schedule) with the compute durations of stage_costs(plan);
-// activations and gradients travel as real messages between the hosts of consecutive
-// virtual stages; after the last backward the data-parallel gradient reduction runs as a ring
-// of point-to-point messages over the replicas' hosts, then the tied-embedding all-reduce and
-// the optimizer step. Activities are posted as the schedule reaches them; sends are waited
-// (blocking p2p) or detached (overlapped p2p), so few are ever in flight.
+// runs its rank's schedule (make_schedule) with the compute durations of stage_costs(plan),
+// each op as the pieces of op_segments.h: compute, and tensor-parallel collectives as
+// messages between the host and its mirror (platform.h), the part hidden behind a GEMM
+// computed beside them. ZeRO-2/3 collectives run as collectives over the replicas' hosts
+// (gathers before the forward, gathers and reduce-scatters after the backward, the prefetched
+// part computed beside them). Activations and gradients travel as messages between the hosts
+// of consecutive virtual stages; after the last backward the data-parallel gradient reduction
+// (buckets overlapped with that backward when asked), the ZeRO-1/2 parameter gather, the
+// tied-embedding all-reduce and the optimizer step. Collectives over replicas are real
+// algorithms over point-to-point messages, as the strategy names them (auto: the one
+// collective_cost.h picks): ring, hierarchical (intra-node rings, inter-node ring, intra-node
+// rings) or double binary tree, so concurrent collectives share links. Activities are posted
+// as the schedule reaches them; sends are waited (blocking p2p) or detached (overlapped p2p),
+// tree chunks keep four sends in flight per member, so few activities are ever in flight.
 //
 // PipeDream async (no flush): the 1F1B op order of schedule_pipedream_async runs as one
 // endless stream of warm + window + 1 iterations back to back (micro-batch ids continue
@@ -14,129 +22,21 @@
 // cool-down is not steady). The gradient sync and optimizer step run once after the stream;
 // their duration past the stream's end is added to the steady-state iteration.
 #include "sim/simgrid/executor.h"
-#include "sim/analytical/optimizer_cost.h"
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <simgrid/s4u.hpp>
 #include <stdexcept>
 #include <string>
 
 #include "sim/analytical/block_cost_memo.h"
-#include "sim/analytical/stage_costs.h"
+#include "sim/analytical/optimizer_cost.h"
 #include "sim/simgrid/platform.h"
-#include "strategies/pipeline/schedules.h"
+#include "sim/simgrid/simulation.h"
 
 namespace stratasim::simgrid_detail {
-namespace {
 
 namespace sg4 = simgrid::s4u;
-
-uint64_t message_size(double bytes) {  // SimGrid sizes are integers: round, never 0
-  return std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(bytes)));
-}
-
-// One collective as a ring: `steps` steps, each member sending `step_bytes` to its successor.
-struct RingSpec {
-  std::string tag;           // unique per concurrent ring
-  std::vector<int> members;  // host indices, in ring order
-  int position = 0;          // this host's place in `members`
-  double step_bytes = 0;
-  int steps = 0;
-};
-
-// Layer granularity: a virtual stage's op as pieces. Forward: `pre_f` (embedding), `layers`
-// times `layer_f`, then `post_f` (head, exposed ZeRO gathers); backward in reverse: `pre_b`
-// (head, exposed ZeRO traffic, their recomputation), `layers` times `layer_r` + `layer_b`
-// (recomputation, then backward), then `post_b` (embedding). Pieces sum to the stage costs.
-struct LayerPieces {
-  int layers = 0, first_layer = 0;
-  double layer_f = 0, layer_r = 0, layer_b = 0;  // layer_b without its recomputation
-  double pre_f = 0, post_f = 0, pre_b = 0, post_b = 0;
-};
-
-class Simulation {
- public:
-  Simulation(const Plan& plan, const SimgridOptions& options)
-      : plan_(plan),
-        options_(options),
-        costs_(stage_costs(plan)),
-        async_(plan.strategy.schedule == ScheduleKind::kPipeDreamAsync),
-        m_(plan.micro_batches),
-        warm_iterations_(async_ ? std::max(1, (2 * plan.pp + m_ - 1) / m_) : 0),
-        window_iterations_(async_ ? std::max(1, (plan.pp + m_ - 1) / m_) : 0),
-        stream_micro_batches_(async_ ? (warm_iterations_ + window_iterations_ + 1) * m_ : m_),
-        schedule_(make_schedule(plan.strategy.schedule, plan.pp, stream_micro_batches_,
-                                plan.chunks)),
-        p_(plan.pp),
-        dp_(plan.dp),
-        vstages_(plan.pp * plan.chunks) {
-    micro_batch_ids_.resize(stream_micro_batches_);
-    for (int i = 0; i < stream_micro_batches_; ++i) micro_batch_ids_[i] = i;
-    sync_phase_.assign(p_, !async_);
-    if (options.granularity == SimGranularity::kLayer) layer_pieces();
-    steady_begin_s_.assign(p_, 0);
-    steady_end_s_.assign(p_, 0);
-  }
-
-  SimRun run();
-
- private:
-  int host_index(int rank, int replica) const { return rank * dp_ + replica; }
-  sg4::Mailbox* box(char dir, int replica, int vstage) const {
-    return sg4::Mailbox::by_name(std::string(1, dir) + std::to_string(replica) + ":" +
-                                 std::to_string(vstage));
-  }
-  void record(int rank, int replica, EventKind kind, int mb, int chunk, double start,
-              std::string name, double end = -1) {
-    if (replica != 0 || !options_.timeline) return;
-    if (end < 0) end = sg4::Engine::get_clock();
-    run_.events.push_back({rank, kind, mb, chunk, start, end, std::move(name)});
-    event_in_sync_.push_back(sync_phase_[rank]);
-  }
-  // Async: events of the traced (last window) iteration move to start near 0 and those of
-  // the gradient sync to follow the steady-state iteration; pipeline times become per
-  // iteration (see the file comment).
-  void fold_steady_state();
-  void compute(double seconds) {
-    if (seconds <= 0) return;
-    sg4::this_actor::execute(seconds * speed_);
-    ++run_.activities;
-  }
-  void worker(int rank, int replica);
-  void run_op(int rank, int replica, const PipeOp& op, bool keep);
-  void layer_pieces();
-  // `serial`: called by the worker itself, so waiting for peers delays the host (async
-  // subtracts that wait: see fold_steady_state).
-  void reduce_gradients(int rank, int replica, double ready_s, double backward_s, int buckets,
-                        bool serial);
-  double ring(const RingSpec& ring, int rank, int replica, const char* what, bool serial);
-  void sync_and_step(int rank, int replica, sg4::ActorPtr reducer);
-
-  const Plan& plan_;
-  const SimgridOptions& options_;
-  const StageCosts costs_;
-  const bool async_;
-  const int m_;
-  const int warm_iterations_, window_iterations_;  // async only
-  const int stream_micro_batches_;                 // m, or the async stream's length
-  const PipelineSchedule schedule_;
-  const int p_, dp_, vstages_;
-  std::vector<char> sync_phase_;     // per rank: past the pipeline ops (async: the sync phase)
-  std::vector<char> event_in_sync_;  // per recorded event
-  std::vector<double> steady_begin_s_, steady_end_s_;  // async: per rank, replica 0
-  std::vector<LayerPieces> pieces_;                    // per virtual stage, layer granularity
-  // Per host: time the worker waited for ring peers after its pipeline ops, in total and
-  // until its data-parallel phase ended.
-  std::vector<double> sync_wait_s_, dp_wait_s_;
-  double speed_ = 1;
-  std::vector<int> micro_batch_ids_;  // message payloads (SimGrid refuses null payloads)
-  std::vector<sg4::Host*> hosts_;
-  SimRun run_;
-  std::map<std::string, std::vector<double>> ring_entry_;  // tag -> when each member entered
-  int finished_ = 0;
-};
 
 void Simulation::run_op(int rank, int replica, const PipeOp& op, bool keep) {
   HostResult& me = run_.hosts[host_index(rank, replica)];
@@ -148,47 +48,28 @@ void Simulation::run_op(int rank, int replica, const PipeOp& op, bool keep) {
     if (keep) Simulation::record(rank, replica, kind, shown_mb, op.chunk, start, std::move(name));
   };
   const double start = sg4::Engine::get_clock();
-  if (!pieces_.empty()) {
-    const LayerPieces& lp = pieces_[vs];
-    auto piece = [&](EventKind kind, const char* prefix, double seconds, int layer) {
-      if (seconds <= 0) return;
-      const double t = sg4::Engine::get_clock();
-      compute(seconds);
-      record(kind, t, prefix + id + (layer < 0 ? "" : "/L" + std::to_string(layer)));
-    };
-    if (fwd) {
-      piece(EventKind::kForward, "F", lp.pre_f, -1);
-      for (int l = 0; l < lp.layers; ++l)
-        piece(EventKind::kForward, "F", lp.layer_f, lp.first_layer + l);
-      piece(EventKind::kForward, "F", lp.post_f, -1);
-    } else {
-      piece(EventKind::kBackward, "B", lp.pre_b, -1);
-      for (int l = lp.layers - 1; l >= 0; --l) {
-        piece(EventKind::kRecompute, "R", lp.layer_r, lp.first_layer + l);
-        piece(EventKind::kBackward, "B", lp.layer_b, lp.first_layer + l);
-      }
-      piece(EventKind::kBackward, "B", lp.post_b, -1);
+  if (fwd) zero_traffic(rank, replica, vs, op.micro_batch, true);
+  for (const Piece& piece : fwd ? pieces_[vs].forward : pieces_[vs].backward) {
+    const double t = sg4::Engine::get_clock();
+    for (const Segment& seg : piece.segments) {
+      compute(seg.compute_s);
+      exchange(host_index(rank, replica), seg.comm);
     }
-  } else if (fwd) {
-    compute(costs_.compute_only.forward_s[vs]);
-    record(EventKind::kForward, start, "F" + id);
-  } else {
-    const double recompute = costs_.stages[vs].recompute_s;
-    compute(recompute);
-    if (recompute > 0) {
-      record(EventKind::kRecompute, start, "R" + id);
-    }
-    const double backward_start = sg4::Engine::get_clock();
-    compute(costs_.compute_only.backward_s[vs] - recompute);
-    record(EventKind::kBackward, backward_start, "B" + id);
+    const char* prefix = piece.kind == EventKind::kForward     ? "F"
+                         : piece.kind == EventKind::kRecompute ? "R"
+                                                               : "B";
+    record(piece.kind, t,
+           prefix + id + (piece.layer < 0 ? "" : "/L" + std::to_string(piece.layer)));
   }
+  if (!fwd) zero_traffic(rank, replica, vs, op.micro_batch, false);
   const int to = fwd ? vs + 1 : vs - 1;
   if (to >= 0 && to < vstages_) {
     sg4::Mailbox* out = box(fwd ? 'f' : 'b', replica, to);
     void* payload = &micro_batch_ids_[op.micro_batch];
     const double send_start = sg4::Engine::get_clock();
     if (plan_.strategy.overlap_p2p) {
-      out->put_async(payload, message_size(plan_.p2p_bytes))->detach();
+      // put_init + detach: a comm that started (permanent receiver) cannot be detached.
+      out->put_init(payload, message_size(plan_.p2p_bytes))->detach();
     } else {  // Megatron's blocking p2p: the sender waits until the message has arrived
       out->put(payload, message_size(plan_.p2p_bytes));
       me.p2p_s += sg4::Engine::get_clock() - send_start;
@@ -199,28 +80,28 @@ void Simulation::run_op(int rank, int replica, const PipeOp& op, bool keep) {
   me.busy_s += sg4::Engine::get_clock() - start;
 }
 
-void Simulation::layer_pieces() {
-  const BlockCost layer = memoized_block_cost(plan_.layer, plan_);
-  const bool transformer = plan_.model.family != ModelFamily::kOpGraph;
-  const BlockCost embedding =
-      transformer ? memoized_block_cost(plan_.embedding, plan_) : BlockCost{};
-  pieces_.resize(vstages_);
-  for (int vs = 0; vs < vstages_; ++vs) {
-    const VirtualStage& st = plan_.stages[vs];
-    LayerPieces& lp = pieces_[vs];
-    const double repeat = plan_.block_repeat;  // an op graph's block repeats inside a layer
-    lp.layers = st.layers;
-    lp.first_layer = st.first_layer;
-    lp.layer_f = repeat * layer.forward_s;
-    lp.layer_r = repeat * layer.recompute_s;
-    lp.layer_b = repeat * (layer.backward_s - layer.recompute_s);
-    const double layers_f = st.layers * lp.layer_f;
-    const double layers_b = st.layers * (lp.layer_r + lp.layer_b);
-    lp.pre_f = st.has_embedding ? embedding.forward_s : 0;
-    lp.post_f = std::max(0.0, costs_.compute_only.forward_s[vs] - lp.pre_f - layers_f);
-    lp.post_b = st.has_embedding ? embedding.backward_s : 0;
-    lp.pre_b = std::max(0.0, costs_.compute_only.backward_s[vs] - lp.post_b - layers_b);
+void Simulation::exchange(int host, const TpExchange& x) {
+  if (x.empty()) return;
+  HostResult& me = run_.hosts[host];
+  const double t0 = sg4::Engine::get_clock();
+  sg4::ExecPtr hidden;  // the GEMM the collective overlaps with (overlap_tp)
+  if (x.hidden_s > 0) {
+    hidden = sg4::this_actor::exec_async(x.hidden_s * speed_);
+    ++run_.activities;
   }
+  const uint64_t size = message_size(x.wire_B);
+  sg4::CommPtr out = sg4::Comm::sendto_async(hosts_[host], mirrors_[host], size);
+  sg4::CommPtr in = sg4::Comm::sendto_async(mirrors_[host], hosts_[host], size);
+  out->wait();
+  in->wait();
+  run_.activities += 2;
+  if (x.extra_latency_s > 0) {
+    sg4::this_actor::sleep_for(x.extra_latency_s);
+    ++run_.activities;
+  }
+  me.tp_s += sg4::Engine::get_clock() - t0;
+  if (hidden) hidden->wait();
+  me.tp_exposed_s += std::max(0.0, sg4::Engine::get_clock() - t0 - x.hidden_s);
 }
 
 void Simulation::worker(int rank, int replica) {
@@ -283,52 +164,20 @@ void Simulation::reduce_gradients(int rank, int replica, double ready_s, double 
   const int n = dp_;
   const double grads = rank_params(plan_, rank) * plan_.grad_bytes_per_param;
   const bool all_reduce = plan_.strategy.zero_stage == 0;
+  if (n <= 1) return;
   for (int b = 0; b < buckets; ++b) {
     sg4::this_actor::sleep_until(ready_s + backward_s * (b + 1) / buckets);
-    RingSpec r;
-    r.tag = "dp-reduce-b" + std::to_string(b) + "-r" + std::to_string(rank);
-    for (int d = 0; d < n; ++d) r.members.push_back(host_index(rank, d));
-    r.position = replica;
-    r.step_bytes = grads / buckets / n;
-    r.steps = (all_reduce ? 2 : 1) * (n - 1);
-    run_.hosts[host_index(rank, replica)].dp_s +=
-        ring(r, rank, replica, all_reduce ? "dp all-reduce" : "dp reduce-scatter", serial);
+    CollectiveSpec c{all_reduce ? CommKind::kAllReduce : CommKind::kReduceScatter,
+                     grads / buckets,
+                     1,
+                     dp_members(rank),
+                     replica,
+                     "dp-reduce-b" + std::to_string(b) + "-r" + std::to_string(rank),
+                     all_reduce ? "dp all-reduce" : "dp reduce-scatter",
+                     serial,
+                     grads};  // chosen for the whole gradient, as the analytical engine does
+    run_.hosts[host_index(rank, replica)].dp_s += collective(c, rank, replica);
   }
-}
-
-double Simulation::ring(const RingSpec& r, int rank, int replica, const char* what,
-                        bool serial) {
-  const int n = static_cast<int>(r.members.size());
-  if (n <= 1 || r.steps <= 0 || r.step_bytes <= 0) return 0;
-  std::vector<double>& entry = ring_entry_[r.tag];
-  entry.resize(n, -1);
-  entry[r.position] = sg4::Engine::get_clock();
-  const int simulated = std::min(r.steps, std::max(1, options_.max_ring_steps));
-  const int next = (r.position + 1) % n;
-  std::vector<sg4::Link*> links;
-  double latency = 0;
-  hosts_[r.members[r.position]]->route_to(hosts_[r.members[next]], links, &latency);
-  const double extra_latency = double(r.steps - simulated) * latency / simulated;
-  const uint64_t size = message_size(r.step_bytes * r.steps / simulated);
-  sg4::Mailbox* inbox = sg4::Mailbox::by_name(r.tag + "/" + std::to_string(r.position));
-  sg4::Mailbox* outbox = sg4::Mailbox::by_name(r.tag + "/" + std::to_string(next));
-  for (int s = 0; s < simulated; ++s) {
-    int* got = nullptr;
-    sg4::CommPtr in = inbox->get_async<int>(&got);
-    outbox->put_async(&micro_batch_ids_[0], size)->wait();
-    in->wait();
-    if (extra_latency > 0) sg4::this_actor::sleep_for(extra_latency);
-    run_.activities += 2;
-  }
-  // Every member has entered once our last step is done: the collective itself started when
-  // the last one came; waiting for the others before is idle time, not communication.
-  const double start = *std::max_element(entry.begin(), entry.end());
-  if (serial) sync_wait_s_[r.members[r.position]] += std::max(0.0, start - entry[r.position]);
-  if (start > entry[r.position]) {
-    record(rank, replica, EventKind::kIdle, -1, 0, entry[r.position], "wait for peers", start);
-  }
-  record(rank, replica, EventKind::kComm, -1, 0, start, what);
-  return sg4::Engine::get_clock() - start;
 }
 
 void Simulation::sync_and_step(int rank, int replica, sg4::ActorPtr reducer) {
@@ -341,13 +190,15 @@ void Simulation::sync_and_step(int rank, int replica, sg4::ActorPtr reducer) {
     reduce_gradients(rank, replica, sync_start, 0, 1, true);
   }
   if (dp_ > 1 && (zero == 1 || zero == 2)) {  // parameters gathered after the sharded update
-    RingSpec r;
-    r.tag = "dp-gather-r" + std::to_string(rank);
-    for (int d = 0; d < dp_; ++d) r.members.push_back(host_index(rank, d));
-    r.position = replica;
-    r.step_bytes = rank_params(plan_, rank) * plan_.weight_bytes_per_param / dp_;
-    r.steps = dp_ - 1;
-    me.dp_s += ring(r, rank, replica, "dp all-gather", true);
+    CollectiveSpec c{CommKind::kAllGather,
+                     rank_params(plan_, rank) * plan_.weight_bytes_per_param,
+                     1,
+                     dp_members(rank),
+                     replica,
+                     "dp-gather-r" + std::to_string(rank),
+                     "dp all-gather",
+                     true};
+    me.dp_s += collective(c, rank, replica);
   }
   me.dp_end_s = sg4::Engine::get_clock();
   dp_wait_s_[host_index(rank, replica)] = sync_wait_s_[host_index(rank, replica)];
@@ -385,8 +236,11 @@ SimRun Simulation::run() {
   for (int r = 0; r < p_; ++r) {
     for (int dp = 0; dp < dp_; ++dp) devices.push_back((r * dp_ + dp) * plan_.tp);
   }
-  const SimPlatform platform = build_platform(plan_.hardware, devices, plan_.tp, speed_);
+  const SimPlatform platform =
+      build_platform(plan_.hardware, devices, plan_.tp, speed_, tp_as_messages(plan_, options_));
   hosts_ = platform.hosts;
+  for (int d : devices) host_node_.push_back(d / plan_.hardware.node.devices);
+  mirrors_ = platform.mirrors;
   run_.nodes = platform.nodes;
   run_.hosts.resize(hosts_.size());
   sync_wait_s_.assign(hosts_.size(), 0);
@@ -449,14 +303,15 @@ void Simulation::fold_steady_state() {
     h.finish_s -= shift + sync_wait_s_[i];
     h.busy_s *= scale;  // every iteration of the stream computes the same ops
     h.p2p_s *= scale;
+    h.tp_s *= scale;
+    h.tp_exposed_s *= scale;
+    h.zero_s *= scale;
+    h.zero_exposed_s *= scale;
   }
   double end = 0;
   for (const HostResult& h : run_.hosts) end = std::max(end, h.finish_s);
   run_.simulated_s = end;
 }
-
-}  // namespace
-
 
 SimRun run_simulation(const Plan& plan, const SimgridOptions& options) {
   Simulation sim(plan, options);

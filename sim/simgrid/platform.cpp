@@ -28,12 +28,104 @@ struct Node {
   int leaf = 0;
 };
 
+// Rail-optimized (NVIDIA DGX SuperPOD, "rail-optimized" leaf layer): NIC i of every node is
+// cabled to rail switch i, so devices with the same local index talk through one switch hop
+// without sharing anything but their own NICs; a rail switch has the ports a fat-tree leaf
+// would give nodes_per_leaf nodes' NICs, i.e. it spans nodes_per_leaf x nics nodes (one NIC
+// each, a "scalable unit"). Traffic between different rails or scalable units climbs through
+// the rail switch's uplink (oversubscribed like a fat-tree leaf's) to the spine and down
+// (what SuperPOD does without NCCL's PXN forwarding over NVLink, which is not modelled).
+// GPU-to-NIC traffic goes over PCIe, not the device's NVLink port. One full zone over all
+// hosts with explicit routes (hosts x hosts routes: fine for the few hundred simulated hosts).
+SimPlatform build_rail_platform(const HardwareModel& hw, const std::vector<int>& devices,
+                                int replicated_flows, double speed_flops, bool tp_mirrors) {
+  const LinkSpec& dev = hw.node.device_link;
+  const LinkSpec& nic = hw.node.nic;
+  const NetworkSpec& net = hw.network;
+  const int per_node = hw.node.devices;
+  const int nics = std::max(1, hw.node.nics);
+  const int per_nic = std::max(1, per_node / nics);  // devices sharing one NIC
+  // The replicas (tensor-parallel peers) sit on ceil(tp / per_nic) NICs of their own rails:
+  // the simulated host's share of its NIC.
+  const double share = double((replicated_flows + per_nic - 1) / per_nic) / replicated_flows;
+  const double nic_Bps = nic.bandwidth_Bps * nic.efficiency * share;
+  const int unit_nodes = std::max(1, net.nodes_per_leaf) * nics;
+  const double levels = std::max(1, net.levels);
+  const double uplink_Bps =
+      unit_nodes * nic_Bps / std::max(1e-9, net.oversubscription);  // one rail switch's uplink
+  auto* root = sg4::create_full_zone("cluster");
+  SimPlatform out;
+  std::vector<sg4::Host*> all;  // hosts, then mirrors
+  std::vector<sg4::Link*> port, rail_nic, uplink;
+  std::vector<int> node_of, switch_of;
+  std::map<std::pair<int, int>, sg4::Link*> nic_links;  // (node, nic) -> link
+  std::map<int, sg4::Link*> uplinks;                    // rail switch -> uplink
+  auto add = [&](const std::string& name, int device) {
+    const int node = device / per_node, rail = (device % per_node) / per_nic;
+    all.push_back(root->create_host(name, speed_flops)->seal());
+    port.push_back(
+        root->create_split_duplex_link(name + "-link", dev.bandwidth_Bps * dev.efficiency)
+            ->set_latency(dev.latency_s / 2)
+            ->seal());
+    sg4::Link*& n = nic_links[{node, rail}];
+    if (!n) {
+      n = root->create_split_duplex_link(padded("node", node) + "-nic" + std::to_string(rail),
+                                         nic_Bps)
+              ->set_latency((nic.latency_s + net.switch_latency_s) / 2)
+              ->seal();
+    }
+    const int sw = (node / unit_nodes) * nics + rail;
+    sg4::Link*& u = uplinks[sw];
+    if (!u) {
+      u = root->create_split_duplex_link(padded("rail", sw) + "-uplink", uplink_Bps)
+              ->set_latency((levels - 1) * net.switch_latency_s)
+              ->seal();
+    }
+    rail_nic.push_back(n);
+    uplink.push_back(u);
+    node_of.push_back(node);
+    switch_of.push_back(sw);
+  };
+  for (int d : devices) add(padded("gpu", d), d);
+  if (tp_mirrors) {
+    for (int d : devices) add(padded("gpu", d) + "-tp", d);
+  }
+  for (size_t a = 0; a < all.size(); ++a) {
+    for (size_t b = a + 1; b < all.size(); ++b) {
+      std::vector<sg4::LinkInRoute> route;
+      if (node_of[a] == node_of[b]) {
+        route = {{port[a], Direction::UP}, {port[b], Direction::DOWN}};
+      } else {
+        route.push_back({rail_nic[a], Direction::UP});
+        if (switch_of[a] != switch_of[b]) {
+          route.push_back({uplink[a], Direction::UP});
+          route.push_back({uplink[b], Direction::DOWN});
+        }
+        route.push_back({rail_nic[b], Direction::DOWN});
+      }
+      root->add_route(all[a]->get_netpoint(), all[b]->get_netpoint(), nullptr, nullptr, route,
+                      true);
+    }
+  }
+  root->seal();
+  out.hosts.assign(all.begin(), all.begin() + devices.size());
+  if (tp_mirrors) out.mirrors.assign(all.begin() + devices.size(), all.end());
+  std::map<int, int> distinct;  // nodes holding simulated devices
+  for (const auto& [key, link] : nic_links) distinct[key.first] = 1;
+  out.nodes = static_cast<int>(distinct.size());
+  out.leaves = static_cast<int>(uplinks.size());
+  return out;
+}
+
 }  // namespace
 
 SimPlatform build_platform(const HardwareModel& hw, const std::vector<int>& devices,
-                           int replicated_flows, double speed_flops) {
+                           int replicated_flows, double speed_flops, bool tp_mirrors) {
   SS_ASSERT(replicated_flows >= 1, "replicated flows must be >= 1");
   SS_ASSERT(speed_flops > 0, "device speed must be > 0");
+  if (hw.network.topology == NetworkTopology::kRailOptimized && hw.num_nodes() > 1) {
+    return build_rail_platform(hw, devices, replicated_flows, speed_flops, tp_mirrors);
+  }
   const LinkSpec& dev = hw.node.device_link;
   const LinkSpec& nic = hw.node.nic;
   const NetworkSpec& net = hw.network;
@@ -49,6 +141,7 @@ SimPlatform build_platform(const HardwareModel& hw, const std::vector<int>& devi
   std::map<int, sg4::Link*> uplinks;
   SimPlatform out;
   out.hosts.resize(devices.size());
+  if (tp_mirrors) out.mirrors.resize(devices.size());
   std::map<int, std::vector<size_t>> by_node;
   for (size_t i = 0; i < devices.size(); ++i) by_node[devices[i] / hw.node.devices].push_back(i);
   for (const auto& [index, members] : by_node) {
@@ -57,15 +150,18 @@ SimPlatform build_platform(const HardwareModel& hw, const std::vector<int>& devi
     n.zone = sg4::create_star_zone(padded("node", index));
     n.zone->set_parent(root);
     n.gateway = n.zone->create_router(padded("node", index) + "-switch");
-    for (size_t i : members) {
-      sg4::Host* h = n.zone->create_host(padded("gpu", devices[i]), speed_flops)->seal();
-      sg4::Link* l = n.zone
-                         ->create_split_duplex_link(padded("gpu", devices[i]) + "-link",
-                                                    dev.bandwidth_Bps * dev.efficiency)
-                         ->set_latency(dev.latency_s / 2)
-                         ->seal();
+    auto device = [&](const std::string& name) {
+      sg4::Host* h = n.zone->create_host(name, speed_flops)->seal();
+      sg4::Link* l =
+          n.zone->create_split_duplex_link(name + "-link", dev.bandwidth_Bps * dev.efficiency)
+              ->set_latency(dev.latency_s / 2)
+              ->seal();
       n.zone->add_route(h->get_netpoint(), nullptr, nullptr, nullptr, {{l, Direction::UP}}, true);
-      out.hosts[i] = h;
+      return h;
+    };
+    for (size_t i : members) {
+      out.hosts[i] = device(padded("gpu", devices[i]));
+      if (tp_mirrors) out.mirrors[i] = device(padded("gpu", devices[i]) + "-tp");
     }
     n.zone->seal();
     n.nic = root->create_split_duplex_link(padded("node", index) + "-nic", node_Bps)

@@ -9,6 +9,10 @@
 //       cut at the leaves, above which it is non-blocking. A route crosses two uplinks only
 //       when the nodes sit under different leaves.
 //
+// Rail-optimized networks (NetworkTopology::kRailOptimized, more than one node) get one full
+// zone instead: NIC i of every node on rail switch i, cross-rail traffic through the rail
+// switches' uplinks to the spine; see build_rail_platform in platform.cpp.
+//
 // Latencies add up to the analytical alpha: device link l_dev in total inside a node; across
 // nodes l_dev + (NIC latency - l_dev) + switch latency per hop (1 hop under one leaf,
 // 2 * levels - 1 across leaves, as collective_cost.h counts).
@@ -17,6 +21,12 @@
 // share the node's NIC and the fabric (tensor-parallel peers); links above the device link
 // get 1 / replicated_flows of their bandwidth, which under max-min sharing gives every flow
 // exactly the rate it would get if all replicas were simulated.
+//
+// `tp_mirrors`: each simulated host also gets a mirror host in its node zone, with its own
+// device link, standing for its tensor-parallel ring neighbours: a collective's messages go
+// host -> mirror and mirror -> host, loading the host's port in both directions exactly as a
+// ring (or tree) step among identical peers does; the NVSwitch itself is non-blocking, so the
+// host's own port is the only place where that traffic meets other traffic.
 #pragma once
 
 #include <simgrid/s4u.hpp>
@@ -27,7 +37,8 @@
 namespace stratasim::simgrid_detail {
 
 struct SimPlatform {
-  std::vector<simgrid::s4u::Host*> hosts;  // one per entry of `devices`, same order
+  std::vector<simgrid::s4u::Host*> hosts;    // one per entry of `devices`, same order
+  std::vector<simgrid::s4u::Host*> mirrors;  // same order, when asked for (else empty)
   int nodes = 0;
   int leaves = 0;
 };
@@ -35,6 +46,6 @@ struct SimPlatform {
 // Call once per process, after the Engine exists. `devices` are global device indices
 // (sorted, distinct); `speed_flops` the achievable FLOP/s of one device.
 SimPlatform build_platform(const HardwareModel& hw, const std::vector<int>& devices,
-                           int replicated_flows, double speed_flops);
+                           int replicated_flows, double speed_flops, bool tp_mirrors);
 
 }  // namespace stratasim::simgrid_detail

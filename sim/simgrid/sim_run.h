@@ -20,7 +20,11 @@ struct HostResult {
   double dp_end_s = 0;        // when its gradient reduction / parameter gather ended
   double embedding_s = 0;     // tied-embedding all-reduce (first and last stage)
   double optimizer_s = 0;
-  double finish_s = 0;  // end of its optimizer step
+  double finish_s = 0;        // end of its optimizer step
+  double tp_s = 0;            // inside tensor-parallel collectives (simulated messages)
+  double tp_exposed_s = 0;    // the part of it that lengthened its ops
+  double zero_s = 0;          // inside ZeRO-2/3 per-micro-batch collectives (simulated)
+  double zero_exposed_s = 0;  // the part of it that lengthened its ops
 };
 
 struct SimRun {

@@ -8,6 +8,7 @@
 #include "sim/core/error.h"
 #include "sim/simgrid/child_process.h"
 #include "sim/simgrid/executor.h"
+#include "sim/simgrid/op_segments.h"
 #include "strategies/pipeline/schedules.h"
 
 namespace stratasim {
@@ -38,7 +39,8 @@ void add_comm(Prediction& p, CommCategory c, const char* what, const CommGroup* 
 
 // Data-parallel, point-to-point and embedding communication as simulated: the busiest host's
 // time in each, and the part of it that lengthened the host's iteration.
-void measured_comms(Prediction& p, const Plan& plan, const SimRun& run, const Prediction& ref) {
+void measured_comms(Prediction& p, const Plan& plan, const SimgridOptions& options,
+                    const SimRun& run, const Prediction& ref) {
   const HostResult* dp = &run.hosts[0];
   const HostResult* p2p = &run.hosts[0];
   const HostResult* emb = &run.hosts[0];
@@ -47,11 +49,17 @@ void measured_comms(Prediction& p, const Plan& plan, const SimRun& run, const Pr
     if (h.p2p_s > p2p->p2p_s) p2p = &h;
     if (h.embedding_s > emb->embedding_s) emb = &h;
   }
-  for (const CommStat& c : ref.comms) {  // inside the compute durations (stage_costs), as is
-    if (c.category == CommCategory::kTensorParallel || c.category == CommCategory::kZero) {
-      add_comm(p, c.category, c.what,
-               c.category == CommCategory::kZero ? &plan.dp_group : &plan.tp_group, c.bytes,
-               c.total_s, c.exposed_s);
+  const bool tp_messages = simgrid_detail::tp_as_messages(plan, options);
+  for (const CommStat& c : ref.comms) {
+    if (c.category == CommCategory::kTensorParallel && tp_messages) {  // rank 0, as analytical
+      add_comm(p, c.category, "tp collectives (simulated messages)", &plan.tp_group, c.bytes,
+               run.hosts[0].tp_s, run.hosts[0].tp_exposed_s);
+    } else if (c.category == CommCategory::kZero) {  // rank 0, as analytical
+      add_comm(p, c.category, "zero per-micro-batch collectives (simulated messages)",
+               &plan.dp_group, c.bytes, run.hosts[0].zero_s, run.hosts[0].zero_exposed_s);
+    } else if (c.category == CommCategory::kTensorParallel) {
+      // inside the compute durations (stage_costs), as the analytical engine has them
+      add_comm(p, c.category, c.what, &plan.tp_group, c.bytes, c.total_s, c.exposed_s);
     }
   }
   double dp_bytes = 0;
@@ -96,7 +104,7 @@ Prediction assemble(const Plan& plan, const SimgridOptions& options, const SimRu
   for (const HostResult& h : run.hosts) idle += std::max(0.0, p.pipeline_s - h.busy_s);
   p.bubble_fraction = p.pipeline_s > 0 ? idle / run.hosts.size() / p.pipeline_s : 0;
   p.bubble_s = p.bubble_fraction * p.pipeline_s;
-  measured_comms(p, plan, run, ref);
+  measured_comms(p, plan, options, run, ref);
 
   const double devices = plan.hardware.num_devices;
   p.samples_per_s = plan.samples_per_iteration / p.iteration_s;
@@ -108,14 +116,40 @@ Prediction assemble(const Plan& plan, const SimgridOptions& options, const SimRu
   p.hfu = p.hardware_flops_per_device_s / peak;
 
   p.notes = ref.notes;
-  char note[256];
-  std::snprintf(
-      note, sizeof note,
-      "simgrid: %zu hosts simulated for %d devices (one per pipeline rank x data-parallel "
-      "replica; its %d tensor-parallel peers are identical and share the NICs), %d nodes, "
-      "%lld activities",
-      run.hosts.size(), plan.hardware.num_devices, plan.tp, run.nodes, run.activities);
+  char note[512];
+  std::snprintf(note, sizeof note,
+                "simgrid: %zu hosts simulated for %d devices, %d nodes, %lld activities",
+                run.hosts.size(), plan.hardware.num_devices, run.nodes, run.activities);
   p.notes.push_back(note);
+  if (plan.tp > 1) {
+    const char* tp_how =
+        simgrid_detail::tp_as_messages(plan, options)
+            ? "; tensor-parallel collectives run as messages through the host's own NVLink port "
+              "to a mirror of its ring neighbours, contending with its point-to-point and "
+              "data-parallel traffic"
+        : plan.tp_group.nodes() > 1
+            ? "; the tensor-parallel group spans nodes: its collectives stay inside the op "
+              "durations (not contended)"
+            : "; stage granularity: tensor-parallel collectives stay inside the op durations "
+              "(not contended; layer granularity or tp_messages_at_stage simulates them)";
+    std::snprintf(note, sizeof note,
+                  "simgrid: symmetry: one host per pipeline rank x data-parallel replica stands "
+                  "for its %d identical tensor-parallel peers (%s)%s",
+                  plan.tp,
+                  plan.hardware.network.topology == NetworkTopology::kRailOptimized &&
+                          plan.hardware.num_nodes() > 1
+                      ? "each peer has its own rail NIC; the host's NIC carries its share"
+                      : "links above the device port carry 1/tp of their bandwidth, exact under "
+                        "max-min sharing",
+                  tp_how);
+    p.notes.push_back(note);
+  }
+  if (plan.hardware.network.topology == NetworkTopology::kRailOptimized &&
+      plan.hardware.num_nodes() > 1) {
+    p.notes.push_back(
+        "simgrid: rail-optimized network: NIC i of every node on rail switch i (one per "
+        "nodes_per_leaf x nics nodes), other rails and scalable units through the spine");
+  }
   p.notes.push_back(options.granularity == SimGranularity::kLayer
                         ? "simgrid: layer granularity (each forward/backward executed layer by "
                           "layer; embedding and head attached to their stages)"
@@ -128,9 +162,20 @@ Prediction assemble(const Plan& plan, const SimgridOptions& options, const SimRu
         "optimizer step, simulated once after the stream); the trace shows one steady-state "
         "iteration");
   }
-  p.notes.push_back(
-      "simgrid: tensor-parallel and ZeRO per-micro-batch communication is inside the stage "
-      "durations (not contended); memory is not simulated (memory model)");
+  if (simgrid_detail::tp_as_messages(plan, options)) {
+    p.notes.push_back(options.granularity == SimGranularity::kLayer
+                          ? "simgrid: tensor-parallel collectives at their kernel positions"
+                          : "simgrid: tensor-parallel collectives of an op aggregated into one "
+                            "exchange at its end (summed bytes and latencies)");
+  }
+  std::snprintf(note, sizeof note,
+                "simgrid: data-parallel, ZeRO and embedding collectives as point-to-point "
+                "messages (%s, as collective_cost.h picks); memory is not simulated (memory "
+                "model)",
+                plan.strategy.collective == CollectiveAlgorithm::kAuto
+                    ? "algorithm auto"
+                    : std::string(collective_algorithm_name(plan.strategy.collective)).c_str());
+  p.notes.push_back(note);
   return p;
 }
 

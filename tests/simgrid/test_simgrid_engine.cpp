@@ -13,40 +13,19 @@
 #include "sim/analytical/analytical_engine.h"
 #include "sim/core/error.h"
 #include "sim/core/json_reader.h"
-#include "sim/scenario/scenario.h"
 #include "sim/prediction/chrome_trace.h"
+#include "sim/scenario/scenario.h"
 #include "sim/simgrid/simgrid_engine.h"
 #include "strategies/lowering/lower.h"
+#include "tests/simgrid/simgrid_test_plans.h"
 #include "tests/support/run_cli.h"
 
 namespace stratasim {
 namespace {
 
-// A scenario (read from text, no file: test cases run in parallel): an 8-layer GPT (hidden
-// 1024, 16 heads) on DGX A100 nodes, with `strategy` and `network` spliced in.
-Plan plan_for(const std::string& strategy, int devices, const std::string& network = "{}",
-              int layers = 8, int hidden = 1024, int seq = 1024) {
-  std::ostringstream text;
-  text << R"({"name": "t", "model": {"family": "decoder", "name": "gpt", "layers": )" << layers
-       << R"(, "hidden": )" << hidden << R"(, "heads": 16, "seq_len": )" << seq
-       << R"(, "vocab": 32000}, "cluster": {"preset": "dgx_a100", "devices": )" << devices
-       << R"(, "network": )" << network << R"(}, "strategy": )" << strategy << "}";
-  const Scenario sc = read_scenario(parse_json_text(text.str(), "test.json"), "test.json");
-  Expected<Plan> plan = lower(sc.model, sc.strategy, sc.hardware);
-  REQUIRE_MESSAGE(plan.has_value(), (plan ? "" : plan.error().detail));
-  return *plan;
-}
-
-std::string pipeline(const char* schedule, int tp, int pp, int m, int v = 1) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf,
-                R"({"tp": %d, "pp": %d, "micro_batch": 1, "global_batch": %d, "schedule": "%s",)"
-                R"( "interleave": %d, "fusion": "megatron"})",
-                tp, pp, m, schedule, v);
-  return buf;
-}
-
-double rel(double a, double b) { return std::abs(a - b) / std::abs(b); }
+using testing::pipeline;
+using testing::plan_for;
+using testing::rel;
 
 // (a) One pipeline, no data parallelism: nothing is shared except a host's own links, so the
 // simulated timeline must reproduce the analytical list schedule.
@@ -97,14 +76,13 @@ TEST_CASE("simgrid: PipeDream async agrees with the analytical steady state") {
   check_agreement(plan_for(pipeline("pipedream_async", 8, 4, 8), 32));
   check_agreement(plan_for(pipeline("pipedream_async", 8, 2, 3), 16));
   for (const char* overlap : {"false", "true"}) {  // data parallelism inside one node
-    check_agreement(plan_for(
-        std::string(R"({"tp": 2, "pp": 2, "micro_batch": 1, "global_batch": 8,
+    check_agreement(plan_for(std::string(R"({"tp": 2, "pp": 2, "micro_batch": 1, "global_batch": 8,
                         "schedule": "pipedream_async", "fusion": "megatron", "overlap_dp": )") +
-            overlap + "}",
-        8));
+                                 overlap + "}",
+                             8));
   }
-  MESSAGE("pipedream async, worst relative error: iteration "
-          << worst_iteration_error << ", bubble " << worst_bubble_error);
+  MESSAGE("pipedream async, worst relative error: iteration " << worst_iteration_error
+                                                              << ", bubble " << worst_bubble_error);
 }
 
 // The async timeline is one steady-state iteration: every rank runs each of the m
@@ -141,7 +119,8 @@ TEST_CASE("simgrid: layer granularity gives the stage-granularity iteration time
     CAPTURE(plan.chunks);
     CHECK(rel(b.iteration_s, a.iteration_s) < 0.02);
     CHECK(rel(b.pipeline_s, a.pipeline_s) < 0.02);
-    CHECK(std::abs(b.bubble_fraction - a.bubble_fraction) < 0.02 * std::max(a.bubble_fraction, 1e-3));
+    CHECK(std::abs(b.bubble_fraction - a.bubble_fraction) <
+          0.02 * std::max(a.bubble_fraction, 1e-3));
     worst = std::max(worst, rel(b.iteration_s, a.iteration_s));
   };
   for (const char* schedule : {"gpipe", "1f1b", "pipedream_async"}) {

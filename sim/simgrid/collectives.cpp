@@ -1,0 +1,210 @@
+// Collectives over the replicas' hosts as point-to-point messages (see simulation.h): ring
+// (Patarasuk & Yuan 2009), hierarchical (intra-node rings around an inter-node ring), double
+// binary tree (NCCL), and the ZeRO-2/3 per-micro-batch traffic built from them.
+#include <algorithm>
+#include <cmath>
+#include <simgrid/s4u.hpp>
+#include <string>
+
+#include "sim/analytical/collective_cost.h"
+#include "sim/simgrid/simulation.h"
+
+namespace stratasim::simgrid_detail {
+
+namespace sg4 = simgrid::s4u;
+
+double Simulation::ring(const RingSpec& r, int rank, int replica, const char* what, bool serial) {
+  const int n = static_cast<int>(r.members.size());
+  if (n <= 1 || r.steps <= 0 || r.step_bytes <= 0) return 0;
+  RingEntry& e = ring_entry_[r.tag];
+  if (e.at_s.empty()) e.at_s.assign(n, -1), e.left = n;
+  e.at_s[r.position] = sg4::Engine::get_clock();
+  const int simulated = std::min(r.steps, std::max(1, options_.max_ring_steps));
+  const int next = (r.position + 1) % n;
+  std::vector<sg4::Link*> links;
+  double latency = 0;
+  hosts_[r.members[r.position]]->route_to(hosts_[r.members[next]], links, &latency);
+  const double extra_latency = double(r.steps - simulated) * latency / simulated;
+  const uint64_t size = message_size(r.step_bytes * r.steps / simulated);
+  sg4::Mailbox* inbox = sg4::Mailbox::by_name(r.tag + "/" + std::to_string(r.position));
+  sg4::Mailbox* outbox = sg4::Mailbox::by_name(r.tag + "/" + std::to_string(next));
+  for (int s = 0; s < simulated; ++s) {
+    int* got = nullptr;
+    sg4::CommPtr in = inbox->get_async<int>(&got);
+    outbox->put_async(&micro_batch_ids_[0], size)->wait();
+    in->wait();
+    if (extra_latency > 0) sg4::this_actor::sleep_for(extra_latency);
+    run_.activities += 2;
+  }
+  // Every member has entered once our last step is done: the collective itself started when
+  // the last one came; waiting for the others before is idle time, not communication.
+  RingEntry& entry = ring_entry_[r.tag];
+  const double start = *std::max_element(entry.at_s.begin(), entry.at_s.end());
+  const double mine = entry.at_s[r.position];
+  if (--entry.left == 0) ring_entry_.erase(r.tag);
+  if (serial) sync_wait_s_[r.members[r.position]] += std::max(0.0, start - mine);
+  if (start > mine) record(rank, replica, EventKind::kIdle, -1, 0, mine, "wait for peers", start);
+  record(rank, replica, EventKind::kComm, -1, 0, start, what);
+  return sg4::Engine::get_clock() - start;
+}
+
+double Simulation::collective(const CollectiveSpec& c, int rank, int replica) {
+  const int n = static_cast<int>(c.members.size());
+  if (n <= 1 || c.bytes <= 0) return 0;
+  const double choice_B = c.choice_B > 0 ? c.choice_B : c.bytes / c.repeats;
+  const CollectiveAlgorithm a =
+      collective_time(c.kind, choice_B, plan_.dp_group, plan_.hardware, plan_.strategy.collective)
+          .algorithm;
+  const bool all_reduce = c.kind == CommKind::kAllReduce;
+  if (a == CollectiveAlgorithm::kHierarchical) return hierarchical(c, rank, replica);
+  if (a == CollectiveAlgorithm::kTree && all_reduce) return tree(c, rank, replica);
+  RingSpec r{c.tag, c.members, c.position, c.bytes / c.repeats / n,
+             c.repeats * (all_reduce ? 2 : 1) * (n - 1)};
+  return ring(r, rank, replica, c.what, c.serial);
+}
+
+// Hierarchical (collective_cost.h): over the k members sharing this host's node a ring
+// reduce-scatter of S, over the members with this host's local index on every node a ring
+// all-reduce (or gather) of S / k, then for an all-reduce an intra-node all-gather of S.
+double Simulation::hierarchical(const CollectiveSpec& c, int rank, int replica) {
+  std::map<int, std::vector<int>> by_node;  // node -> members there, in group order
+  for (int h : c.members) by_node[host_node_[h]].push_back(h);
+  const int me = c.members[c.position];
+  const std::vector<int>& local = by_node[host_node_[me]];
+  const int k = static_cast<int>(local.size());
+  const int index = static_cast<int>(std::find(local.begin(), local.end(), me) - local.begin());
+  std::vector<int> cross;  // same local index on every node
+  for (const auto& [node, hosts] : by_node) {
+    if (index < static_cast<int>(hosts.size())) cross.push_back(hosts[index]);
+  }
+  const int nodes = static_cast<int>(cross.size());
+  const int pos = static_cast<int>(std::find(cross.begin(), cross.end(), me) - cross.begin());
+  const bool all_reduce = c.kind == CommKind::kAllReduce;
+  const double per = c.bytes / c.repeats;
+  const std::string node = std::to_string(host_node_[me]);
+  double t = 0;
+  RingSpec intra{c.tag + "/n" + node, local, index, per / k, c.repeats * (k - 1)};
+  t += ring(intra, rank, replica, c.what, c.serial);
+  RingSpec inter{c.tag + "/x" + std::to_string(index), cross, pos, per / k / nodes,
+                 c.repeats * (all_reduce ? 2 : 1) * (nodes - 1)};
+  t += ring(inter, rank, replica, c.what, c.serial);
+  if (all_reduce) {
+    intra.tag += "/ag";
+    t += ring(intra, rank, replica, c.what, c.serial);
+  }
+  return t;
+}
+
+// Double binary tree all-reduce (NCCL; Sanders et al. 2009): two binary trees over the members,
+// the second the mirror image of the first (for an even count no member is inside both),
+// each reducing then broadcasting half of S in `chunks` pipelined pieces sent eagerly (the
+// receiving member is the mailbox's permanent receiver, so latencies overlap transfers). Every
+// member's port carries S per direction and phase: 2 S / B + the pipeline's fill, which
+// collective_cost.h's 2 log2(n) alpha approximates; 64 chunks per tree level keep the fill
+// near 1/64 per level.
+double Simulation::tree(const CollectiveSpec& c, int rank, int replica) {
+  const int n = static_cast<int>(c.members.size());
+  const int depth = static_cast<int>(std::ceil(std::log2(n)));
+  const int chunks = 64 * depth;
+  std::vector<int> mirrored(c.members.rbegin(), c.members.rend());
+  const double start = sg4::Engine::get_clock();
+  for (int r = 0; r < c.repeats; ++r) {
+    const std::string tag = c.tag + "/t" + std::to_string(r);
+    const double half = c.bytes / c.repeats / 2;
+    sg4::ActorPtr other = sg4::Actor::create(
+        "tree", sg4::this_actor::get_host(), [this, mirrored, n, half, chunks, tag, &c] {
+          tree_half(mirrored, n - 1 - c.position, half, chunks, tag + "b");
+        });
+    tree_half(c.members, c.position, half, chunks, tag + "a");
+    other->join();
+  }
+  record(rank, replica, EventKind::kComm, -1, 0, start, c.what);
+  return sg4::Engine::get_clock() - start;
+}
+
+// Member i of a binary tree in heap order (parent (i - 1) / 2): receives each chunk from its
+// children, sends it to its parent while receiving the next (one send in flight), then the
+// same downwards.
+void Simulation::tree_half(const std::vector<int>& order, int i, double bytes, int chunks,
+                           const std::string& tag) {
+  const int n = static_cast<int>(order.size());
+  const int parent = i > 0 ? (i - 1) / 2 : -1;
+  std::vector<int> children;
+  for (int ch : {2 * i + 1, 2 * i + 2}) {
+    if (ch < n) children.push_back(ch);
+  }
+  auto box = [&](char dir, int at) {
+    return sg4::Mailbox::by_name(tag + dir + std::to_string(at));
+  };
+  const uint64_t size = message_size(bytes / chunks);
+  void* payload = &micro_batch_ids_[0];
+  box('u', i)->set_receiver(sg4::Actor::self());
+  box('d', i)->set_receiver(sg4::Actor::self());
+  // Four chunks' sends in flight per member, so latencies overlap transfers.
+  std::vector<std::vector<sg4::CommPtr>> sends(chunks);
+  auto wait_chunk = [&sends](int k) {
+    if (k < 0) return;
+    for (sg4::CommPtr& c : sends[k]) c->wait();
+    sends[k].clear();
+  };
+  for (int k = 0; k < chunks; ++k) {  // reduce
+    std::vector<sg4::CommPtr> from_children;
+    std::vector<int*> got(children.size());
+    for (size_t ch = 0; ch < children.size(); ++ch) {
+      from_children.push_back(box('u', i)->get_async<int>(&got[ch]));
+    }
+    for (sg4::CommPtr& c : from_children) c->wait();
+    wait_chunk(k - 4);
+    if (parent >= 0) sends[k].push_back(box('u', parent)->put_async(payload, size));
+    run_.activities += children.size() + (parent >= 0);
+  }
+  for (int k = std::max(0, chunks - 4); k < chunks; ++k) wait_chunk(k);
+  for (int k = 0; k < chunks; ++k) {  // broadcast
+    if (parent >= 0) {
+      int* got = nullptr;
+      box('d', i)->get_async<int>(&got)->wait();
+    }
+    wait_chunk(k - 4);
+    for (int ch : children) sends[k].push_back(box('d', ch)->put_async(payload, size));
+    run_.activities += children.size() + (parent >= 0);
+  }
+  for (int k = std::max(0, chunks - 4); k < chunks; ++k) wait_chunk(k);
+  box('u', i)->set_receiver(nullptr);
+  box('d', i)->set_receiver(nullptr);
+}
+
+void Simulation::zero_traffic(int rank, int replica, int vs, int micro_batch, bool forward) {
+  const StageCost& cost = costs_.stages[vs];
+  const double total =
+      forward ? cost.zero_forward_total_s : cost.zero_total_s - cost.zero_forward_total_s;
+  const double exposed =
+      forward ? cost.zero_forward_exposed_s : cost.zero_exposed_s - cost.zero_forward_exposed_s;
+  if (total <= 0) return;
+  HostResult& me = run_.hosts[host_index(rank, replica)];
+  const VirtualStage& st = plan_.stages[vs];
+  const int layers = std::max(1, st.layers);  // one collective per layer (stage_costs.cpp)
+  const double t0 = sg4::Engine::get_clock();
+  sg4::ExecPtr hidden;  // prefetching: the gathers run under the op's compute
+  if (total > exposed) {
+    hidden = sg4::this_actor::exec_async((total - exposed) * speed_);
+    ++run_.activities;
+  }
+  const std::string tag = "zero-" + std::string(forward ? "f" : "b") + std::to_string(vs) + "-" +
+                          std::to_string(micro_batch);
+  auto run = [&](CommKind kind, double bytes, const char* suffix, const char* what) {
+    const CollectiveSpec c{kind,    bytes,        layers, dp_members(rank),
+                           replica, tag + suffix, what,   false};
+    me.zero_s += collective(c, rank, replica);
+  };
+  if (plan_.strategy.zero_stage >= 3) {
+    run(CommKind::kAllGather, st.params * plan_.weight_bytes_per_param, "g", "zero all-gather");
+  }
+  if (!forward) {
+    run(CommKind::kReduceScatter, st.params * plan_.grad_bytes_per_param, "r",
+        "zero reduce-scatter");
+  }
+  if (hidden) hidden->wait();
+  me.zero_exposed_s += std::max(0.0, sg4::Engine::get_clock() - t0 - (total - exposed));
+}
+
+}  // namespace stratasim::simgrid_detail

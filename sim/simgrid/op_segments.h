@@ -1,0 +1,66 @@
+// How the executor replays each pipeline op (internal to sim/simgrid; no SimGrid here, so it
+// can be tested on its own). An op is a list of pieces (one timeline event each); a piece is
+// a list of segments: compute, then optionally a tensor-parallel collective replayed as
+// messages through the device's own NVLink port.
+//
+// Uncontended, a segment takes compute_s + comm.total_s: the collective's hidden part
+// (overlap_tp: it runs under its neighbour GEMM, block_cost.cpp) is taken off compute_s and
+// executes concurrently with the messages, so each piece takes exactly the analytical
+// duration; when the messages are slowed by traffic sharing the port, the op lengthens.
+//
+// Stage granularity: one piece per op (forward; recompute + backward); with
+// tp_messages_at_stage its collectives are aggregated into one exchange of their summed bytes
+// and latencies at the end of the piece, otherwise they stay inside its duration.
+// Layer granularity: embedding, every layer, head (+ the rest of the stage's time, e.g.
+// exposed ZeRO traffic) as pieces, each collective at its kernel position.
+#pragma once
+
+#include <vector>
+
+#include "sim/prediction/prediction.h"
+#include "sim/simgrid/simgrid_engine.h"
+#include "strategies/lowering/plan.h"
+
+namespace stratasim::simgrid_detail {
+
+// A tensor-parallel collective as exchanged with the device's ring neighbour: `wire_B` leaves
+// and enters the device's port (one message each way), the remaining latencies as a delay.
+struct TpExchange {
+  double wire_B = 0;
+  double total_s = 0;          // uncontended: wire_B / B + latency (= collective_cost.h)
+  double extra_latency_s = 0;  // total_s - wire_B / B - one message latency
+  double hidden_s = 0;         // overlapped with compute
+  bool empty() const { return total_s <= 0; }
+};
+
+struct Segment {
+  double compute_s = 0;
+  TpExchange comm;
+};
+
+struct Piece {
+  EventKind kind = EventKind::kForward;
+  int layer = -1;  // layer index at layer granularity, -1 for a whole op or embedding/head
+  std::vector<Segment> segments;
+};
+
+struct OpPieces {
+  std::vector<Piece> forward, backward;  // per virtual stage
+};
+
+// Whether tensor-parallel collectives run as messages: tp > 1, the group inside one NVLink
+// domain (a group spanning nodes keeps its collectives inside the op durations), and layer
+// granularity or SimgridOptions::tp_messages_at_stage.
+bool tp_as_messages(const Plan& plan, const SimgridOptions& options);
+
+// Uncontended duration of a piece.
+double nominal_s(const Piece& piece);
+
+// Per virtual stage: its forward and backward ops as pieces, summing to `forward_s[vs]` and
+// `backward_s[vs]` (the durations the analytical schedule uses, without transfers).
+std::vector<OpPieces> op_pieces(const Plan& plan, const std::vector<double>& forward_s,
+                                const std::vector<double>& backward_s,
+                                const std::vector<double>& recompute_s,
+                                const SimgridOptions& options);
+
+}  // namespace stratasim::simgrid_detail

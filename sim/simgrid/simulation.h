@@ -1,0 +1,166 @@
+// The simulation of one iteration (internal to sim/simgrid; includes SimGrid): the state the
+// executor's actors share. executor.cpp runs the schedule (workers, ops, gradient sync,
+// steady state), collectives.cpp the collectives over replicas (ring, hierarchical, double
+// binary tree, ZeRO traffic).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <simgrid/s4u.hpp>
+#include <string>
+#include <vector>
+
+#include "sim/analytical/stage_costs.h"
+#include "sim/simgrid/op_segments.h"
+#include "sim/simgrid/sim_run.h"
+#include "sim/simgrid/simgrid_engine.h"
+#include "strategies/pipeline/schedules.h"
+
+namespace stratasim::simgrid_detail {
+
+namespace sg4 = simgrid::s4u;
+
+inline uint64_t message_size(double bytes) {  // SimGrid sizes are integers: round, never 0
+  return std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(bytes)));
+}
+
+// One collective as a ring: `steps` steps, each member sending `step_bytes` to its successor.
+struct RingSpec {
+  std::string tag;           // unique per concurrent ring
+  std::vector<int> members;  // host indices, in ring order
+  int position = 0;          // this host's place in `members`
+  double step_bytes = 0;
+  int steps = 0;
+};
+
+class Simulation {
+ public:
+  Simulation(const Plan& plan, const SimgridOptions& options)
+      : plan_(plan),
+        options_(options),
+        costs_(stage_costs(plan)),
+        async_(plan.strategy.schedule == ScheduleKind::kPipeDreamAsync),
+        m_(plan.micro_batches),
+        warm_iterations_(async_ ? std::max(1, (2 * plan.pp + m_ - 1) / m_) : 0),
+        window_iterations_(async_ ? std::max(1, (plan.pp + m_ - 1) / m_) : 0),
+        stream_micro_batches_(async_ ? (warm_iterations_ + window_iterations_ + 1) * m_ : m_),
+        schedule_(
+            make_schedule(plan.strategy.schedule, plan.pp, stream_micro_batches_, plan.chunks)),
+        p_(plan.pp),
+        dp_(plan.dp),
+        vstages_(plan.pp * plan.chunks) {
+    micro_batch_ids_.resize(stream_micro_batches_);
+    for (int i = 0; i < stream_micro_batches_; ++i) micro_batch_ids_[i] = i;
+    sync_phase_.assign(p_, !async_);
+    // ZeRO traffic runs beside the pieces (zero_traffic), its hidden compute with it.
+    std::vector<double> forward = costs_.compute_only.forward_s;
+    std::vector<double> backward = costs_.compute_only.backward_s;
+    for (size_t vs = 0; vs < forward.size(); ++vs) {
+      const StageCost& c = costs_.stages[vs];
+      forward[vs] -= c.zero_forward_total_s;
+      backward[vs] -= c.zero_total_s - c.zero_forward_total_s;
+    }
+    pieces_ = op_pieces(plan, forward, backward, recompute_s(), options);
+    steady_begin_s_.assign(p_, 0);
+    steady_end_s_.assign(p_, 0);
+  }
+
+  SimRun run();
+
+ private:
+  int host_index(int rank, int replica) const { return rank * dp_ + replica; }
+  sg4::Mailbox* box(char dir, int replica, int vstage) const {
+    return sg4::Mailbox::by_name(std::string(1, dir) + std::to_string(replica) + ":" +
+                                 std::to_string(vstage));
+  }
+  void record(int rank, int replica, EventKind kind, int mb, int chunk, double start,
+              std::string name, double end = -1) {
+    if (replica != 0 || !options_.timeline) return;
+    if (end < 0) end = sg4::Engine::get_clock();
+    run_.events.push_back({rank, kind, mb, chunk, start, end, std::move(name)});
+    event_in_sync_.push_back(sync_phase_[rank]);
+  }
+  // Async: events of the traced (last window) iteration move to start near 0 and those of
+  // the gradient sync to follow the steady-state iteration; pipeline times become per
+  // iteration (see the file comment).
+  void fold_steady_state();
+  void compute(double seconds) {
+    if (seconds <= 0) return;
+    sg4::this_actor::execute(seconds * speed_);
+    ++run_.activities;
+  }
+  void worker(int rank, int replica);
+  void run_op(int rank, int replica, const PipeOp& op, bool keep);
+  std::vector<double> recompute_s() const {
+    std::vector<double> r;
+    for (const StageCost& c : costs_.stages) r.push_back(c.recompute_s);
+    return r;
+  }
+  // A tensor-parallel collective of `host` as messages to and from its mirror (platform.h).
+  void exchange(int host, const TpExchange& x);
+  // `serial`: called by the worker itself, so waiting for peers delays the host (async
+  // subtracts that wait: see fold_steady_state).
+  void reduce_gradients(int rank, int replica, double ready_s, double backward_s, int buckets,
+                        bool serial);
+  double ring(const RingSpec& ring, int rank, int replica, const char* what, bool serial);
+  // A collective over `members` (host indices, this host at `position`) by the algorithm the
+  // strategy names (kAuto: the one collective_cost.h picks for the data-parallel group):
+  // `repeats` collectives of bytes / repeats back to back (ZeRO: one per layer).
+  struct CollectiveSpec {
+    CommKind kind = CommKind::kAllReduce;
+    double bytes = 0;
+    int repeats = 1;
+    std::vector<int> members;
+    int position = 0;
+    std::string tag;
+    const char* what = "";
+    bool serial = false;
+    double choice_B = 0;  // bytes the algorithm is chosen for (0: bytes / repeats)
+  };
+  double collective(const CollectiveSpec& c, int rank, int replica);
+  double hierarchical(const CollectiveSpec& c, int rank, int replica);
+  double tree(const CollectiveSpec& c, int rank, int replica);
+  void tree_half(const std::vector<int>& order, int i, double bytes, int chunks,
+                 const std::string& tag);
+  // ZeRO-2/3 per-micro-batch traffic of virtual stage `vs` (forward: the weights' all-gather;
+  // backward: gather and gradient reduce-scatter), its hidden part computed beside it.
+  void zero_traffic(int rank, int replica, int vs, int micro_batch, bool forward);
+  std::vector<int> dp_members(int rank) const {
+    std::vector<int> m;
+    for (int d = 0; d < dp_; ++d) m.push_back(host_index(rank, d));
+    return m;
+  }
+  void sync_and_step(int rank, int replica, sg4::ActorPtr reducer);
+
+  const Plan& plan_;
+  const SimgridOptions& options_;
+  const StageCosts costs_;
+  const bool async_;
+  const int m_;
+  const int warm_iterations_, window_iterations_;  // async only
+  const int stream_micro_batches_;                 // m, or the async stream's length
+  const PipelineSchedule schedule_;
+  const int p_, dp_, vstages_;
+  std::vector<char> sync_phase_;     // per rank: past the pipeline ops (async: the sync phase)
+  std::vector<char> event_in_sync_;  // per recorded event
+  std::vector<double> steady_begin_s_, steady_end_s_;  // async: per rank, replica 0
+  std::vector<OpPieces> pieces_;                       // per virtual stage
+  // Per host: time the worker waited for ring peers after its pipeline ops, in total and
+  // until its data-parallel phase ended.
+  std::vector<double> sync_wait_s_, dp_wait_s_;
+  double speed_ = 1;
+  std::vector<int> micro_batch_ids_;  // message payloads (SimGrid refuses null payloads)
+  std::vector<sg4::Host*> hosts_, mirrors_;
+  SimRun run_;
+  struct RingEntry {
+    std::vector<double> at_s;  // when each member entered
+    int left = 0;              // members that have not finished yet
+  };
+  std::map<std::string, RingEntry> ring_entry_;  // by tag, while the ring runs
+  std::vector<int> host_node_;                   // node of each host
+  int finished_ = 0;
+};
+
+}  // namespace stratasim::simgrid_detail
