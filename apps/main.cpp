@@ -25,6 +25,14 @@ const char* kUsage =
     "                         compare every strategy variant of each scenario in a table\n"
     "  validate --published [--data FILE] [--json OUT]\n"
     "                         compare predictions with published measurements\n"
+    "  validate --hardware FILE [--kernels] [--runtime] [--device cpu|cuda:N] [--quick]\n"
+    "                         [--json OUT]\n"
+    "                         predict the kernels and the pipeline runtime with a calibrated\n"
+    "                         model and compare with fresh measurements (both by default)\n"
+    "  calibrate [--device cpu|cuda:N] [-o hardware_models/local.json] [--quick]\n"
+    "                         fit a hardware model of this machine to microbenchmarks\n"
+    "  kernels  [--device cpu|cuda:N] [--quick] [--json OUT]\n"
+    "                         time the kernel families fused vs unfused\n"
     "  search   SCENARIO.json [--objective throughput|time_to_train|cost_per_token|\n"
     "                         memory_headroom] [--top N] [--threads N] [--train-tokens N]\n"
     "                         [--price USD] [--json OUT] [--csv OUT]\n"
@@ -36,6 +44,11 @@ const char* kUsage =
     "  plot     SCENARIO.json --kind timeline|memory|breakdown|pareto -o OUT.png\n"
     "                         [--set key=value ...] [--variant NAME] [--size 1200x700]\n"
     "                         draw a chart of the scenario as a PNG (needs the Qt build)\n"
+    "  runtime  [--schedule gpipe|1f1b|interleaved|pipedream] [-p P] [-m M] [-v V] [--dp D]\n"
+    "           [--flop F] [--grad-elems N] [--buckets B] [--overlap] [--trace OUT] [--json OUT]\n"
+    "           | --dag resnet|lstm|attention [--threads T] [--flop F] [--trace OUT]\n"
+    "                         run a pipeline (dp replicas, ring all-reduce) or an operator\n"
+    "                         graph on CPU threads; measured timeline as a trace\n"
     "  presets                list the built-in models, devices, links and clusters\n"
     "\n"
     "--set takes a dotted JSON path into the scenario, e.g. --set strategy.tp=4\n";
@@ -58,6 +71,9 @@ int main(int argc, char** argv) {
     if (command == "search") return stratasim::cmd_search(argc, argv);
     if (command == "batch") return stratasim::cmd_batch(argc, argv);
     if (command == "plot") return stratasim::cmd_plot(argc, argv);
+    if (command == "kernels") return stratasim::cmd_kernels(argc, argv);
+    if (command == "calibrate") return stratasim::cmd_calibrate(argc, argv);
+    if (command == "runtime") return stratasim::cmd_runtime(argc, argv);
     std::fprintf(stderr, "stratasim: unknown command '%s'\n\n%s", command.c_str(), kUsage);
     return 2;
   } catch (const stratasim::InputError& e) {

@@ -1,5 +1,6 @@
 #include "kernels/bias_dropout_residual.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -14,6 +15,45 @@ void check(std::span<const float> x, std::span<const float> bias, std::span<cons
             "x, residual and out must hold rows*cols floats");
   SS_ASSERT(bias.size() == std::size_t(cols), "bias must hold cols floats");
 }
+
+// out[j] = residual[j] + keep(first + j) * (x[j] + bias[j]) * scale for one row.
+STRATASIM_KERNEL_CLONES
+void fused_row(const float* __restrict xp, const float* __restrict bp, const float* __restrict rp,
+               float* __restrict op, int cols, std::uint64_t first, std::uint64_t seed,
+               std::uint32_t threshold, float scale) {
+  for (std::uint64_t j0 = 0; j0 < std::uint64_t(cols);) {
+    const std::uint64_t n = dropout_run_length(first + j0, cols - j0);
+    const DropoutRun d(seed, static_cast<std::uint32_t>((first + j0) >> 32));
+    const auto lo0 = static_cast<std::uint32_t>(first + j0);
+    const float* __restrict x = xp + j0;
+    const float* __restrict b = bp + j0;
+    const float* __restrict r = rp + j0;
+    float* __restrict o = op + j0;
+    for (std::uint32_t j = 0; j < std::uint32_t(n); ++j) {
+      const float kept = d.keep(lo0 + j, threshold) ? scale : 0.0f;
+      o[j] = r[j] + (x[j] + b[j]) * kept;
+    }
+    j0 += n;
+  }
+}
+
+// op[e] *= keep(first + e) * scale for a stretch of the flat tensor.
+STRATASIM_KERNEL_CLONES
+void dropout_stretch(float* __restrict op, std::uint64_t count, std::uint64_t first,
+                     std::uint64_t seed, std::uint32_t threshold, float scale) {
+  for (std::uint64_t e0 = 0; e0 < count;) {
+    const std::uint64_t n = dropout_run_length(first + e0, count - e0);
+    const DropoutRun d(seed, static_cast<std::uint32_t>((first + e0) >> 32));
+    const auto lo0 = static_cast<std::uint32_t>(first + e0);
+    float* __restrict o = op + e0;
+    for (std::uint32_t e = 0; e < std::uint32_t(n); ++e) {
+      o[e] = o[e] * (d.keep(lo0 + e, threshold) ? scale : 0.0f);
+    }
+    e0 += n;
+  }
+}
+
+constexpr std::int64_t kStretch = 1 << 14;  // elements per dropout call in the unfused pass
 
 }  // namespace
 
@@ -30,10 +70,7 @@ void bias_dropout_residual_fused(std::span<const float> x, std::span<const float
 #pragma omp parallel for schedule(static)
   for (int i = 0; i < rows; ++i) {
     const std::size_t base = std::size_t(i) * cols;
-    for (int j = 0; j < cols; ++j) {
-      const float kept = dropout_keep(d.seed, base + j, threshold) ? scale : 0.0f;
-      op[base + j] = rp[base + j] + (xp[base + j] + bp[j]) * kept;
-    }
+    fused_row(xp + base, bp, rp + base, op + base, cols, base, d.seed, threshold, scale);
   }
 }
 
@@ -54,8 +91,9 @@ void bias_dropout_residual_unfused(std::span<const float> x, std::span<const flo
     for (int j = 0; j < cols; ++j) op[base + j] = xp[base + j] + bp[j];
   }
 #pragma omp parallel for schedule(static)
-  for (std::int64_t e = 0; e < n; ++e) {  // pass 2: dropout
-    op[e] = op[e] * (dropout_keep(d.seed, std::uint64_t(e), threshold) ? scale : 0.0f);
+  for (std::int64_t e = 0; e < n; e += kStretch) {  // pass 2: dropout
+    dropout_stretch(op + e, std::uint64_t(std::min(kStretch, n - e)), std::uint64_t(e), d.seed,
+                    threshold, scale);
   }
 #pragma omp parallel for schedule(static)
   for (std::int64_t e = 0; e < n; ++e) op[e] = rp[e] + op[e];  // pass 3: residual

@@ -9,6 +9,26 @@
 
 #include "sim/core/error.h"
 
+// Function multi-versioning for the hot loops: in a default build (baseline x86-64, SSE2) GCC
+// compiles a function marked STRATASIM_KERNEL_CLONES three times, for AVX-512 (x86-64-v4), AVX2
+// and the baseline, and the loader picks the best one the CPU supports (an ifunc, resolved
+// once). The kernels are built with -ffp-contract=off, which holds in every clone, so no clone
+// contracts a*b+c into an FMA; a clone changes only the vector width, i.e. the order of the
+// simd reductions (sums in softmax and LayerNorm), and the fused and unfused forms call the same
+// clones. Mark only functions that run no OpenMP region themselves: GCC outlines a parallel
+// region into a function of its own, which would not be cloned; the kernels therefore call a
+// cloned per-row (or per-chunk) function from inside their parallel loops. Off where the
+// compiler already targets AVX2 (STRATASIM_KERNELS_ARCH) or lacks the attribute.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__AVX2__) && \
+    defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define STRATASIM_KERNEL_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#endif
+#endif
+#ifndef STRATASIM_KERNEL_CLONES
+#define STRATASIM_KERNEL_CLONES
+#endif
+
 namespace stratasim::kernels {
 
 // Exact GeLU, x * Phi(x) (Hendrycks & Gimpel 2016, eq. 1).
@@ -52,7 +72,7 @@ inline std::uint64_t mix64(std::uint64_t z) {
 
 // lowbias32 (C. Wellons, "Prospecting for hash functions", 2018): a 32-bit integer permutation
 // with 32-bit multiplies only, so a loop of them vectorizes (64-bit multiplies do not, on SSE2).
-inline std::uint32_t hash32(std::uint32_t x) {
+[[gnu::always_inline]] inline std::uint32_t hash32(std::uint32_t x) {
   x ^= x >> 16;
   x *= 0x7FEB352Du;
   x ^= x >> 15;
@@ -80,6 +100,27 @@ inline bool dropout_keep(std::uint64_t seed, std::uint64_t index, std::uint32_t 
   std::uint32_t h = hash32(static_cast<std::uint32_t>(index) ^ static_cast<std::uint32_t>(key));
   h = hash32(h ^ static_cast<std::uint32_t>(index >> 32) ^ static_cast<std::uint32_t>(key >> 32));
   return h >= threshold;
+}
+
+// dropout_keep for the indices (hi << 32) | lo of one run with the same upper half: the seed's
+// mix and the upper half are folded into two words once, and the loop over lo is 32-bit integer
+// math only, so it vectorizes. keep(lo) == dropout_keep(seed, (hi << 32) | lo, threshold).
+struct DropoutRun {
+  std::uint32_t key_lo, key_hi;
+  DropoutRun(std::uint64_t seed, std::uint32_t hi) {
+    const std::uint64_t key = mix64(seed);
+    key_lo = static_cast<std::uint32_t>(key);
+    key_hi = hi ^ static_cast<std::uint32_t>(key >> 32);
+  }
+  [[gnu::always_inline]] bool keep(std::uint32_t lo, std::uint32_t threshold) const {
+    return hash32(hash32(lo ^ key_lo) ^ key_hi) >= threshold;
+  }
+};
+
+// How many of the n indices from `at` on share at's upper 32 bits (n unless the range crosses a
+// multiple of 2^32): the length of one DropoutRun.
+inline std::uint64_t dropout_run_length(std::uint64_t at, std::uint64_t n) {
+  return std::min(n, ((at >> 32) + 1) * (std::uint64_t(1) << 32) - at);
 }
 
 }  // namespace stratasim::kernels

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/elementwise.h"
 #include "sim/core/error.h"
 
 namespace stratasim::kernels {
@@ -19,29 +20,35 @@ void check(std::span<const float> in, std::span<const float> out, ImageShape s) 
 
 // One pixel of each stage from rows up/mid/down at columns jl, j, jr (already clamped).
 struct Blur {
-  static float at(const float* u, const float* m, const float* d, int jl, int j, int jr) {
+  [[gnu::always_inline]] static float at(const float* u, const float* m, const float* d, int jl,
+                                         int j, int jr) {
     return ((u[jl] + 2.0f * u[j] + u[jr]) + 2.0f * (m[jl] + 2.0f * m[j] + m[jr]) +
             (d[jl] + 2.0f * d[j] + d[jr])) *
            0.0625f;
   }
 };
 struct Sobel {
-  static float at(const float* u, const float* m, const float* d, int jl, int j, int jr) {
+  [[gnu::always_inline]] static float at(const float* u, const float* m, const float* d, int jl,
+                                         int j, int jr) {
     const float gx = (u[jr] + 2.0f * m[jr] + d[jr]) - (u[jl] + 2.0f * m[jl] + d[jl]);
     const float gy = (d[jl] + 2.0f * d[j] + d[jr]) - (u[jl] + 2.0f * u[j] + u[jr]);
     return std::sqrt(gx * gx + gy * gy);
   }
 };
 struct Sharpen {
-  static float at(const float* u, const float* m, const float* d, int jl, int j, int jr) {
+  [[gnu::always_inline]] static float at(const float* u, const float* m, const float* d, int jl,
+                                         int j, int jr) {
     return 5.0f * m[j] - u[j] - d[j] - m[jl] - m[jr];
   }
 };
 
-// One output row of a stage; edge columns clamp, the interior loop vectorizes.
+// One output row of a stage; edge columns clamp, the interior loop vectorizes. Always inlined
+// (with Stage::at and stencil_rows) into the cloned stage functions below, so that each clone
+// compiles the loop for its own instruction set.
 template <class Stage>
-void stencil_row(const float* __restrict u, const float* __restrict m, const float* __restrict d,
-                 float* __restrict out, int w) {
+[[gnu::always_inline]] inline void stencil_row(const float* __restrict u, const float* __restrict m,
+                                               const float* __restrict d, float* __restrict out,
+                                               int w) {
   out[0] = Stage::at(u, m, d, 0, 0, std::min(1, w - 1));
   for (int j = 1; j < w - 1; ++j) out[j] = Stage::at(u, m, d, j - 1, j, j + 1);
   if (w > 1) out[w - 1] = Stage::at(u, m, d, w - 2, w - 1, w - 1);
@@ -50,14 +57,31 @@ void stencil_row(const float* __restrict u, const float* __restrict m, const flo
 // Rows [lo, hi) of a stage into dst (whose first row is dst_first); source row rr is clamped to
 // the image and read from src (whose first row is src_first).
 template <class Stage>
-void stencil_rows(const float* src, int src_first, float* dst, int dst_first, int lo, int hi,
-                  ImageShape s) {
+[[gnu::always_inline]] inline void stencil_rows(const float* src, int src_first, float* dst,
+                                                int dst_first, int lo, int hi, ImageShape s) {
   for (int r = lo; r < hi; ++r) {
     const auto row = [&](int rr) {
       return src + std::size_t(std::clamp(rr, 0, s.h - 1) - src_first) * s.w;
     };
     stencil_row<Stage>(row(r - 1), row(r), row(r + 1), dst + std::size_t(r - dst_first) * s.w, s.w);
   }
+}
+
+// The three stages as cloned functions, called by both forms (so they stay bitwise equal).
+STRATASIM_KERNEL_CLONES
+void blur_rows(const float* src, int src_first, float* dst, int dst_first, int lo, int hi,
+               ImageShape s) {
+  stencil_rows<Blur>(src, src_first, dst, dst_first, lo, hi, s);
+}
+STRATASIM_KERNEL_CLONES
+void sobel_rows(const float* src, int src_first, float* dst, int dst_first, int lo, int hi,
+                ImageShape s) {
+  stencil_rows<Sobel>(src, src_first, dst, dst_first, lo, hi, s);
+}
+STRATASIM_KERNEL_CLONES
+void sharpen_rows(const float* src, int src_first, float* dst, int dst_first, int lo, int hi,
+                  ImageShape s) {
+  stencil_rows<Sharpen>(src, src_first, dst, dst_first, lo, hi, s);
 }
 
 }  // namespace
@@ -73,9 +97,9 @@ void image_pipeline_fused(std::span<const float> in, std::span<float> out, Image
       const int y0 = strip * kStripRows, y1 = std::min(s.h, y0 + kStripRows);
       const int e_lo = std::max(0, y0 - 1), e_hi = std::min(s.h, y1 + 1);
       const int b_lo = std::max(0, e_lo - 1), b_hi = std::min(s.h, e_hi + 1);
-      stencil_rows<Blur>(in.data(), 0, b.data(), b_lo, b_lo, b_hi, s);
-      stencil_rows<Sobel>(b.data(), b_lo, e.data(), e_lo, e_lo, e_hi, s);
-      stencil_rows<Sharpen>(e.data(), e_lo, out.data(), 0, y0, y1, s);
+      blur_rows(in.data(), 0, b.data(), b_lo, b_lo, b_hi, s);
+      sobel_rows(b.data(), b_lo, e.data(), e_lo, e_lo, e_hi, s);
+      sharpen_rows(e.data(), e_lo, out.data(), 0, y0, y1, s);
     }
   }
 }
@@ -89,11 +113,11 @@ void image_pipeline_unfused(std::span<const float> in, std::span<float> out,
   float* b = workspace.data();
   float* e = workspace.data() + std::size_t(s.h) * s.w;
 #pragma omp parallel for schedule(static)
-  for (int r = 0; r < s.h; ++r) stencil_rows<Blur>(in.data(), 0, b, 0, r, r + 1, s);
+  for (int r = 0; r < s.h; ++r) blur_rows(in.data(), 0, b, 0, r, r + 1, s);
 #pragma omp parallel for schedule(static)
-  for (int r = 0; r < s.h; ++r) stencil_rows<Sobel>(b, 0, e, 0, r, r + 1, s);
+  for (int r = 0; r < s.h; ++r) sobel_rows(b, 0, e, 0, r, r + 1, s);
 #pragma omp parallel for schedule(static)
-  for (int r = 0; r < s.h; ++r) stencil_rows<Sharpen>(e, 0, out.data(), 0, r, r + 1, s);
+  for (int r = 0; r < s.h; ++r) sharpen_rows(e, 0, out.data(), 0, r, r + 1, s);
 }
 
 void image_pipeline_reference(std::span<const float> in, std::span<float> out, ImageShape s) {

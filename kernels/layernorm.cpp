@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/elementwise.h"
 #include "sim/core/error.h"
 
 namespace stratasim::kernels {
@@ -22,6 +23,7 @@ void check(std::span<const float> x, std::span<const float> residual, std::span<
 
 // Normalizes one row of h into y: mean, then the sum of squared deviations (two passes over a
 // row that is in L1, numerically safer than E[h^2] - E[h]^2).
+STRATASIM_KERNEL_CLONES
 void normalize_row(const float* __restrict h, const float* __restrict gamma,
                    const float* __restrict beta, float* __restrict y, int cols, float eps) {
   float sum = 0.0f;
@@ -33,6 +35,15 @@ void normalize_row(const float* __restrict h, const float* __restrict gamma,
   for (int j = 0; j < cols; ++j) sq += (h[j] - mean) * (h[j] - mean);
   const float rstd = 1.0f / std::sqrt(sq / float(cols) + eps);
   for (int j = 0; j < cols; ++j) y[j] = (h[j] - mean) * rstd * gamma[j] + beta[j];
+}
+
+// The fused form's row: h = x + residual, then normalized while in L1.
+STRATASIM_KERNEL_CLONES
+void add_normalize_row(const float* __restrict x, const float* __restrict r, float* __restrict h,
+                       const float* __restrict gamma, const float* __restrict beta,
+                       float* __restrict y, int cols, float eps) {
+  for (int j = 0; j < cols; ++j) h[j] = x[j] + r[j];
+  normalize_row(h, gamma, beta, y, cols, eps);
 }
 
 }  // namespace
@@ -47,8 +58,8 @@ void add_layernorm_fused(std::span<const float> x, std::span<const float> residu
 #pragma omp parallel for schedule(static)
   for (int i = 0; i < s.rows; ++i) {
     const std::size_t base = std::size_t(i) * s.cols;
-    for (int j = 0; j < s.cols; ++j) hp[base + j] = xp[base + j] + rp[base + j];
-    normalize_row(hp + base, gamma.data(), beta.data(), y.data() + base, s.cols, s.eps);
+    add_normalize_row(xp + base, rp + base, hp + base, gamma.data(), beta.data(),
+                      y.data() + base, s.cols, s.eps);
   }
 }
 

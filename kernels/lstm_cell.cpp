@@ -26,6 +26,34 @@ void for_rows(int batch, Op op) {
   for (int r = 0; r < batch; ++r) op(r);
 }
 
+// One batch row of the fused cell: the gates, c' and h' while the row is in registers.
+STRATASIM_KERNEL_CLONES
+void fused_row(const float* __restrict g, const float* __restrict b, const float* __restrict cr,
+               float* __restrict co, float* __restrict ho, int hd) {
+#pragma omp simd
+  for (int j = 0; j < hd; ++j) {
+    const float ig = sigmoid(g[j] + b[j]);
+    const float fg = sigmoid(g[hd + j] + b[hd + j]);
+    const float gg = tanh_approx(g[2 * hd + j] + b[2 * hd + j]);
+    const float og = sigmoid(g[3 * hd + j] + b[3 * hd + j]);
+    const float cn = fg * cr[j] + ig * gg;
+    co[j] = cn;
+    ho[j] = og * tanh_approx(cn);
+  }
+}
+
+// The unfused form's activation passes over one gate of one row, cloned like the fused row.
+STRATASIM_KERNEL_CLONES
+void sigmoid_row(float* __restrict a, int n) {
+#pragma omp simd
+  for (int j = 0; j < n; ++j) a[j] = sigmoid(a[j]);
+}
+STRATASIM_KERNEL_CLONES
+void tanh_row(const float* in, float* out, int n) {  // may run in place
+#pragma omp simd
+  for (int j = 0; j < n; ++j) out[j] = tanh_approx(in[j]);
+}
+
 }  // namespace
 
 void lstm_cell_fused(std::span<const float> gates, std::span<const float> bias,
@@ -39,16 +67,7 @@ void lstm_cell_fused(std::span<const float> gates, std::span<const float> bias,
     const float* __restrict cr = c.data() + std::size_t(r) * hd;
     float* __restrict co = c_out.data() + std::size_t(r) * hd;
     float* __restrict ho = h_out.data() + std::size_t(r) * hd;
-#pragma omp simd
-    for (int j = 0; j < hd; ++j) {
-      const float ig = sigmoid(g[j] + b[j]);
-      const float fg = sigmoid(g[hd + j] + b[hd + j]);
-      const float gg = tanh_approx(g[2 * hd + j] + b[2 * hd + j]);
-      const float og = sigmoid(g[3 * hd + j] + b[3 * hd + j]);
-      const float cn = fg * cr[j] + ig * gg;
-      co[j] = cn;
-      ho[j] = og * tanh_approx(cn);
-    }
+    fused_row(g, b, cr, co, ho, hd);
   });
 }
 
@@ -69,15 +88,12 @@ void lstm_cell_unfused(std::span<const float> gates, std::span<const float> bias
   });
   for (int gate : {0, 1, 3}) {  // passes 2-4: sigmoid of i, f and o
     for_rows(s.batch, [&](int r) {
-      float* __restrict a = row(act, r, 4 * hd) + gate * hd;
-#pragma omp simd
-      for (int j = 0; j < hd; ++j) a[j] = sigmoid(a[j]);
+      sigmoid_row(row(act, r, 4 * hd) + gate * hd, hd);
     });
   }
   for_rows(s.batch, [&](int r) {  // pass 5: tanh of g
-    float* __restrict a = row(act, r, 4 * hd) + 2 * hd;
-#pragma omp simd
-    for (int j = 0; j < hd; ++j) a[j] = tanh_approx(a[j]);
+    float* a = row(act, r, 4 * hd) + 2 * hd;
+    tanh_row(a, a, hd);
   });
   for_rows(s.batch, [&](int r) {  // pass 6: c' = f * c
     const float* __restrict f = row(act, r, 4 * hd) + hd;
@@ -91,10 +107,7 @@ void lstm_cell_unfused(std::span<const float> gates, std::span<const float> bias
     for (int j = 0; j < hd; ++j) co[j] += a[j] * a[2 * hd + j];
   });
   for_rows(s.batch, [&](int r) {  // pass 8: h' = tanh(c')
-    const float* __restrict co = row(c_out.data(), r, hd);
-    float* __restrict ho = row(h_out.data(), r, hd);
-#pragma omp simd
-    for (int j = 0; j < hd; ++j) ho[j] = tanh_approx(co[j]);
+    tanh_row(row(c_out.data(), r, hd), row(h_out.data(), r, hd), hd);
   });
   for_rows(s.batch, [&](int r) {  // pass 9: h' *= o
     const float* __restrict o = row(act, r, 4 * hd) + 3 * hd;

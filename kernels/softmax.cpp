@@ -25,7 +25,11 @@ int valid_cols(SoftmaxShape sh, int row) { return sh.causal ? row + 1 : sh.s; }
 
 }  // namespace
 
-void softmax_row(const float* __restrict x, float* __restrict y, int cols, int valid, float scale) {
+namespace {
+
+STRATASIM_KERNEL_CLONES
+void softmax_row_impl(const float* __restrict x, float* __restrict y, int cols, int valid,
+                      float scale) {
   float m = kNegInf;
 #pragma omp simd reduction(max : m)
   for (int j = 0; j < valid; ++j) m = std::max(m, x[j] * scale);
@@ -38,6 +42,19 @@ void softmax_row(const float* __restrict x, float* __restrict y, int cols, int v
   const float inv = 1.0f / sum;
   for (int j = 0; j < valid; ++j) y[j] *= inv;
   for (int j = valid; j < cols; ++j) y[j] = 0.0f;
+}
+
+// The unfused form's exp pass over one row (pass 4), cloned like the fused row.
+STRATASIM_KERNEL_CLONES
+void exp_row(float* __restrict row, int s, float m) {
+#pragma omp simd
+  for (int j = 0; j < s; ++j) row[j] = exp_approx(row[j] - m);
+}
+
+}  // namespace
+
+void softmax_row(const float* x, float* y, int cols, int valid, float scale) {
+  softmax_row_impl(x, y, cols, valid, scale);
 }
 
 void scaled_masked_softmax_fused(std::span<const float> x, std::span<float> y, SoftmaxShape sh) {
@@ -77,10 +94,7 @@ void scaled_masked_softmax_unfused(std::span<const float> x, std::span<float> y,
   }
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < rows; ++r) {  // pass 4: exp(x - max); exp(-inf) = 0
-    float* row = yp + r * s;
-    const float m = stat[r];
-#pragma omp simd
-    for (int j = 0; j < s; ++j) row[j] = exp_approx(row[j] - m);
+    exp_row(yp + r * s, s, stat[r]);
   }
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < rows; ++r) {  // pass 5: row sum

@@ -1,0 +1,308 @@
+// Calibration (validate/calibration.h): the fits recover known parameters from synthetic
+// measurements, the written model loads through the hardware reader as a scenario would, and
+// the calibrate / validate / kernels commands write well-formed reports.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "hardware_models/src/hardware_json.h"
+#include "kernels/kernel_cases.h"
+#include "tests/support/run_cli.h"
+#include "validate/calibration.h"
+#include "validate/kernel_validation.h"
+
+using namespace stratasim;
+using kernels::Measurement;
+
+namespace {
+
+// Known parameters of a synthetic machine.
+constexpr double kOverhead = 4e-6;     // s per launch
+constexpr double kBw = 8e9;            // B/s
+constexpr double kBwHalf = 2e6;        // B
+constexpr double kPeak = 60e9;         // FLOP/s
+constexpr double kPeakHalf = 1e8;      // FLOP
+constexpr double kVector = 25e9;       // FLOP/s
+constexpr double kSerial = 3e9;        // FLOP/s per thread
+constexpr double kSerialFixed = 2e-5;  // s per op
+
+Measurement timed(std::string family, std::string dtype, std::string shape, double seconds) {
+  Measurement m;
+  m.family = std::move(family);
+  m.dtype = std::move(dtype);
+  m.shape = std::move(shape);
+  m.seconds = m.min_seconds = seconds;
+  m.repeats = 3;
+  return m;
+}
+
+// Times by the model the fit assumes: time = launches * overhead + (work + half) / rate.
+std::vector<Measurement> synthetic_microbenchmarks() {
+  std::vector<Measurement> ms;
+  ms.push_back(timed("launch", "fp32", "empty", kOverhead));
+  ms.push_back(timed("sync", "fp32", "barrier", 1e-6));
+  for (double bytes : {1.0e8, 3.0e8, 9.0e8}) {
+    Measurement m = timed("copy", "fp32", "x dram", kOverhead + (bytes + kBwHalf) / kBw);
+    m.bytes = bytes;
+    ms.push_back(m);
+  }
+  // A cache-resident copy 10x faster than DRAM: recorded, not fitted.
+  Measurement cache = timed("copy", "fp32", "x cache", 1e6 / (10 * kBw));
+  cache.bytes = 1e6;
+  ms.push_back(cache);
+  for (double f : {1e7, 1e8, 1e9}) {
+    Measurement m = timed("gemm_peak", "fp32", "n^3", kOverhead + (f + kPeakHalf) / kPeak);
+    m.matmul_flop = f;
+    ms.push_back(m);
+  }
+  for (double f : {1e7, 1e8}) {
+    Measurement m = timed("vector", "fp32", "v", kOverhead + f / kVector);
+    m.vector_flop = f;
+    ms.push_back(m);
+  }
+  for (double f : {1e6, 1e7, 1e8}) {
+    Measurement m = timed("serial", "fp32", "s", kSerialFixed + f / kSerial);
+    m.vector_flop = f;
+    ms.push_back(m);
+  }
+  return ms;
+}
+
+Measurement memory_kernel(const std::string& form, double bytes, int launches, double factor) {
+  // Roofline of bytes alone: (bytes + half) / bw; measured = launches * overhead + factor * it.
+  Measurement m = timed("layernorm", "fp32", std::to_string(bytes),
+                        launches * kOverhead + factor * (bytes + kBwHalf) / kBw);
+  m.form = form;
+  m.bytes = bytes;
+  m.launches = launches;
+  return m;
+}
+
+std::string temp_dir(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("stratasim_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.generic_string();
+}
+
+}  // namespace
+
+TEST_CASE("calibration: the relative least-squares line recovers an exact line") {
+  // t = 2 us + x / 5 GB/s at three sizes: intercept 2e-6, slope 2e-10.
+  const std::vector<double> x = {1e6, 1e7, 1e8};
+  std::vector<double> t;
+  for (double v : x) t.push_back(2e-6 + v / 5e9);
+  const LineFit f = fit_line_relative(x, t);
+  CHECK(f.intercept == doctest::Approx(2e-6).epsilon(1e-9));
+  CHECK(f.slope == doctest::Approx(2e-10).epsilon(1e-9));
+  // A negative intercept is refitted through the origin: t = x / 1e9 - 1e-3 at x = 1e7, 2e7
+  // (times 9 ms, 19 ms) -> slope sum(w x t) / sum(w x^2) with w = 1/t^2.
+  const std::vector<double> x2 = {1e7, 2e7}, t2 = {9e-3, 19e-3};
+  const LineFit g = fit_line_relative(x2, t2);
+  const double w1 = 1 / (9e-3 * 9e-3), w2 = 1 / (19e-3 * 19e-3);
+  CHECK(g.intercept == 0);
+  CHECK(g.slope == doctest::Approx((w1 * 1e7 * 9e-3 + w2 * 2e7 * 19e-3) / (w1 * 1e14 + w2 * 4e14)));
+  CHECK_THROWS_WITH_AS(fit_line_relative(std::vector<double>{0.0}, std::vector<double>{1.0}),
+                       "calibration: fit: (no points) needs at least one measurement with "
+                       "positive work and time",
+                       InputError);
+}
+
+TEST_CASE("calibration: the fit recovers the synthetic machine's parameters") {
+  CalibrationInfo info;
+  info.cpu = "synthetic";
+  info.threads = 2;
+  info.memory_B = 16 * kGiB;
+  info.what = "cpu, test";
+  // layernorm fused: 1.25x its roofline at 1e8 and 4e8 B; unfused 2.0x with 2 launches.
+  // A softmax shape faster than its launch overhead (as tiny sizes on a loaded machine can be)
+  // carries no information: left out, so softmax keeps factor 1 with no shapes.
+  Measurement too_fast = memory_kernel("fused", 1e5, 1, 1.0);
+  too_fast.family = "softmax";
+  too_fast.seconds = too_fast.min_seconds = kOverhead / 2;
+  const std::vector<Measurement> kcal = {
+      memory_kernel("fused", 1e8, 1, 1.25), memory_kernel("fused", 4e8, 1, 1.25),
+      memory_kernel("unfused", 2e8, 2, 2.0), too_fast};
+  const Calibration c = fit_calibration(synthetic_microbenchmarks(), kcal, info);
+  const DeviceSpec& d = c.hardware.device;
+  CHECK(d.kernel_overhead_s == kOverhead);
+  CHECK(c.sync_s == 1e-6);
+  CHECK(d.memory_bandwidth_Bps == doctest::Approx(kBw).epsilon(1e-9));
+  CHECK(d.memory.half_size == doctest::Approx(kBwHalf).epsilon(1e-6));
+  CHECK(d.memory.max_fraction == 1.0);
+  CHECK(d.peak_flops[static_cast<int>(DType::kFp32)] == doctest::Approx(kPeak).epsilon(1e-9));
+  CHECK(d.matmul.half_size == doctest::Approx(kPeakHalf).epsilon(1e-6));
+  CHECK(d.peak_flops[static_cast<int>(DType::kBf16)] == 0);  // not measured: unsupported
+  CHECK(d.vector_flops == doctest::Approx(kVector).epsilon(1e-9));
+  CHECK(c.serial_flops == doctest::Approx(kSerial).epsilon(1e-9));
+  CHECK(c.serial_overhead_s == doctest::Approx(kSerialFixed).epsilon(1e-6));
+  CHECK(c.cache_bandwidth_Bps == doctest::Approx(10 * kBw));
+  CHECK(d.memory_B == 16 * kGiB);
+  CHECK(d.source.find("'synthetic' with 2 threads") != std::string::npos);
+
+  REQUIRE(c.factors.size() == 3);
+  const FamilyFactor* softmax = find_factor(c, "softmax", "fused");
+  REQUIRE(softmax != nullptr);
+  CHECK(softmax->factor == 1.0);
+  CHECK(softmax->shapes.empty());
+  const FamilyFactor* fused = find_factor(c, "layernorm", "fused");
+  const FamilyFactor* unfused = find_factor(c, "layernorm", "unfused");
+  REQUIRE(fused != nullptr);
+  REQUIRE(unfused != nullptr);
+  CHECK(fused->factor == doctest::Approx(1.25).epsilon(1e-6));
+  CHECK(fused->shapes.size() == 2);
+  CHECK(unfused->factor == doctest::Approx(2.0).epsilon(1e-6));
+  // Prediction at an unseen size, 3e8 B, 1 launch: 4 us + 1.25 (3e8 + 2e6) / 8e9 = 0.0471915 s.
+  Measurement probe = memory_kernel("fused", 3e8, 1, 1.0);
+  CHECK(predict_kernel_s(c, probe) == doctest::Approx(0.0471915).epsilon(1e-6));
+  // A family without a factor is predicted by the bare roofline: 4 us + (3e8 + 2e6) / 8e9.
+  probe.family = "attention";
+  CHECK(predict_kernel_s(c, probe) == doctest::Approx(0.037754).epsilon(1e-6));
+}
+
+TEST_CASE("calibration: fitting without the needed microbenchmarks names what is missing") {
+  std::vector<Measurement> ms = synthetic_microbenchmarks();
+  std::erase_if(ms, [](const Measurement& m) { return m.family == "gemm_peak"; });
+  CHECK_THROWS_WITH_AS(fit_calibration(ms, {}, CalibrationInfo{}),
+                       "calibration: measurements: (missing) needs gemm_peak fp32 "
+                       "microbenchmark measurements to fit the hardware model",
+                       InputError);
+}
+
+TEST_CASE("calibration: the written model loads through the hardware reader like a scenario's") {
+  const std::string dir = temp_dir("calib_roundtrip");
+  CalibrationInfo info;
+  info.cpu = "synthetic";
+  info.threads = 2;
+  info.memory_B = 16 * kGiB;
+  info.measured_at = "2026-11-29T18:00:00Z";
+  info.what = "cpu, test";
+  const Calibration c =
+      fit_calibration(synthetic_microbenchmarks(), {memory_kernel("fused", 1e8, 1, 1.5)}, info);
+  write_calibration(c, dir + "/local.json");
+  CHECK(calibration_record_path(dir + "/local.json") == dir + "/local.calibration.json");
+
+  // A scenario in the same folder names the cluster by file, with an override.
+  const Json scenario = Json::parse(R"({"cluster": {"file": "local.json", "devices": 1}})");
+  const JsonNode root(scenario, dir + "/scenario.json", "");
+  const HardwareModel h = read_cluster(root.at("cluster"));
+  CHECK(h == c.hardware);
+  // The file's device description reads back alone too (e.g. inlined into another cluster).
+  const Json file = load_json_file(dir + "/local.json");
+  CHECK(read_device(JsonNode(file, dir + "/local.json", "").at("device")) == c.hardware.device);
+
+  const Calibration back = read_calibration(dir + "/local.json");
+  CHECK(back.hardware == c.hardware);
+  CHECK(back.serial_flops == c.serial_flops);
+  CHECK(back.sync_s == c.sync_s);
+  CHECK(back.info.cpu == "synthetic");
+  REQUIRE(back.factors.size() == 1);
+  CHECK(back.factors[0].factor == doctest::Approx(1.5).epsilon(1e-6));
+  CHECK(back.microbenchmarks.size() == c.microbenchmarks.size());
+
+  std::filesystem::remove(dir + "/local.calibration.json");
+  CHECK_THROWS_WITH_AS(read_calibration(dir + "/local.json"),
+                       (dir +
+                        "/local.calibration.json: : (missing) is the calibration record "
+                        "`stratasim calibrate` writes beside " +
+                        dir + "/local.json; run calibrate again")
+                           .c_str(),
+                       InputError);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("calibration: kernel work counts follow the stated rules") {
+  using kernels::KernelCase;
+  using kernels::KernelFamily;
+  // GEMM 2x3x4 (m, n, k): matmul 2*2*3*4 = 48; vector 6 per output = 36; bytes fused
+  // 4 * (2*4 + 4*3 + 2*3) = 104, unfused + 16 per output (bias and GeLU passes) = 104 + 96.
+  const KernelCase g{KernelFamily::kGemmBiasGelu, {2, 3, 4, 0}};
+  CHECK(kernels::kernel_work(g, true).matmul_flop == 48);
+  CHECK(kernels::kernel_work(g, true).vector_flop == 36);
+  CHECK(kernels::kernel_work(g, true).bytes == 104);
+  CHECK(kernels::kernel_work(g, false).bytes == 200);
+  CHECK(kernels::kernel_work(g, false).launches == 3);
+  // Causal softmax, 1 matrix of 4x4: 10 unmasked entries. Fused reads 10, writes 16: 104 B.
+  const KernelCase s{KernelFamily::kSoftmax, {1, 4, 0, 0}};
+  CHECK(kernels::kernel_work(s, true).bytes == 104);
+  CHECK(kernels::kernel_work(s, true).vector_flop == 60);
+  CHECK(kernels::kernel_work(s, false).launches == 6);
+  // Every family's validation shapes differ from its calibration shapes.
+  for (bool quick : {false, true}) {
+    for (const KernelCase& v : kernels::kernel_cases(kernels::CaseSet::kValidation, quick)) {
+      for (const KernelCase& c : kernels::kernel_cases(kernels::CaseSet::kCalibration, quick)) {
+        CHECK_FALSE(v == c);
+      }
+    }
+  }
+}
+
+TEST_CASE("cli: calibrate --quick then validate --quick write well-formed reports") {
+  const std::string dir = temp_dir("calib_cli");
+  const auto cal = testing::run_cli("calibrate --quick -o " + dir + "/local.json");
+  INFO(cal.output);
+  REQUIRE(cal.code == 0);
+  CHECK(cal.output.find("[calibrate") != std::string::npos);  // progress on stderr
+  CHECK(std::filesystem::is_regular_file(dir + "/local.calibration.json"));
+
+  const auto val = testing::run_cli("validate --hardware " + dir + "/local.json --quick --json " +
+                                    dir + "/v.json");
+  INFO(val.output);
+  REQUIRE(val.code == 0);
+  const Json j = load_json_file(dir + "/v.json");
+  CHECK(j.at("kind") == "kernel_validation");
+  CHECK(j.at("hardware") == dir + "/local.json");
+  CHECK(j.at("quick") == true);
+  const auto& ks = j.at("kernels");
+  CHECK(ks.size() == 2 * kernels::kernel_cases(kernels::CaseSet::kValidation, true).size());
+  double sum = 0;
+  for (const auto& k : ks) {
+    const double p = k.at("predicted_s"), m = k.at("measured_s"), e = k.at("error");
+    CHECK(std::isfinite(e));
+    CHECK(p > 0);
+    CHECK(m > 0);
+    CHECK(e == doctest::Approx((p - m) / m));
+    sum += std::abs(e);
+  }
+  CHECK(j.at("mape").at("kernels").get<double>() == doctest::Approx(sum / ks.size()));
+  const auto& rs = j.at("runtime");
+  CHECK(rs.size() == runtime_cases(true).size());
+  for (const auto& r : rs) {
+    CHECK(std::isfinite(r.at("error").get<double>()));
+    const double pb = r.at("predicted_bubble"), mb = r.at("measured_bubble");
+    CHECK(pb >= 0);
+    CHECK(pb < 1);
+    CHECK(mb >= 0);
+    CHECK(mb < 1);
+  }
+  CHECK(std::isfinite(j.at("mape").at("runtime").get<double>()));
+
+  const auto kr = testing::run_cli("kernels --quick --json " + dir + "/k.json");
+  INFO(kr.output);
+  REQUIRE(kr.code == 0);
+  const Json kj = load_json_file(dir + "/k.json");
+  CHECK(kj.at("kind") == "kernels");
+  CHECK(kj.at("speedups").size() ==
+        kernels::kernel_cases(kernels::CaseSet::kValidation, true).size());
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("cli: calibrate and validate name a bad --device or a missing mode") {
+  const auto bad = testing::run_cli("calibrate --device gpu0 -o /tmp/never.json");
+  CHECK(bad.code == 2);
+  CHECK(bad.output.find("error: command line: --device: \"gpu0\" must be cpu or cuda:N with N a "
+                        "device index (e.g. cuda:0)") != std::string::npos);
+  // No machine has 100 CUDA devices (and a build without CUDA says so): open_device's message.
+  const auto cuda = testing::run_cli("kernels --device cuda:99");
+  CHECK(cuda.code == 2);
+  CHECK(cuda.output.find("error: command line: --device: cuda:99") != std::string::npos);
+  const auto none = testing::run_cli("validate");
+  CHECK(none.code == 2);
+  CHECK(none.output.find("needs --published, or --hardware FILE") != std::string::npos);
+}

@@ -1,0 +1,117 @@
+#include "validate/runtime_validation.h"
+
+#include <algorithm>
+
+#include "kernels/pipeline_runtime.h"
+#include "sim/core/error.h"
+#include "strategies/pipeline/schedules.h"
+
+namespace stratasim {
+namespace {
+
+std::vector<double> repeat(const std::vector<double>& pattern, int n) {
+  std::vector<double> out;
+  for (int i = 0; i < n; ++i) out.push_back(pattern[i % pattern.size()]);
+  return out;
+}
+
+// Idle share of the makespan per rank, averaged (as PipelineRunResult::bubble_fraction).
+double bubble_of(const Timeline& t) {
+  if (t.per_rank.empty() || !(t.makespan_s > 0)) return 0;
+  double idle = 0;
+  for (const auto& ops : t.per_rank) {
+    double busy = 0;
+    for (const TimedOp& op : ops) busy += op.end_s - op.start_s;
+    idle += (t.makespan_s - busy) / t.makespan_s;
+  }
+  return idle / static_cast<double>(t.per_rank.size());
+}
+
+}  // namespace
+
+std::vector<RuntimeCase> runtime_cases(bool quick) {
+  // Ops of ~15-40 ms on this machine in the full set (far above the hand-off cost), ~1 ms quick.
+  const double f = quick ? 2e6 : 6e7;
+  using K = ScheduleKind;
+  return {
+      {K::kGPipe, 2, 4, 1, repeat({f}, 2), repeat({2 * f}, 2)},
+      {K::k1F1B, 2, 8, 1, repeat({f}, 2), repeat({2 * f}, 2)},
+      {K::k1F1B, 2, 6, 1, {f, 1.6 * f}, {2 * f, 3.2 * f}},  // unbalanced: stage 1 is slower
+      {K::kInterleaved1F1B, 2, 4, 2, repeat({f / 2}, 4), repeat({f}, 4)},
+      {K::kInterleaved1F1B, 2, 6, 2, repeat({0.5 * f, 0.8 * f}, 4), repeat({f, 1.6 * f}, 4)},
+  };
+}
+
+StageDurations predicted_durations(const RuntimeCase& c, const Calibration& cal) {
+  if (!(cal.serial_flops > 0)) {
+    throw InputError("calibration", "fit.serial_flops", "0",
+                     "the calibration has no serial (burn_flops) rate; run calibrate again");
+  }
+  StageDurations d;
+  const int vstages = c.p * c.v;
+  SS_ASSERT(static_cast<int>(c.forward_flop.size()) == vstages &&
+                static_cast<int>(c.backward_flop.size()) == vstages,
+            "a runtime case gives FLOP per virtual stage");
+  for (int i = 0; i < vstages; ++i) {
+    d.forward_s.push_back(cal.serial_overhead_s + c.forward_flop[i] / cal.serial_flops);
+    d.backward_s.push_back(cal.serial_overhead_s + c.backward_flop[i] / cal.serial_flops);
+  }
+  d.p2p_s.assign(vstages - 1, cal.sync_s);
+  return d;
+}
+
+RuntimeCaseResult validate_runtime_case(const RuntimeCase& c, const Calibration& cal, int repeats) {
+  RuntimeCaseResult r;
+  r.schedule = std::string(schedule_name(c.kind));
+  r.p = c.p, r.m = c.m, r.v = c.v;
+  const PipelineSchedule schedule = make_schedule(c.kind, c.p, c.m, c.v);
+  const Timeline predicted = execute_schedule(schedule, predicted_durations(c, cal));
+  r.predicted_s = predicted.makespan_s;
+  r.predicted_bubble = bubble_of(predicted);
+
+  kernels::PipelineRuntimeConfig config;
+  config.kind = c.kind;
+  config.stages = c.p;
+  config.micro_batches = c.m;
+  config.chunks = c.v;
+  config.forward_flop = c.forward_flop;
+  config.backward_flop = c.backward_flop;
+  (void)kernels::run_pipeline(config);  // warm-up: thread start, page faults
+  double best = 0;
+  for (int i = 0; i < std::max(repeats, 1); ++i) {
+    const kernels::PipelineRunResult run = kernels::run_pipeline(config);
+    if (i == 0 || run.timeline.makespan_s < best) {
+      best = run.timeline.makespan_s;
+      r.measured_s = run.timeline.makespan_s;
+      r.measured_bubble = run.bubble_fraction;
+      r.preemptions = 0;
+      for (long n : run.rank_preemptions) r.preemptions = n < 0 ? -1 : r.preemptions + n;
+    }
+  }
+  r.error = (r.predicted_s - r.measured_s) / r.measured_s;
+  return r;
+}
+
+std::vector<RuntimeCaseResult> validate_runtime(
+    const std::vector<RuntimeCase>& cases, const Calibration& cal, int rounds, int repeats,
+    const std::function<void(std::string_view)>& progress) {
+  std::vector<RuntimeCaseResult> best;
+  for (int round = 0; round < std::max(rounds, 1); ++round) {
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      RuntimeCaseResult r = validate_runtime_case(cases[i], cal, repeats);
+      if (progress) {
+        progress("round " + std::to_string(round + 1) + "/" + std::to_string(rounds) +
+                 ": pipeline " + r.schedule + " p" + std::to_string(r.p) + " m" +
+                 std::to_string(r.m) + " v" + std::to_string(r.v));
+      }
+      if (round == 0) {
+        best.push_back(std::move(r));
+      } else if (r.measured_s < best[i].measured_s) {
+        best[i] = std::move(r);
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace stratasim

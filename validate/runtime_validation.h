@@ -1,0 +1,52 @@
+// Validation of the pipeline schedule timing (strategies/pipeline execute_schedule) against the
+// real pipeline runtime on CPU threads (kernels/pipeline_runtime.h): each op's duration is
+// predicted from the calibrated per-thread rate of burn_flops-style work
+//   forward_s[i] = serial_overhead_s + forward_flop[i] / serial_flops   (backward alike)
+//   p2p_s[i]     = sync_s (a hand-off between two threads: one synchronisation)
+// and execute_schedule() turns those into the iteration time and bubble; the runtime then runs
+// the same (schedule, p, m, v, FLOP per virtual stage) and the two are compared. The runtime
+// runs p threads, so the cases use p <= the machine's cores (p = 2 here).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "strategies/pipeline/pipeline_schedule.h"
+#include "strategies/pipeline/schedule_timing.h"
+#include "validate/calibration.h"
+
+namespace stratasim {
+
+struct RuntimeCase {
+  ScheduleKind kind = ScheduleKind::k1F1B;
+  int p = 2, m = 4, v = 1;
+  std::vector<double> forward_flop;   // per virtual stage (p * v)
+  std::vector<double> backward_flop;  // per virtual stage (p * v)
+};
+
+// GPipe, 1F1B and interleaved 1F1B, balanced and unbalanced stages, p = 2; quick: tiny ops.
+std::vector<RuntimeCase> runtime_cases(bool quick);
+
+StageDurations predicted_durations(const RuntimeCase& c, const Calibration& cal);
+
+struct RuntimeCaseResult {
+  std::string schedule;  // schedule_name()
+  int p = 0, m = 0, v = 0;
+  double predicted_s = 0, measured_s = 0, error = 0;  // error = (pred - meas) / meas
+  double predicted_bubble = 0, measured_bubble = 0;   // idle fraction, mean over ranks
+  long preemptions = 0;  // involuntary context switches in the measured run (-1 unknown)
+};
+
+// Predicts the case, then runs it `repeats` times after one warm-up run and keeps the fastest
+// (the least disturbed by other processes).
+RuntimeCaseResult validate_runtime_case(const RuntimeCase& c, const Calibration& cal, int repeats);
+
+// Every case, `rounds` rounds over (a shared machine's speed drifts; see kernels/microbench.h),
+// keeping each case's fastest measured run; progress after each case and round.
+std::vector<RuntimeCaseResult> validate_runtime(
+    const std::vector<RuntimeCase>& cases, const Calibration& cal, int rounds, int repeats,
+    const std::function<void(std::string_view)>& progress);
+
+}  // namespace stratasim
