@@ -9,6 +9,7 @@
 #include "sim/compare/compare.h"
 #include "sim/analytical/analytical_engine.h"
 #include "sim/core/atomic_file.h"
+#include "sim/compare/why.h"
 #include "sim/prediction/prediction_json.h"
 #include "strategies/lowering/lower.h"
 #include "strategies/strategy/strategy_json.h"
@@ -54,6 +55,20 @@ Json rows_json(const ScenarioResult& r) {
               {"variants", variants_json(r.variants)}};
 }
 
+// "why: ..." lines: why the fastest variant that fits beats the next (sim/compare/why.h).
+std::string why_lines(const std::vector<VariantResult>& variants) {
+  std::vector<EvaluatedStrategy> feasible;
+  for (const VariantResult& v : variants) {
+    if (v.feasible()) {
+      feasible.push_back({v.name, v.strategy, v.plan->dp, v.plan->micro_batches, v.prediction});
+    }
+  }
+  if (feasible.size() < 2) return {};
+  std::string out;
+  for (const std::string& s : why_best(feasible)) out += "   why: " + s + "\n";
+  return out;
+}
+
 }  // namespace
 
 int cmd_compare(int argc, char** argv) {
@@ -77,7 +92,7 @@ int cmd_compare(int argc, char** argv) {
     const ScenarioResult& r = results.back();
     std::string title = r.scenario.name + "  [" + r.scenario.file + "]";
     if (!r.scenario.description.empty()) title += "\n   " + r.scenario.description;
-    std::fputs((compare_table(title, r.rows) + "\n").c_str(), stdout);
+    std::fputs((compare_table(title, r.rows) + why_lines(r.variants) + "\n").c_str(), stdout);
     all.push_back(rows_json(r));
     csv_rows.insert(csv_rows.end(), r.rows.begin(), r.rows.end());
   }

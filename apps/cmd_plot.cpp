@@ -1,6 +1,7 @@
-// stratasim plot SCENARIO.json --kind timeline|memory|breakdown|pareto -o out.png
+// stratasim plot SCENARIO.json|RESULT.json --kind timeline|memory|breakdown|pareto -o out.png
 // [--set k=v] [--variant NAME] [--size WxH]: the GUI's charts rendered offscreen to a PNG
-// (gui/chart_png), so batch users get pictures without a display.
+// (gui/chart_png), so batch users get pictures without a display. RESULT.json is the JSON of
+// evaluate, simulate, compare or search (told apart by content, gui/result_file).
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -43,7 +44,7 @@ int cmd_plot(int argc, char** argv) {
   const CliArgs args = parse_cli(argc, argv_out.data(), 2, {"kind", "out", "variant", "size"}, {});
   if (args.positionals.size() != 1) {
     throw InputError("command line", "plot", std::to_string(args.positionals.size()) + " files",
-                     "takes exactly one SCENARIO.json");
+                     "takes exactly one SCENARIO.json or RESULT.json");
   }
   PlotRequest rq;
   if (!parse_plot_kind(args.option("kind"), &rq.kind)) {
@@ -56,8 +57,16 @@ int cmd_plot(int argc, char** argv) {
   }
   rq.variant = args.option("variant");
   if (!args.option("size").empty()) parse_size(args.option("size"), &rq);
-  const Scenario sc = load_scenario(args.positionals[0], args.sets);
-  plot_scenario_png(sc, rq, out);
+  const Json doc = load_json_file(args.positionals[0]);
+  if (is_result_json(doc)) {
+    if (!args.sets.empty()) {
+      throw InputError("command line", "--set", args.sets.front(),
+                       "applies to scenarios, not to result files");
+    }
+    plot_result_png(read_result_json(doc, args.positionals[0]), rq, out);
+  } else {
+    plot_scenario_png(load_scenario(args.positionals[0], args.sets), rq, out);
+  }
   std::printf("wrote %s (%dx%d)\n", out.c_str(), rq.width, rq.height);
   return 0;
 }

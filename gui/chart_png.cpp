@@ -2,9 +2,11 @@
 
 #include <QtCharts/QChartView>
 #include <QtWidgets/QApplication>
+#include <algorithm>
 #include <memory>
 
 #include "gui/charts.h"
+#include "gui/export.h"
 #include "sim/core/error.h"
 
 namespace stratasim {
@@ -68,6 +70,75 @@ QChart* make_chart(const Scenario& sc, const PlotRequest& rq) {
   return nullptr;
 }
 
+const ResultEntry& result_entry(const ResultFile& r, const std::string& name, const char* needs) {
+  if (r.kind == ResultKind::kSearch) {
+    throw InputError(r.file, "top", "(search result)",
+                     std::string("has no ") + needs +
+                         " per candidate; plot --kind pareto, or evaluate a candidate");
+  }
+  for (const ResultEntry& e : r.entries) {
+    if (!name.empty() && e.name != name) continue;
+    if (!e.feasible) {
+      throw InputError(r.file, "variants", "\"" + e.name + "\"", "cannot be plotted: " + e.reason);
+    }
+    return e;
+  }
+  throw InputError(r.file, "variants", "\"" + name + "\"", "is not a variant of this result");
+}
+
+QChart* make_result_chart(const ResultFile& r, const PlotRequest& rq) {
+  const std::string title = r.scenario.empty() ? r.file : r.scenario;
+  switch (rq.kind) {
+    case PlotKind::kTimeline: {
+      const ResultEntry& e = result_entry(r, rq.variant, "timeline");
+      if (e.prediction.timeline.empty()) {
+        throw InputError(r.file, "prediction.timeline", "[]",
+                         "is empty: write it with `stratasim evaluate --timeline --json` or "
+                         "`stratasim simulate --json`");
+      }
+      return timeline_chart(title + ": " + e.name + " (" + e.prediction.engine + ")", e.prediction);
+    }
+    case PlotKind::kMemory:
+      return memory_chart(title + ": " + result_entry(r, rq.variant, "memory").name +
+                              " memory per pipeline rank",
+                          result_entry(r, rq.variant, "memory").prediction);
+    case PlotKind::kBreakdown: {
+      result_entry(r, rq.variant, "time breakdown");  // throws for search results and bad names
+      std::vector<TimeBreakdown> bars;
+      for (const ResultEntry& e : r.entries) {
+        if (e.feasible && (rq.variant.empty() || e.name == rq.variant)) {
+          bars.push_back(time_breakdown(e.name, e.prediction));
+        }
+      }
+      return breakdown_chart(title + ": time per iteration", bars);
+    }
+    case PlotKind::kPareto: {
+      std::vector<ParetoPoint> points = r.points;
+      double capacity = 0;
+      if (r.kind != ResultKind::kSearch) {
+        for (const ResultEntry& e : r.entries) {
+          if (!e.feasible) continue;
+          points.push_back({e.name, e.prediction.peak_memory_B, e.prediction.tokens_per_s,
+                            e.prediction.fits, false});
+          capacity = std::max(capacity, e.prediction.capacity_B);
+        }
+        mark_front(points);
+      }
+      return pareto_chart(title + (r.kind == ResultKind::kSearch ? ": search" : ": variants"),
+                          points, capacity);
+    }
+  }
+  SS_ASSERT(false, "every plot kind is handled");
+  return nullptr;
+}
+
+void render_png(QChart* chart, const PlotRequest& request, const std::string& path) {
+  QChartView view(chart);  // the view owns the chart
+  view.setRenderHint(QPainter::Antialiasing);
+  view.resize(request.width, request.height);
+  save_widget_png(view, path);
+}
+
 }  // namespace
 
 bool parse_plot_kind(const std::string& text, PlotKind* out) {
@@ -86,13 +157,12 @@ bool parse_plot_kind(const std::string& text, PlotKind* out) {
 
 void plot_scenario_png(const Scenario& sc, const PlotRequest& request, const std::string& path) {
   ensure_application();
-  QChartView view(make_chart(sc, request));  // the view owns the chart
-  view.setRenderHint(QPainter::Antialiasing);
-  view.resize(request.width, request.height);
-  const QPixmap pixmap = view.grab();
-  if (!pixmap.save(QString::fromStdString(path), "PNG")) {
-    throw InputError("command line", "-o", path, "cannot be written as a PNG file");
-  }
+  render_png(make_chart(sc, request), request, path);
+}
+
+void plot_result_png(const ResultFile& result, const PlotRequest& request, const std::string& path) {
+  ensure_application();
+  render_png(make_result_chart(result, request), request, path);
 }
 
 }  // namespace stratasim

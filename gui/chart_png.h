@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "gui/result_file.h"
 #include "gui/variant_eval.h"
 
 namespace stratasim {
@@ -23,5 +24,11 @@ struct PlotRequest {
 // offscreen QApplication when none exists. Throws InputError for an unknown variant, an
 // infeasible one, or a file that cannot be written.
 void plot_scenario_png(const Scenario& sc, const PlotRequest& request, const std::string& path);
+
+// The same charts from a result file (gui/result_file.h): timeline of an entry with a timeline
+// (evaluate --timeline --json, simulate --json), memory of a full prediction, breakdown of all
+// full predictions, pareto of every entry (search: its top-k and front). Throws InputError
+// naming the file when the file lacks what the kind needs.
+void plot_result_png(const ResultFile& result, const PlotRequest& request, const std::string& path);
 
 }  // namespace stratasim

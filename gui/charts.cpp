@@ -12,6 +12,9 @@
 #include <QtCharts/QValueAxis>
 #include <algorithm>
 
+#include <QtGui/QCursor>
+#include <QtWidgets/QToolTip>
+
 #include "sim/core/units.h"
 
 namespace stratasim {
@@ -111,40 +114,65 @@ QChart* timeline_chart(const std::string& title, const Prediction& p) {
 }
 
 QChart* memory_chart(const std::string& title, const Prediction& p) {
+  return memory_compare_chart(title, {{"", &p}});
+}
+
+QChart* memory_compare_chart(const std::string& title, const std::vector<LabelledPrediction>& rows) {
   QChart* chart = new_chart(title);
-  const int n = static_cast<int>(p.rank_memory.size());
   auto* bars = new QStackedBarSeries;
   int colour = 0;
   for (const MemoryComponent& c : kMemoryComponents) {
     auto* set = new QBarSet(c.name);
-    for (const MemoryBreakdown& m : p.rank_memory) set->append(m.*c.bytes / kGiB);
+    for (const LabelledPrediction& row : rows) {
+      for (const MemoryBreakdown& m : row.prediction->rank_memory) set->append(m.*c.bytes / kGiB);
+    }
     set->setColor(kPalette[colour++]);
     bars->append(set);
   }
   QStringList ranks;
-  double top = p.capacity_B;
-  for (int r = 0; r < n; ++r) {
-    ranks << QString("rank %1").arg(r);
-    top = std::max(top, p.rank_memory[r].total());
+  const double capacity_B = rows.empty() ? 0 : rows.front().prediction->capacity_B;
+  double top = capacity_B;
+  for (const LabelledPrediction& row : rows) {
+    for (size_t r = 0; r < row.prediction->rank_memory.size(); ++r) {
+      ranks << (row.label.empty() ? QString("rank %1").arg(r)
+                                  : QString::fromStdString(row.label) + QString::number(r));
+      top = std::max(top, row.prediction->rank_memory[r].total());
+    }
   }
+  const int n = static_cast<int>(ranks.size());
   auto* categories = new QBarCategoryAxis;
   categories->append(ranks);
   categories->setTitleText("pipeline rank");
-  QValueAxis* y = value_axis("memory per device (GiB)", 0, top * 1.1 / kGiB);
+  QValueAxis* y = value_axis(rows.size() > 1 ? "GiB per device" : "memory per device (GiB)", 0,
+                             top * 1.1 / kGiB);
   chart->addSeries(bars);
   chart->addAxis(categories, Qt::AlignBottom);
   chart->addAxis(y, Qt::AlignLeft);
   bars->attachAxis(categories);
   bars->attachAxis(y);
-  // The capacity line spans the bars on a hidden value axis aligned with the categories.
-  auto* line_x = new QValueAxis;
+  // The capacity line spans the bars on a value axis aligned with the categories: hidden for
+  // one strategy; for several it names each strategy's group of ranks (rank labels would not fit).
+  auto* line_x = new QCategoryAxis;
   line_x->setRange(-0.5, n - 0.5);
-  line_x->setVisible(false);
-  chart->addAxis(line_x, Qt::AlignTop);
+  if (rows.size() > 1) {
+    categories->setLabelsVisible(false);
+    categories->setTitleText("");
+    line_x->setLabelsPosition(QCategoryAxis::AxisLabelsPositionCenter);
+    line_x->setTitleText("pipeline ranks of each strategy");
+    double end = -0.5;
+    for (const LabelledPrediction& row : rows) {
+      end += static_cast<double>(row.prediction->rank_memory.size());
+      line_x->append(QString::fromStdString(row.label), end);
+    }
+    chart->addAxis(line_x, Qt::AlignBottom);
+  } else {
+    line_x->setVisible(false);
+    chart->addAxis(line_x, Qt::AlignTop);
+  }
   auto* capacity = new QLineSeries;
   capacity->setName("capacity");
-  capacity->append(-0.5, p.capacity_B / kGiB);
-  capacity->append(n - 0.5, p.capacity_B / kGiB);
+  capacity->append(-0.5, capacity_B / kGiB);
+  capacity->append(n - 0.5, capacity_B / kGiB);
   capacity->setPen(QPen(Qt::red, 2, Qt::DashLine));
   chart->addSeries(capacity);
   capacity->attachAxis(line_x);
@@ -225,6 +253,7 @@ QChart* pareto_chart(const std::string& title, const std::vector<ParetoPoint>& p
     series->attachAxis(x);
     series->attachAxis(y);
   }
+  if (capacity_B <= 0) return chart;  // unknown (search result files do not carry it)
   auto* capacity = new QLineSeries;
   capacity->setName("capacity");
   capacity->append(capacity_B / kGiB, 0);
@@ -234,6 +263,23 @@ QChart* pareto_chart(const std::string& title, const std::vector<ParetoPoint>& p
   capacity->attachAxis(x);
   capacity->attachAxis(y);
   return chart;
+}
+
+void add_pareto_tooltips(QChart* chart, const std::vector<ParetoPoint>& points) {
+  for (QAbstractSeries* s : chart->series()) {
+    auto* scatter = qobject_cast<QScatterSeries*>(s);
+    if (scatter == nullptr) continue;
+    QObject::connect(scatter, &QScatterSeries::hovered, chart,
+                     [points](const QPointF& at, bool state) {
+                       if (!state) return QToolTip::hideText();
+                       for (const ParetoPoint& pt : points) {
+                         if (qFuzzyCompare(pt.memory_B / kGiB, at.x()) &&
+                             qFuzzyCompare(pt.tokens_per_s, at.y())) {
+                           QToolTip::showText(QCursor::pos(), QString::fromStdString(pt.label));
+                         }
+                       }
+                     });
+  }
 }
 
 }  // namespace stratasim

@@ -20,13 +20,25 @@ QChart* timeline_chart(const std::string& title, const Prediction& p);
 // order, and the device capacity as a line named "capacity".
 QChart* memory_chart(const std::string& title, const Prediction& p);
 
+// Several strategies' memory in one chart: the stacks of each strategy's pipeline ranks side by
+// side (categories "<label> r<k>", one QBarSet per component as in memory_chart) and the
+// capacity line (of the first) across all of them.
+struct LabelledPrediction {
+  std::string label;
+  const Prediction* prediction;
+};
+QChart* memory_compare_chart(const std::string& title, const std::vector<LabelledPrediction>& rows);
+
 // Horizontal stacked bars, one bar per breakdown (ms), one QBarSet per segment name.
 QChart* breakdown_chart(const std::string& title, const std::vector<TimeBreakdown>& rows);
 
 // Throughput (tokens/s) against peak memory per device (GiB): "pareto front", "fits",
-// "does not fit" scatter series, and the capacity as a vertical line.
+// "does not fit" scatter series, and the capacity as a vertical line (none when capacity_B <= 0).
 QChart* pareto_chart(const std::string& title, const std::vector<ParetoPoint>& points,
                      double capacity_B);
+
+// Hovering a point of a pareto_chart shows the label of the strategy it stands for.
+void add_pareto_tooltips(QChart* chart, const std::vector<ParetoPoint>& points);
 
 QColor event_color(EventKind k);
 

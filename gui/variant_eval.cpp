@@ -1,6 +1,8 @@
 #include "gui/variant_eval.h"
 
 #include "sim/analytical/analytical_engine.h"
+#include "gui/chart_data.h"
+#include "hardware_models/src/hardware_json.h"
 #include "sim/core/error.h"
 #include "strategies/lowering/lower.h"
 
@@ -27,7 +29,39 @@ SearchResult search_scenario(const Scenario& sc, int top_k) {
   }
   SearchOptions o;
   o.top_k = top_k;
-  return run_search(sc.model, sc.strategy, sc.hardware, sc.search, o);
+  return search_scenario(sc, o);
+}
+
+SearchResult search_scenario(const Scenario& sc, const SearchOptions& options) {
+  if (sc.search.axes.empty()) {
+    throw InputError(sc.file, "search", "(missing)",
+                     "must list the axes to search, e.g. \"search\": {\"tp\": [1, 2, 4, 8]}");
+  }
+  return run_search(sc.model, sc.strategy, sc.hardware, sc.search, options);
+}
+
+std::vector<VariantResult> evaluate_candidates(const Scenario& sc,
+                                               const std::vector<Candidate>& candidates) {
+  std::vector<VariantResult> rows;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const Candidate& c = candidates[i];
+    // The candidate's cluster: the scenario's, or the preset a hardware sweep named.
+    HardwareModel hw = c.hardware == sc.hardware.name ? sc.hardware : catalog_cluster(c.hardware);
+    hw.num_devices = c.devices;
+    VariantResult row{"#" + std::to_string(i + 1) + " " + strategy_label(c.strategy, c.dp),
+                      c.strategy, nullptr, {}, ""};
+    Expected<Plan> plan = lower(sc.model, c.strategy, hw);
+    SS_ASSERT(bool(plan), "a search candidate lowers again");
+    row.plan = std::make_shared<const Plan>(std::move(*plan));
+    row.prediction = predict_analytical(*row.plan, EngineOptions{.timeline = true});
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+EvaluatedStrategy evaluated_strategy(const VariantResult& row) {
+  SS_ASSERT(row.feasible(), "only feasible rows are compared");
+  return {row.name, row.strategy, row.plan->dp, row.plan->micro_batches, row.prediction};
 }
 
 }  // namespace stratasim

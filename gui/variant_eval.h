@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sim/compare/compare.h"
+#include "sim/compare/why.h"
 #include "sim/prediction/prediction.h"
 #include "sim/scenario/scenario.h"
 #include "sim/search/search.h"
@@ -23,5 +24,14 @@ const VariantResult& find_variant(const std::vector<VariantResult>& rows, const 
 
 // The scenario's search (throughput objective); throws InputError when it lists no axes.
 SearchResult search_scenario(const Scenario& sc, int top_k = 50);
+SearchResult search_scenario(const Scenario& sc, const SearchOptions& options);
+
+// Search candidates lowered and predicted again with their timelines, named "#1 tp8 pp4 ...",
+// so the window shows them like variants (same table, same charts, same comparison).
+std::vector<VariantResult> evaluate_candidates(const Scenario& sc,
+                                               const std::vector<Candidate>& candidates);
+
+// A feasible row as the input of why_best() (sim/compare/why.h).
+EvaluatedStrategy evaluated_strategy(const VariantResult& row);
 
 }  // namespace stratasim

@@ -126,6 +126,10 @@ void evaluate_point(uint64_t index, const SearchPoint& pt, const ModelSpec& mode
   keep_top(out, std::move(c), o.top_k);
 }
 
+bool cancelled(const SearchOptions& o) {
+  return o.cancel != nullptr && o.cancel->load(std::memory_order_relaxed);
+}
+
 void worker(const ModelSpec& model, const Strategy& base, const HardwareModel& base_hw,
             const SearchSpace& space, const SearchOptions& o, Shard shard,
             std::atomic<uint64_t>& next, std::atomic<uint64_t>& done, bool reports, Partial& out) {
@@ -135,13 +139,19 @@ void worker(const ModelSpec& model, const Strategy& base, const HardwareModel& b
   for (;;) {
     const uint64_t chunk = shard.k + next.fetch_add(1) * shard.n;  // the shard's next chunk
     if (chunk >= (size + kChunk - 1) / kChunk) break;
-    const uint64_t begin = chunk * kChunk, end = std::min(size, begin + kChunk);
+    const uint64_t begin = chunk * kChunk;
+    uint64_t end = std::min(size, begin + kChunk);
     for (uint64_t i = begin; i < end; ++i) {
+      if (cancelled(o)) {
+        end = i;  // the chunk counts only what was evaluated
+        break;
+      }
       point_at(space, i, base, base_hw.num_devices, pt);
       evaluate_point(i, pt, model, cursor.at(pt), o, out);
     }
     const uint64_t finished = done.fetch_add(end - begin) + (end - begin);
     if (reports && o.progress) o.progress(finished, total);
+    if (cancelled(o)) break;
   }
 }
 
@@ -235,6 +245,7 @@ SearchResult run_search_shard(const ModelSpec& model, const Strategy& base,
   worker(model, base, hw, space, options, shard, next, done, true, parts[0]);
   for (std::thread& t : pool) t.join();
   SearchResult r = merge(parts, options.top_k);
+  r.cancelled = cancelled(options);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }
@@ -242,16 +253,19 @@ SearchResult run_search_shard(const ModelSpec& model, const Strategy& base,
 SearchResult merge_search_results(std::vector<SearchResult> parts, int top_k) {
   std::vector<Partial> partials(parts.size());
   double seconds = 0;
+  bool cancelled = false;
   for (size_t i = 0; i < parts.size(); ++i) {
     partials[i].points = parts[i].points;
     partials[i].feasible = parts[i].feasible;
     partials[i].pruned = std::move(parts[i].pruned);
     partials[i].top = std::move(parts[i].top);
     partials[i].front = std::move(parts[i].pareto);
+    cancelled = cancelled || parts[i].cancelled;
     seconds = std::max(seconds, parts[i].seconds);
   }
   SearchResult r = merge(partials, top_k);
   r.seconds = seconds;
+  r.cancelled = cancelled;
   return r;
 }
 

@@ -4,6 +4,7 @@
 // depend on the number of threads.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -28,6 +29,9 @@ struct SearchOptions {
   double price_per_device_hour = 0;  // for cost per token (0 = the device's catalog price)
   // Called now and then from one worker thread with (points done, total points).
   std::function<void(uint64_t, uint64_t)> progress;
+  // Set from any thread to stop the search early: workers check it before every point and
+  // return what they have (SearchResult::cancelled). Null: the search runs to the end.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct Candidate {
@@ -49,6 +53,7 @@ struct SearchResult {
   std::vector<Candidate> top;     // best first
   std::vector<Candidate> pareto;  // by devices, then throughput
   double seconds = 0;
+  bool cancelled = false;  // stopped by SearchOptions::cancel: counts and lists are partial
 };
 
 SearchResult run_search(const ModelSpec& model, const Strategy& base, const HardwareModel& hw,

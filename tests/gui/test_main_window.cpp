@@ -88,3 +88,47 @@ TEST_CASE("main window: a missing scenario reports an error and keeps the window
 
 }  // namespace
 }  // namespace stratasim
+
+namespace stratasim {
+namespace {
+
+TEST_CASE("main window: simulate runs `stratasim simulate` as a child and adds its row") {
+  qputenv("STRATASIM_EXECUTABLE", STRATASIM_BINARY);
+  MainWindow w;
+  const QString tiny = QString::fromStdString(testing::scenario_path("tiny_2gpu_1layer.json"));
+  REQUIRE(testing::run_job(w, [&] { return w.load_scenario(tiny); }));
+  const int analytical = w.table()->model()->rowCount();
+  int row = -1;
+  for (int r = 0; r < analytical; ++r) {
+    if (w.table()->model()->index(r, 0).data() == "data parallel") row = r;
+  }
+  REQUIRE(row >= 0);
+  w.select_row(row);
+  const bool ok = testing::run_job(w, [&] { return w.run_simulate(); });
+  INFO(w.status().toStdString());
+  qunsetenv("STRATASIM_EXECUTABLE");
+  if (!ok && w.status().contains("built without SimGrid")) return;  // a build without SimGrid
+  REQUIRE(ok);
+  CHECK(w.table()->model()->rowCount() == analytical + 1);
+  const std::vector<VariantResult>& rows = w.last_job().rows;
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].name == "data parallel (simgrid)");
+  CHECK(rows[0].prediction.engine == "simgrid");
+  CHECK(rows[0].plan->dp == 2);  // tp 1 on 2 devices
+  CHECK_FALSE(rows[0].prediction.timeline.empty());
+}
+
+TEST_CASE("main window: a child that cannot start is reported, the window stays usable") {
+  qputenv("STRATASIM_EXECUTABLE", "/nonexistent/stratasim");
+  MainWindow w;
+  const QString tiny = QString::fromStdString(testing::scenario_path("tiny_2gpu_1layer.json"));
+  REQUIRE(testing::run_job(w, [&] { return w.load_scenario(tiny); }));
+  CHECK_FALSE(testing::run_job(w, [&] { return w.run_simulate(); }));
+  qunsetenv("STRATASIM_EXECUTABLE");
+  CHECK(w.status().contains("the stratasim executable was not found"));
+  CHECK_FALSE(w.busy());
+  CHECK(w.table()->model()->rowCount() == 3);
+}
+
+}  // namespace
+}  // namespace stratasim

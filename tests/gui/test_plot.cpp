@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "tests/gui/gui_test_support.h"
+#include "sim/core/atomic_file.h"
 #include "tests/support/run_cli.h"
 
 namespace stratasim {
@@ -62,6 +63,72 @@ TEST_CASE("plot: bad kind and unknown variant are input errors naming the option
   CHECK(run.code == 2);
   CHECK(run.output.find("variants: \"nope\" is not a variant of this scenario") !=
         std::string::npos);
+}
+
+}  // namespace
+}  // namespace stratasim
+
+namespace stratasim {
+namespace {
+
+using testing::kLlama;
+using testing::run_cli;
+using testing::scenario_path;
+
+// Result files written once per test by the command itself.
+std::string result_file(const std::string& name, const std::string& command) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("stratasim_plot_result_" + name + ".json")).string();
+  const auto run = run_cli(command + " --json " + path);
+  INFO(run.output);
+  REQUIRE(run.code == 0);
+  return path;
+}
+
+void check_result_plot(const std::string& result, const std::string& kind, const std::string& tag) {
+  const std::string out =
+      (std::filesystem::temp_directory_path() / ("stratasim_plot_r_" + tag + "_" + kind + ".png")).string();
+  std::filesystem::remove(out);
+  const auto run = run_cli("plot " + result + " --kind " + kind + " -o " + out);
+  INFO(run.output);
+  CHECK(run.code == 0);
+  CHECK(png_size(out) == QSize(1200, 700));
+  CHECK(std::filesystem::file_size(out) > 10000);  // a drawn chart, not an empty picture
+}
+
+TEST_CASE("plot RESULT.json: evaluate --timeline --json gives every kind") {
+  const std::string r = result_file(
+      "evaluate", "evaluate " + scenario_path("tiny_2gpu_1layer.json") + " --timeline");
+  for (const char* kind : {"timeline", "memory", "breakdown", "pareto"}) check_result_plot(r, kind, "evaluate");
+}
+
+TEST_CASE("plot RESULT.json: compare --json gives memory, breakdown and pareto, and names a missing timeline") {
+  const std::string r = result_file("compare", "compare " + scenario_path(kLlama));
+  for (const char* kind : {"memory", "breakdown", "pareto"}) check_result_plot(r, kind, "compare");
+  const auto run = run_cli("plot " + r + " --kind timeline -o " + temp_png("r_compare_timeline"));
+  CHECK(run.code == 2);
+  CHECK(run.output.find(r + ": prediction.timeline: [] is empty: write it with `stratasim "
+                            "evaluate --timeline --json`") != std::string::npos);
+  const auto bad = run_cli("plot " + r + " --kind memory --variant nope -o " + temp_png("r_bad"));
+  CHECK(bad.code == 2);
+  CHECK(bad.output.find("variants: \"nope\" is not a variant of this result") != std::string::npos);
+}
+
+TEST_CASE("plot RESULT.json: search --json gives pareto, the other kinds say why not") {
+  const std::string r = result_file("search", "search " + scenario_path("gpt3_175b_1024_a100.json"));
+  check_result_plot(r, "pareto", "search");
+  const auto run = run_cli("plot " + r + " --kind memory -o " + temp_png("r_search_memory"));
+  CHECK(run.code == 2);
+  CHECK(run.output.find("top: (search result) has no memory per candidate") != std::string::npos);
+}
+
+TEST_CASE("plot RESULT.json: a JSON file of another kind is named as such") {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "stratasim_plot_not_a_result.json").string();
+  write_file_atomically(path, "[1, 2]");
+  const auto run = run_cli("plot " + path + " --kind memory -o " + temp_png("r_other"));
+  CHECK(run.code == 2);
+  CHECK(run.output.find(path + ": (top level): [1,2] is not a result file") != std::string::npos);
 }
 
 }  // namespace

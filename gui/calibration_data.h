@@ -1,0 +1,45 @@
+// The report of `stratasim validate --hardware FILE --json OUT` read for the calibration tab:
+//   {"kind": "kernel_validation", "hardware": ...,
+//    "kernels": [{"family", "form", "shape", "predicted_s", "measured_s", "error"}],
+//    "runtime": [{"schedule", "p", "m", "v", "predicted_s", "measured_s", "error",
+//                 "predicted_bubble", "measured_bubble"}],
+//    "mape": {"kernels": x, "runtime": y}}
+// Every section is optional (a run may have measured only kernels); what a present entry needs
+// is required. No Qt.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/core/json_reader.h"
+
+namespace stratasim {
+
+struct KernelCheck {
+  std::string family, form, shape;
+  double predicted_s = 0, measured_s = 0;
+  double error = 0;  // (predicted - measured) / measured, as written (computed when absent)
+  std::string label() const;  // "gemm/fused 1024x1024x1024"
+};
+
+struct RuntimeCheck {
+  std::string schedule;
+  int p = 0, m = 0, v = 1;
+  double predicted_s = 0, measured_s = 0, error = 0;
+  std::optional<double> predicted_bubble, measured_bubble;
+  std::string label() const;  // "1f1b p4 m8" (+ " v2" when interleaved)
+};
+
+struct CalibrationReport {
+  std::string hardware;  // the name, or the JSON of the hardware when it is an object
+  std::vector<KernelCheck> kernels;
+  std::vector<RuntimeCheck> runtime;
+  std::optional<double> mape_kernels, mape_runtime;
+};
+
+// Throws InputError naming the file and JSON path (e.g. "kernels[2].measured_s").
+CalibrationReport read_calibration_report(const Json& j, const std::string& file);
+CalibrationReport load_calibration_report(const std::string& path);
+
+}  // namespace stratasim

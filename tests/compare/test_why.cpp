@@ -1,0 +1,126 @@
+// why_best(): the sentences say what differs, with numbers taken from the predictions.
+#include <doctest/doctest.h>
+
+#include "sim/compare/why.h"
+#include "sim/core/units.h"
+#include "tests/support/run_cli.h"
+
+using namespace stratasim;
+
+namespace {
+
+// A fitting strategy with one pipeline rank of `weights` + `activations` GiB (capacity 80 GiB).
+EvaluatedStrategy make(const std::string& label, double tokens, double mfu, double act_GiB,
+                       double weights_GiB = 50) {
+  EvaluatedStrategy e;
+  e.label = label;
+  e.strategy.pp = 4;
+  e.micro_batches = 64;
+  e.dp = 8;
+  Prediction& p = e.prediction;
+  p.tokens_per_s = tokens;
+  p.mfu = mfu;
+  p.iteration_s = 1.0;
+  p.bubble_fraction = 0.1;
+  p.bubble_s = 0.1;
+  MemoryBreakdown m;
+  m.weights_B = weights_GiB * kGiB;
+  m.activations_B = act_GiB * kGiB;
+  p.rank_memory = {m};
+  p.peak_memory_B = m.total();
+  p.capacity_B = 80 * kGiB;
+  p.fits = p.peak_memory_B <= p.capacity_B;
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("why: a smaller pipeline with more micro-batches halves the bubble") {
+  EvaluatedStrategy a = make("A", 800, 0.32, 10), b = make("B", 1000, 0.40, 10);
+  a.strategy.pp = 8, a.micro_batches = 32;
+  a.prediction.bubble_fraction = 0.20, a.prediction.bubble_s = 0.2;
+  // 1000 / 800 = 1.25x; bubble 20% -> 10% is a ratio of 0.5: "halves".
+  const std::vector<std::string> why = why_best({a, b});
+  REQUIRE(why.size() == 2);
+  CHECK(why[0] == "B wins: 1.25x the throughput of A (1000 vs 800 tokens/s, MFU 40.0% vs 32.0%).");
+  CHECK(why[1] == "PP 8 -> 4, m 32 -> 64 halves the pipeline bubble (20.0% -> 10.0% of the "
+                  "pipeline time, 200.0 -> 100.0 ms).");
+  CHECK(best_strategy({a, b}) == 1);
+}
+
+TEST_CASE("why: the one that fits wins, and the saver is named with the GiB it saves") {
+  // A: 50 + 40 = 90 GiB > 80 GiB, faster but does not fit. B: selective recomputation keeps
+  // 22 GiB of activations: 72 GiB. Saved: 40 - 22 = 18 GiB.
+  EvaluatedStrategy a = make("A", 1200, 0.48, 40), b = make("B", 1000, 0.40, 22);
+  b.strategy.recompute = Recompute::kSelective;
+  REQUIRE_FALSE(a.prediction.fits);
+  const std::vector<std::string> why = why_best({a, b});
+  REQUIRE(why.size() == 2);
+  CHECK(why[0] == "B wins: A does not fit (90.0 GiB > 80.0 GiB per device).");
+  CHECK(why[1] == "It fits because selective recomputation saves 18.0 GiB per device (peak 72.0 "
+                  "vs 90.0 GiB of 80.0 GiB).");
+}
+
+TEST_CASE("why: exposed communication by kind, the runner-up is the next best of several") {
+  // C is slowest; A second; B best. B overlaps DP: exposed dp 300 ms -> 50 ms (0.25 s is more
+  // than 2% of B's 1 s iteration). ZeRO-1 in B moves 6 GiB of optimizer state off the device.
+  EvaluatedStrategy a = make("A", 900, 0.36, 10), b = make("B", 1000, 0.40, 10),
+                    c = make("C", 500, 0.20, 10);
+  a.prediction.comms = {{CommCategory::kDataParallel, "dp", 0, 0, 0, 0.3, 0.3}};
+  b.prediction.comms = {{CommCategory::kDataParallel, "dp", 0, 0, 0, 0.3, 0.05}};
+  b.strategy.overlap_dp = true;
+  b.strategy.zero_stage = 1;
+  b.prediction.rank_memory[0].weights_B -= 6 * kGiB;
+  b.prediction.peak_memory_B -= 6 * kGiB;
+  const std::vector<std::string> why = why_best({c, a, b});
+  REQUIRE(why.size() == 3);
+  CHECK(why[0] == "B wins: 1.11x the throughput of A (1000 vs 900 tokens/s, MFU 40.0% vs 36.0%).");
+  CHECK(why[1] == "Exposed dp communication 300.0 -> 50.0 ms per iteration (DP overlap on).");
+  CHECK(why[2] == "ZeRO-1 saves 6.0 GiB per device (peak 54.0 vs 60.0 GiB of 80.0 GiB).");
+}
+
+TEST_CASE("why: more memory for more speed is reported as a cost, nothing fits, one alone") {
+  EvaluatedStrategy a = make("A", 800, 0.32, 10), b = make("B", 1000, 0.40, 20);
+  b.strategy.recompute = Recompute::kNone;
+  a.strategy.recompute = Recompute::kFull;
+  const std::vector<std::string> why = why_best({a, b});
+  REQUIRE(why.size() == 2);
+  CHECK(why[1] == "No recomputation costs 10.0 GiB per device (peak 70.0 vs 60.0 GiB of 80.0 GiB).");
+
+  EvaluatedStrategy x = make("X", 800, 0.3, 40), y = make("Y", 900, 0.3, 45);
+  REQUIRE_FALSE(x.prediction.fits);
+  REQUIRE_FALSE(y.prediction.fits);
+  CHECK(why_best({x, y})[0].rfind("Nothing fits; Y wins: 1.12x the throughput of X", 0) == 0);
+  CHECK(why_best({x}) == std::vector<std::string>{"X is the only strategy: nothing to compare."});
+}
+
+TEST_CASE("why: without a memory saver the changed degrees are named") {
+  // B halves TP and doubles PP: its weights per device grow from 25 to 43 GiB (+18 GiB).
+  EvaluatedStrategy a = make("A", 800, 0.32, 10, 25), b = make("B", 1000, 0.40, 10, 43);
+  a.strategy.tp = 8, a.strategy.pp = 4;
+  b.strategy.tp = 4, b.strategy.pp = 8;
+  const std::vector<std::string> why = why_best({a, b});
+  REQUIRE(why.size() == 2);
+  CHECK(why[1] == "TP 8 -> 4, PP 4 -> 8 costs 18.0 GiB per device (peak 53.0 vs 35.0 GiB of 80.0 GiB).");
+}
+
+TEST_CASE("why: stratasim compare prints the explanation under each scenario's table") {
+  // tiny_2gpu_1layer: three feasible variants; the first sentence names the winner.
+  const auto r = stratasim::testing::run_command(std::string(STRATASIM_BINARY) + " compare " +
+                                                 STRATASIM_SOURCE_DIR +
+                                                 "/scenarios/tiny_2gpu_1layer.json");
+  CHECK(r.code == 0);
+  CHECK(r.output.find("   why: ") != std::string::npos);
+  CHECK(r.output.find(" wins: ") != std::string::npos);
+}
+
+TEST_CASE("why: recomputation time saved by a lighter recomputation") {
+  // Full recomputation repeats the forward (300 ms of A's iteration), selective only the
+  // attention core (40 ms): 260 ms is 26% of B's 1 s iteration, well above the 2% threshold.
+  EvaluatedStrategy a = make("A", 800, 0.32, 10), b = make("B", 1000, 0.40, 10);
+  a.strategy.recompute = Recompute::kFull, a.prediction.recompute_s = 0.3;
+  b.strategy.recompute = Recompute::kSelective, b.prediction.recompute_s = 0.04;
+  const std::vector<std::string> why = why_best({a, b});
+  REQUIRE(why.size() == 2);
+  CHECK(why[1] == "Recomputation 300.0 -> 40.0 ms per iteration (recompute full -> selective).");
+}
