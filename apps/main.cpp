@@ -61,6 +61,10 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string command = argv[1];
+  if (argc == 3 && (!std::strcmp(argv[2], "--help") || !std::strcmp(argv[2], "-h"))) {
+    std::fputs(kUsage, stdout);  // `stratasim COMMAND --help`: the usage lists every command
+    return 0;
+  }
   try {
     if (command == "evaluate") return stratasim::cmd_evaluate(argc, argv);
     if (command == "simulate") return stratasim::cmd_simulate(argc, argv);
