@@ -359,9 +359,13 @@ std::pair<Measurement, Measurement> run_kernel_case(const KernelCase& c, RepeatP
   return out;
 }
 
+RepeatPolicy kernel_rounds_policy(bool quick) {
+  return quick ? RepeatPolicy{3, 3, 0.02} : RepeatPolicy{2, 5, 0.12};
+}
+
 std::vector<Measurement> run_kernel_cases(CaseSet set, bool quick, const Progress& progress) {
-  const RepeatPolicy policy{3, quick ? 3 : 10, quick ? 0.02 : 0.4};
-  const int rounds = quick ? 1 : kRounds;
+  const RepeatPolicy policy = kernel_rounds_policy(quick);
+  const int rounds = quick ? 1 : kKernelRounds;
   std::vector<Measurement> best;
   for (int r = 0; r < rounds; ++r) {
     std::vector<Measurement> out;

@@ -59,8 +59,20 @@ std::vector<KernelCase> kernel_cases(CaseSet set, bool quick);
 // Runs both forms of one case (fused first in each round) and returns {fused, unfused}.
 std::pair<Measurement, Measurement> run_kernel_case(const KernelCase& c, RepeatPolicy policy);
 
-// Every case of the set, in order, kRounds rounds over (microbench.h; quick: one), the
-// fastest kept; progress after each case.
+// Rounds over the kernel cases. The 2-core development VM runs compute-bound kernels in two
+// speed regimes that alternate in phases of about one to ten seconds: conv_bn_relu, the GEMM
+// and attention measured ~25-28 GFLOP/s in one phase and ~14-18 GFLOP/s in the next, all of
+// them together, at the same shape, with the same data, whatever the buffers' placement (page
+// offsets of x and y, heap or mmap blocks). Which phase a case's few visits fell into decided its
+// time: with 3 visits of ~0.5 s per case a calibrate could see conv_bn_relu only in slow phases
+// and the validate after it only in fast ones (+60..+77% prediction errors). Twice as many,
+// shorter visits per case, spread over the run, give each case more chances to be timed in a
+// fast phase in both commands, for about the same total time.
+inline constexpr int kKernelRounds = 6;
+RepeatPolicy kernel_rounds_policy(bool quick);
+
+// Every case of the set, in order, kKernelRounds rounds over (quick: one), the fastest kept;
+// progress after each case.
 std::vector<Measurement> run_kernel_cases(CaseSet set, bool quick, const Progress& progress);
 
 }  // namespace stratasim::kernels

@@ -243,6 +243,20 @@ TEST_CASE("calibration: kernel work counts follow the stated rules") {
   }
 }
 
+TEST_CASE("calibration: kernel cases are timed in many short visits spread over the run") {
+  // The development VM alternates between a fast and a slow speed regime for seconds at a
+  // time (kernel_cases.h): each case needs more visits than the microbenchmarks' kRounds so
+  // that calibrate and validate both time it in a fast phase, each visit short enough that the
+  // full set stays within the time budget of issue 4, and each at least 2 repeats per form.
+  const kernels::RepeatPolicy full = kernels::kernel_rounds_policy(false);
+  CHECK(kernels::kKernelRounds > kernels::kRounds);
+  CHECK(full.min_repeats >= 2);
+  CHECK(full.max_repeats >= full.min_repeats);
+  CHECK(kernels::kKernelRounds * full.min_total_s <= 1.0);  // at most ~1 s timed per case
+  const kernels::RepeatPolicy quick = kernels::kernel_rounds_policy(true);
+  CHECK(quick.min_total_s < full.min_total_s);
+}
+
 TEST_CASE("cli: calibrate --quick then validate --quick write well-formed reports") {
   const std::string dir = temp_dir("calib_cli");
   const auto cal = testing::run_cli("calibrate --quick -o " + dir + "/local.json");
