@@ -69,19 +69,30 @@ void add_comm(Prediction& p, CommCategory c, const char* what, const CommGroup* 
   p.comm_exposed_s += exposed;
 }
 
-void fill_timeline(Prediction& p, const Plan& plan, const StageDurations& d) {
-  const Timeline tl = execute_schedule(
-      make_schedule(plan.strategy.schedule, plan.pp, plan.micro_batches, plan.chunks), d);
+// The schedule's timeline as events; a backward with recomputation starts with a recompute
+// event of its virtual stage's recompute time (the recomputed forward runs first).
+void fill_timeline(Prediction& p, const Plan& plan, const StageCosts& costs) {
+  const PipelineSchedule schedule =
+      make_schedule(plan.strategy.schedule, plan.pp, plan.micro_batches, plan.chunks);
+  const Timeline tl = execute_schedule(schedule, costs.durations);
   for (size_t r = 0; r < tl.per_rank.size(); ++r) {
     double cursor = 0;
     for (const TimedOp& op : tl.per_rank[r]) {
       if (op.start_s > cursor) {
         p.timeline.push_back({int(r), EventKind::kIdle, -1, 0, cursor, op.start_s, "idle"});
       }
-      const bool fwd = op.op.kind == PipeOpKind::kForward;
-      p.timeline.push_back({int(r), fwd ? EventKind::kForward : EventKind::kBackward,
-                            op.op.micro_batch, op.op.chunk, op.start_s, op.end_s,
-                            (fwd ? "F" : "B") + std::to_string(op.op.micro_batch)});
+      const int mb = op.op.micro_batch, chunk = op.op.chunk;
+      const std::string id = std::to_string(mb);
+      if (op.op.kind == PipeOpKind::kForward) {
+        p.timeline.push_back({int(r), EventKind::kForward, mb, chunk, op.start_s, op.end_s, "F" + id});
+      } else {
+        const double rec = costs.stages[schedule.virtual_stage(int(r), chunk)].recompute_s;
+        const double split = std::min(op.end_s, op.start_s + rec);
+        if (split > op.start_s) {
+          p.timeline.push_back({int(r), EventKind::kRecompute, mb, chunk, op.start_s, split, "R" + id});
+        }
+        p.timeline.push_back({int(r), EventKind::kBackward, mb, chunk, split, op.end_s, "B" + id});
+      }
       cursor = op.end_s;
     }
   }
@@ -253,7 +264,7 @@ Prediction predict_analytical(const Plan& plan, const EngineOptions& options) {
   if (plan.pp > 1) add_p2p(p, plan, costs, timing);
   fill_rates(p, plan, totals);
   fill_memory(p, plan);
-  if (options.timeline) fill_timeline(p, plan, costs.durations);
+  if (options.timeline) fill_timeline(p, plan, costs);
   return p;
 }
 

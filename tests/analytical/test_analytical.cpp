@@ -6,6 +6,7 @@
 #include "sim/analytical/collective_cost.h"
 #include "sim/analytical/kernel_cost.h"
 #include "sim/analytical/memory_model.h"
+#include "sim/analytical/stage_costs.h"
 #include "strategies/lowering/block_lowering.h"
 #include "strategies/lowering/lower.h"
 #include "strategies/lowering/transformer_layer.h"
@@ -180,4 +181,41 @@ TEST_CASE("engine: memoized block costs equal a fresh computation, per hardware"
   CHECK(slow1.iteration_s > fast1.iteration_s);  // not served the fast hardware's cost
   const BlockCost direct = block_cost(*slow_plan->layer, *slow_plan);
   CHECK(slow1.forward_s >= 12 * direct.forward_s);  // 12 layers per stage
+}
+
+TEST_CASE("timeline: with full recomputation each backward starts with its recomputed forward") {
+  ModelSpec m;
+  m.transformer = TransformerSpec{.layers = 8, .hidden = 1024, .heads = 16, .seq_len = 1024,
+                                  .vocab = 32000};
+  Strategy s = megatron(2, 2, 16, 2);  // dp 2, m = 16 / (2 * 2) = 4 micro-batches
+  s.recompute = Recompute::kFull;
+  Expected<Plan> plan = lower(m, s, cluster(8));
+  REQUIRE(plan.has_value());
+  const Prediction p = predict_analytical(*plan, EngineOptions{.timeline = true});
+  const StageCosts costs = stage_costs(*plan);
+  int recomputes = 0, backwards = 0;
+  for (size_t i = 0; i < p.timeline.size(); ++i) {
+    const TimelineEvent& e = p.timeline[i];
+    if (e.kind == EventKind::kRecompute) {
+      ++recomputes;
+      // Full recomputation reruns the stage's forward without its p2p: its length is the
+      // stage's recompute time, and the backward of the same micro-batch follows at once.
+      CHECK(e.end_s - e.start_s == doctest::Approx(costs.stages[e.device].recompute_s));
+      REQUIRE(i + 1 < p.timeline.size());
+      CHECK(p.timeline[i + 1].kind == EventKind::kBackward);
+      CHECK(p.timeline[i + 1].micro_batch == e.micro_batch);
+      CHECK(p.timeline[i + 1].start_s == e.end_s);
+    }
+    if (e.kind == EventKind::kBackward) ++backwards;
+  }
+  CHECK(recomputes == 2 * 4);  // p ranks x m micro-batches
+  CHECK(backwards == 2 * 4);
+  CHECK(costs.stages[0].recompute_s > 0);
+
+  s.recompute = Recompute::kNone;
+  Expected<Plan> plain = lower(m, s, cluster(8));
+  REQUIRE(plain.has_value());
+  for (const TimelineEvent& e : predict_analytical(*plain, EngineOptions{.timeline = true}).timeline) {
+    CHECK(e.kind != EventKind::kRecompute);
+  }
 }
