@@ -91,19 +91,25 @@ std::string comm_sentence(const EvaluatedStrategy& b, const EvaluatedStrategy& o
     if (d > largest) largest = d, most = c;
   }
   if (largest < kCommShareOfIteration * b.prediction.iteration_s) return {};
-  std::string cause;
+  // Every knob that moves this category, joined (sequence parallelism only changes the TP
+  // collectives when both sides have TP > 1).
   const Strategy &sb = b.strategy, &so = o.strategy;
-  if (most == CommCategory::kTensorParallel && so.tp != sb.tp) cause = change("TP", so.tp, sb.tp);
-  if (most == CommCategory::kTensorParallel && so.overlap_tp != sb.overlap_tp)
-    cause = sb.overlap_tp ? "TP overlap on" : "TP overlap off";
-  if (most == CommCategory::kTensorParallel && so.sequence_parallel != sb.sequence_parallel)
-    cause = sb.sequence_parallel ? "sequence parallelism on" : "sequence parallelism off";
-  if (most == CommCategory::kDataParallel && o.dp != b.dp) cause = change("DP", o.dp, b.dp);
-  if (most == CommCategory::kDataParallel && so.overlap_dp != sb.overlap_dp)
-    cause = sb.overlap_dp ? "DP overlap on" : "DP overlap off";
+  std::vector<std::string> causes;
+  if (most == CommCategory::kTensorParallel) {
+    if (so.tp != sb.tp) causes.push_back(change("TP", so.tp, sb.tp));
+    if (so.overlap_tp != sb.overlap_tp) causes.push_back(sb.overlap_tp ? "TP overlap on" : "TP overlap off");
+    if (so.sequence_parallel != sb.sequence_parallel && so.tp > 1 && sb.tp > 1)
+      causes.push_back(sb.sequence_parallel ? "sequence parallelism on" : "sequence parallelism off");
+  }
+  if (most == CommCategory::kDataParallel) {
+    if (o.dp != b.dp) causes.push_back(change("DP", o.dp, b.dp));
+    if (so.overlap_dp != sb.overlap_dp) causes.push_back(sb.overlap_dp ? "DP overlap on" : "DP overlap off");
+  }
   if (most == CommCategory::kZero && so.zero_stage != sb.zero_stage)
-    cause = change("ZeRO stage", so.zero_stage, sb.zero_stage);
-  if (most == CommCategory::kPipelineP2P && so.pp != sb.pp) cause = change("PP", so.pp, sb.pp);
+    causes.push_back(change("ZeRO stage", so.zero_stage, sb.zero_stage));
+  if (most == CommCategory::kPipelineP2P && so.pp != sb.pp) causes.push_back(change("PP", so.pp, sb.pp));
+  std::string cause;
+  for (const std::string& c : causes) cause += (cause.empty() ? "" : ", ") + c;
   return format_text("Exposed %s communication %.1f -> %.1f ms per iteration%s%s%s.",
                      std::string(comm_category_name(most)).c_str(),
                      exposed(o.prediction, most) * kMsPerS, exposed(b.prediction, most) * kMsPerS,
@@ -146,7 +152,7 @@ std::string memory_saver(const EvaluatedStrategy& b, const EvaluatedStrategy& o)
                            ? "no recomputation"
                            : std::string(recompute_name(sb.recompute)) + " recomputation");
     }
-    if (so.sequence_parallel != sb.sequence_parallel)
+    if (so.sequence_parallel != sb.sequence_parallel && so.tp > 1 && sb.tp > 1)
       savers.push_back(sb.sequence_parallel ? "sequence parallelism" : "no sequence parallelism");
     if (so.micro_batch != sb.micro_batch)
       savers.push_back(change("micro-batch", so.micro_batch, sb.micro_batch));
@@ -154,12 +160,11 @@ std::string memory_saver(const EvaluatedStrategy& b, const EvaluatedStrategy& o)
     saved = state;
     if (so.zero_stage != sb.zero_stage) savers.push_back(format_text("ZeRO-%d", sb.zero_stage));
   }
-  if (savers.empty()) {  // no saver differs: the sharding does
-    std::string degrees;
-    if (so.tp != sb.tp) degrees = change("TP", so.tp, sb.tp);
-    if (so.pp != sb.pp) degrees += (degrees.empty() ? "" : ", ") + change("PP", so.pp, sb.pp);
-    if (!degrees.empty()) savers.push_back(degrees);
-  }
+  // A different sharding changes every term, so it is named first when it differs.
+  std::string degrees;
+  if (so.tp != sb.tp) degrees = change("TP", so.tp, sb.tp);
+  if (so.pp != sb.pp) degrees += (degrees.empty() ? "" : ", ") + change("PP", so.pp, sb.pp);
+  if (!degrees.empty()) savers.insert(savers.begin(), degrees);
   const bool plural = savers.size() != 1;
   if (savers.empty()) savers.push_back("the other differences");
   std::string who = savers[0];

@@ -124,3 +124,20 @@ TEST_CASE("why: recomputation time saved by a lighter recomputation") {
   REQUIRE(why.size() == 2);
   CHECK(why[1] == "Recomputation 300.0 -> 40.0 ms per iteration (recompute full -> selective).");
 }
+
+TEST_CASE("why: dropping TP is the cause, not the sequence parallelism that went with it") {
+  // A: tp 2 with sequence parallelism, 0.5 ms exposed TP communication; B: tp 1 (so no SP and no
+  // TP collectives), 1 GiB more weights per device. Sequence parallelism means nothing at tp 1,
+  // so both sentences name the TP change alone.
+  EvaluatedStrategy a = make("A", 900, 0.36, 10), b = make("B", 1000, 0.40, 10);
+  a.strategy.tp = 2, a.strategy.sequence_parallel = true;
+  b.strategy.tp = 1, b.strategy.sequence_parallel = false;
+  a.prediction.iteration_s = b.prediction.iteration_s = 0.01;  // 0.5 ms is 5% of it
+  a.prediction.comms = {{CommCategory::kTensorParallel, "tp", 0, 0, 0, 0.0005, 0.0005}};
+  b.prediction.rank_memory[0].weights_B += 1 * kGiB;
+  b.prediction.peak_memory_B += 1 * kGiB;
+  const std::vector<std::string> why = why_best({a, b});
+  REQUIRE(why.size() == 3);
+  CHECK(why[1] == "Exposed tp communication 0.5 -> 0.0 ms per iteration (TP 2 -> 1).");
+  CHECK(why[2] == "TP 2 -> 1 costs 1.0 GiB per device (peak 61.0 vs 60.0 GiB of 80.0 GiB).");
+}
