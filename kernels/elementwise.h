@@ -10,19 +10,22 @@
 #include "sim/core/error.h"
 
 // Function multi-versioning for the hot loops: in a default build (baseline x86-64, SSE2) GCC
-// compiles a function marked STRATASIM_KERNEL_CLONES three times, for AVX-512 (x86-64-v4), AVX2
-// and the baseline, and the loader picks the best one the CPU supports (an ifunc, resolved
-// once). The kernels are built with -ffp-contract=off, which holds in every clone, so no clone
-// contracts a*b+c into an FMA; a clone changes only the vector width, i.e. the order of the
-// simd reductions (sums in softmax and LayerNorm), and the fused and unfused forms call the same
-// clones. Mark only functions that run no OpenMP region themselves: GCC outlines a parallel
-// region into a function of its own, which would not be cloned; the kernels therefore call a
-// cloned per-row (or per-chunk) function from inside their parallel loops. Off where the
-// compiler already targets AVX2 (STRATASIM_KERNELS_ARCH) or lacks the attribute.
+// compiles a function marked STRATASIM_KERNEL_CLONES three times, for AVX-512 (x86-64-v4),
+// AVX2 + FMA (x86-64-v3) and the baseline, and the loader picks the best one the CPU supports
+// (an ifunc, resolved once). The kernels are built with -ffp-contract=fast, so the v3 and v4
+// clones contract a*b+c into one FMA (exp_approx's polynomial and range reduction: a third
+// fewer vector instructions, softmax 1.3x faster); the fused and unfused forms may then round a
+// few operations differently, which the tests' tolerances bound (stages that both forms
+// compute through the same cloned function, e.g. the image pipeline's, stay bitwise equal).
+// Mark only functions that run no OpenMP region themselves: GCC outlines a parallel region
+// into a function of its own, which would not be cloned; the kernels therefore call a cloned
+// per-row (or per-chunk) function from inside their parallel loops. Off where the compiler
+// already targets AVX2 (STRATASIM_KERNELS_ARCH) or lacks the attribute.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__AVX2__) && \
     defined(__has_attribute)
 #if __has_attribute(target_clones)
-#define STRATASIM_KERNEL_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#define STRATASIM_KERNEL_CLONES \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #endif
 #endif
 #ifndef STRATASIM_KERNEL_CLONES

@@ -3,10 +3,10 @@
 //   b   = Gaussian blur, [1 2 1]^T [1 2 1] / 16
 //   e   = Sobel magnitude of b, sqrt(gx^2 + gy^2) with gx = [-1 0 1; -2 0 2; -1 0 1], gy = gx^T
 //   out = sharpen of e, [0 -1 0; -1 5 -1; 0 -1 0]
-// fused:     one pass over the image in strips of rows (Halide's "compute at strip" schedule):
-//            each strip computes the b and e rows it needs (a 2-row and 1-row halo, recomputed
-//            by the neighbouring strip) into per-thread buffers that stay in cache, so only the
-//            input is read and only out is written.
+// fused:     one pass over the image in strips of rows, each streamed through rolling line
+//            buffers (Halide's sliding window): the last 3 blur and the last 3 Sobel rows per
+//            thread, in cache at any image size, so only the input is read and only out is
+//            written (a strip recomputes the 2-row blur and 1-row Sobel halo of its neighbour).
 // unfused:   three full-image passes, b and e going through memory (caller's workspace).
 // reference: double precision, pixel by pixel.
 #pragma once

@@ -139,8 +139,9 @@ PipelineRunResult run_pipeline(const PipelineRuntimeConfig& config);
 StageDurations measured_stage_durations(const PipelineRunResult& result);
 
 // Performs about `flop` floating-point operations (multiply + add pairs on independent
-// accumulators, no FMA contraction in this library) starting from `seed`; returns a value that
-// depends on all of them so the loop cannot be removed.
+// accumulators; not a cloned function, so the baseline target has no FMA to contract them
+// into) starting from `seed`; returns a value that depends on all of them so the loop cannot be
+// removed.
 float burn_flops(double flop, float seed);
 
 }  // namespace stratasim::kernels

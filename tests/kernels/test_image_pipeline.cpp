@@ -1,4 +1,4 @@
-// Blur -> Sobel -> sharpen: one strip-fused pass vs three passes vs double precision.
+// Blur -> Sobel -> sharpen: one line-buffered fused pass vs three passes vs double precision.
 #include "kernels/image_pipeline.h"
 #include "tests/kernels/kernel_test_util.h"
 
@@ -10,7 +10,7 @@ using test::kOddSizes;
 using test::random_tensor;
 
 TEST_CASE("image_pipeline: fused equals unfused and the double reference on odd shapes") {
-  for (int h : kOddSizes) {  // 33, 65 and 127 rows span several 32-row strips
+  for (int h : kOddSizes) {  // 33, 65 and 127 rows span one to two 64-row strips
     for (int w : kOddSizes) {
       CAPTURE(h);
       CAPTURE(w);

@@ -27,9 +27,14 @@ TEST_CASE("lstm_cell: fused equals unfused and the double reference on odd shape
       lstm_cell_fused(gates, bias, c, cf, hf, s);
       lstm_cell_unfused(gates, bias, c, cu, hu, workspace, s);
       lstm_cell_reference(gates, bias, c, cr, hr, s);
-      // The same float operations in the same order: equal up to 2 ulp of values <= 2.
+      // The same float operations in the same order, except where a multiply-add contracts into
+      // an FMA (v3/v4 clones): c' = f c + i g is one FMA in the fused form, c' += i g in pass 7
+      // of the unfused one; they differ by the rounding of one product <= 1 (u) and the final
+      // rounding of values <= 2 (2 u): 4 u. h' = o tanh(c'): each tanh_approx is within 8 u of
+      // tanh of its own argument, the arguments differ by <= 4 u and tanh is 1-Lipschitz (20 u),
+      // o <= 1 and one rounding each side (2 u): 22 u, say 24 u.
       check_close(cf, cu, 4 * kUnitRoundoff, 0.0, "c fused vs unfused");
-      check_close(hf, hu, 2 * kUnitRoundoff, 0.0, "h fused vs unfused");
+      check_close(hf, hu, 24 * kUnitRoundoff, 0.0, "h fused vs unfused");
       // sigmoid and tanh_approx err by <= 4 u and 8 u absolute (test_elementwise); the gates
       // lie in (-1, 1), |c| <= 1, |c'| <= 2. c' = f c + i g: 4 u + 8 u from the gates plus three
       // roundings of values <= 2 (6 u) -> 18 u, say 24 u; h' = o tanh(c'): tanh is
