@@ -318,10 +318,11 @@ GateRow gate_softmax(bool causal) {
               best_triple([&] { scaled_masked_softmax_fused(x, y, s); },
                           [&] { scaled_masked_softmax_unfused(x, y, s); }),
               4.0 * (read_of(s) + n), 2.0 * 4 * n};
-  // In cache: one 512 x 512 matrix (x and y of 1 MiB), with the same mask (rows of half the
-  // length; the work per element is the same).
-  const SoftmaxShape small{1, 512, s.scale, causal};
-  const std::size_t m = std::size_t(small.s) * small.s;
+  // In cache: four 256 x 256 matrices (x and y of 1 MiB), with the same mask (rows of a
+  // quarter of the length, the same work per element; whole matrices per thread, so that the
+  // causal rows' growing work is balanced as in the large shape).
+  const SoftmaxShape small{4, 256, s.scale, causal};
+  const std::size_t m = std::size_t(small.batch) * small.s * small.s;
   const std::span<const float> xs(x.data(), m);
   const std::span<float> ys(y.data(), m);
   row.cached_Bps = cached_rate_Bps([&] { scaled_masked_softmax_fused(xs, ys, small); },

@@ -3,7 +3,7 @@
 //   y[i, j] = exp(scale*x[i, j] - max_j') / sum_j' exp(scale*x[i, j'] - max_j')  over unmasked j'
 //   y[i, j] = 0 for masked j.
 // fused:     one kernel per row (max, exponentials and normalization while the row is in cache;
-//            masked entries are never read).
+//            masked entries are never read past the last 16-float block holding valid ones).
 // unfused:   the framework sequence as separate passes over the whole tensor: scale, mask
 //            (-inf fill), row max, exp(x - max), row sum, divide.
 // reference: double precision.
