@@ -96,8 +96,8 @@ void print_row(const Row& r) {
   if (r.bytes > 0) {  // fraction of the better of the two copy measurements
     const double bw = r.bytes / r.t.fused_s;
     const double fraction = bw / g_copy_Bps;
-    std::printf("  %8.2f GB/s  %5.1f%% of copy  %s\n", bw / kGB, 100.0 * fraction,
-                fraction >= kTargetFraction ? "PASS" : "FAIL");
+    // No verdict here (these working sets may sit partly in L3): the DRAM table below has it.
+    std::printf("  %8.2f GB/s  %5.1f%% of copy\n", bw / kGB, 100.0 * fraction);
   } else {
     std::printf("  %8.2f GFLOP/s\n", r.flop / r.t.fused_s / kGiga);
   }
