@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/streaming_store.h"
+
 namespace stratasim::kernels {
 namespace {
 
@@ -55,12 +57,66 @@ void dropout_stretch(float* __restrict op, std::uint64_t count, std::uint64_t fi
 
 constexpr std::int64_t kStretch = 1 << 14;  // elements per dropout call in the unfused pass
 
+// out[j] = x[j] + bias[j] for one row (the unfused form's first pass).
+STRATASIM_KERNEL_CLONES
+void add_bias_row(const float* __restrict xp, const float* __restrict bp, float* __restrict op,
+                  int cols) {
+  for (int j = 0; j < cols; ++j) op[j] = xp[j] + bp[j];
+}
+
+// The fused pass for outputs larger than the caches: each row goes through an L1 tile that is
+// copied out with non-temporal stores (streaming_store.h), so out is never read from memory.
+void fused_streamed(const float* xp, const float* bp, const float* rp, float* op, int rows,
+                    int cols, DropoutParams d) {
+  const std::uint32_t threshold = d.threshold();
+  const float scale = d.scale();
+#pragma omp parallel
+  {
+    alignas(64) float tile[kStreamTileFloats];
+#pragma omp for schedule(static) nowait
+    for (int i = 0; i < rows; ++i) {
+      const std::size_t base = std::size_t(i) * cols;
+      stream_row(op + base, std::size_t(cols), tile, [&](std::size_t j0, std::size_t n, float* t) {
+        fused_row(xp + base + j0, bp + j0, rp + base + j0, t, int(n), base + j0, d.seed,
+                  threshold, scale);
+      });
+    }
+    streaming_store_fence();
+  }
+}
+
+// The unfused form's first pass, out = x + bias, with the same store policy as the fused form
+// (streamed when out is larger than the caches), so that the two forms differ by fusion only.
+void add_bias_pass(const float* xp, const float* bp, float* op, int rows, int cols,
+                   bool streamed) {
+#pragma omp parallel
+  {
+    alignas(64) float tile[kStreamTileFloats];
+#pragma omp for schedule(static) nowait
+    for (int i = 0; i < rows; ++i) {
+      const std::size_t base = std::size_t(i) * cols;
+      if (!streamed) {
+        add_bias_row(xp + base, bp, op + base, cols);
+        continue;
+      }
+      stream_row(op + base, std::size_t(cols), tile, [&](std::size_t j0, std::size_t n, float* t) {
+        add_bias_row(xp + base + j0, bp + j0, t, int(n));
+      });
+    }
+    if (streamed) streaming_store_fence();
+  }
+}
+
 }  // namespace
 
 void bias_dropout_residual_fused(std::span<const float> x, std::span<const float> bias,
                                  std::span<const float> residual, std::span<float> out, int rows,
-                                 int cols, DropoutParams d) {
+                                 int cols, DropoutParams d, StoreMode mode) {
   check(x, bias, residual, out, rows, cols);
+  if (use_streaming_stores(mode, out.size_bytes())) {
+    fused_streamed(x.data(), bias.data(), residual.data(), out.data(), rows, cols, d);
+    return;
+  }
   const std::uint32_t threshold = d.threshold();
   const float scale = d.scale();
   const float* __restrict xp = x.data();
@@ -74,22 +130,19 @@ void bias_dropout_residual_fused(std::span<const float> x, std::span<const float
   }
 }
 
+// Passes 2 and 3 read out back and write it in place: the lines are in cache when written, so
+// a non-temporal store would save no read there.
 void bias_dropout_residual_unfused(std::span<const float> x, std::span<const float> bias,
                                    std::span<const float> residual, std::span<float> out, int rows,
-                                   int cols, DropoutParams d) {
+                                   int cols, DropoutParams d, StoreMode mode) {
   check(x, bias, residual, out, rows, cols);
   const std::uint32_t threshold = d.threshold();
   const float scale = d.scale();
-  const float* __restrict xp = x.data();
-  const float* __restrict bp = bias.data();
   const float* __restrict rp = residual.data();
   float* __restrict op = out.data();
   const std::int64_t n = std::int64_t(out.size());
-#pragma omp parallel for schedule(static)
-  for (int i = 0; i < rows; ++i) {  // pass 1: bias
-    const std::size_t base = std::size_t(i) * cols;
-    for (int j = 0; j < cols; ++j) op[base + j] = xp[base + j] + bp[j];
-  }
+  add_bias_pass(x.data(), bias.data(), op, rows, cols,  // pass 1: bias
+                use_streaming_stores(mode, out.size_bytes()));
 #pragma omp parallel for schedule(static)
   for (std::int64_t e = 0; e < n; e += kStretch) {  // pass 2: dropout
     dropout_stretch(op + e, std::uint64_t(std::min(kStretch, n - e)), std::uint64_t(e), d.seed,

@@ -96,29 +96,29 @@ struct DropoutParams {
 };
 
 // A counter-based draw: the decision for element `index` depends only on (seed, index), never
-// on the pass or the thread order. Two rounds cover 64-bit indices; mix64(seed) is loop-invariant
-// and hoisted by the compiler.
-inline bool dropout_keep(std::uint64_t seed, std::uint64_t index, std::uint32_t threshold) {
-  const std::uint64_t key = mix64(seed);
-  std::uint32_t h = hash32(static_cast<std::uint32_t>(index) ^ static_cast<std::uint32_t>(key));
-  h = hash32(h ^ static_cast<std::uint32_t>(index >> 32) ^ static_cast<std::uint32_t>(key >> 32));
-  return h >= threshold;
-}
-
-// dropout_keep for the indices (hi << 32) | lo of one run with the same upper half: the seed's
-// mix and the upper half are folded into two words once, and the loop over lo is 32-bit integer
-// math only, so it vectorizes. keep(lo) == dropout_keep(seed, (hi << 32) | lo, threshold).
+// on the pass or the thread order. The index's upper 32 bits select a run, whose 64-bit key is a
+// SplitMix64 mix of the seed and the run number (computed once per run); an element of the run
+// draws one lowbias32 of its lower 32 bits, with the key's halves xored in before and after:
+//   key = mix64(mix64(seed) + (index >> 32)),  draw = hash32(lo ^ key_lo) ^ key_hi.
+// One 32-bit hash per element (two multiplies): the draw is cheap enough that the fused kernel
+// stays memory-bound. The output xor keeps two seeds' masks from being permutations of each
+// other (with the input xor alone, seed 2's mask would be seed 1's with indices xor-shuffled).
 struct DropoutRun {
   std::uint32_t key_lo, key_hi;
   DropoutRun(std::uint64_t seed, std::uint32_t hi) {
-    const std::uint64_t key = mix64(seed);
+    const std::uint64_t key = mix64(mix64(seed) + hi);
     key_lo = static_cast<std::uint32_t>(key);
-    key_hi = hi ^ static_cast<std::uint32_t>(key >> 32);
+    key_hi = static_cast<std::uint32_t>(key >> 32);
   }
   [[gnu::always_inline]] bool keep(std::uint32_t lo, std::uint32_t threshold) const {
-    return hash32(hash32(lo ^ key_lo) ^ key_hi) >= threshold;
+    return (hash32(lo ^ key_lo) ^ key_hi) >= threshold;
   }
 };
+
+inline bool dropout_keep(std::uint64_t seed, std::uint64_t index, std::uint32_t threshold) {
+  const DropoutRun run(seed, static_cast<std::uint32_t>(index >> 32));
+  return run.keep(static_cast<std::uint32_t>(index), threshold);
+}
 
 // How many of the n indices from `at` on share at's upper 32 bits (n unless the range crosses a
 // multiple of 2^32): the length of one DropoutRun.

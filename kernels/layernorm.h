@@ -5,10 +5,15 @@
 // fused:     one pass per row (the row stays in cache between the add, the statistics and the
 //            normalization).
 // unfused:   pass 1 writes h for the whole tensor, pass 2 is a LayerNorm kernel reading h back.
+// Both forms stream h and y out with non-temporal stores when they are larger than the caches
+// (mode automatic, see streaming_store.h) or when mode says so; the values do not depend on
+// mode.
 // reference: double precision.
 #pragma once
 
 #include <span>
+
+#include "kernels/streaming_store.h"
 
 namespace stratasim::kernels {
 
@@ -19,10 +24,12 @@ struct LayerNormShape {
 
 void add_layernorm_fused(std::span<const float> x, std::span<const float> residual,
                          std::span<const float> gamma, std::span<const float> beta,
-                         std::span<float> h, std::span<float> y, LayerNormShape s);
+                         std::span<float> h, std::span<float> y, LayerNormShape s,
+                         StoreMode mode = StoreMode::automatic);
 void add_layernorm_unfused(std::span<const float> x, std::span<const float> residual,
                            std::span<const float> gamma, std::span<const float> beta,
-                           std::span<float> h, std::span<float> y, LayerNormShape s);
+                           std::span<float> h, std::span<float> y, LayerNormShape s,
+                           StoreMode mode = StoreMode::automatic);
 void add_layernorm_reference(std::span<const float> x, std::span<const float> residual,
                              std::span<const float> gamma, std::span<const float> beta,
                              std::span<float> h, std::span<float> y, LayerNormShape s);

@@ -106,9 +106,9 @@ __device__ __forceinline__ std::uint64_t mix64_d(std::uint64_t z) {
 // dropout_keep of elementwise.h with key = mix64(seed) computed once on the host.
 __device__ __forceinline__ bool dropout_keep_d(std::uint64_t key, std::uint64_t index,
                                                std::uint32_t threshold) {
-  std::uint32_t h = hash32_d(std::uint32_t(index) ^ std::uint32_t(key));
-  h = hash32_d(h ^ std::uint32_t(index >> 32) ^ std::uint32_t(key >> 32));
-  return h >= threshold;
+  const std::uint64_t run_key = mix64_d(key + (index >> 32));
+  const std::uint32_t h = hash32_d(std::uint32_t(index) ^ std::uint32_t(run_key));
+  return (h ^ std::uint32_t(run_key >> 32)) >= threshold;
 }
 
 __device__ __forceinline__ float warp_sum(float v) {

@@ -50,5 +50,21 @@ TEST_CASE("dropout_keep: depends on seed and index only, and on the high index b
   CHECK(differ_high == doctest::Approx(500).epsilon(80.0 / 500));
 }
 
+TEST_CASE("dropout_keep: the draw written out in elementwise.h") {
+  // key = mix64(mix64(seed) + (index >> 32)); draw = hash32(lo ^ key_lo) ^ key_hi; keep when
+  // draw >= threshold. Worked here from the two hash functions, for indices on both sides of
+  // 2^32 and thresholds around the draw itself.
+  for (const std::uint64_t seed : {0ull, 5ull, 0xFFFFFFFFFFFFFFFFull}) {
+    for (const std::uint64_t index : {0ull, 1ull, 4294967295ull, 4294967296ull, 12345678901ull}) {
+      const std::uint64_t key = mix64(mix64(seed) + (index >> 32));
+      const std::uint32_t draw =
+          hash32(std::uint32_t(index) ^ std::uint32_t(key)) ^ std::uint32_t(key >> 32);
+      CHECK(dropout_keep(seed, index, draw));
+      if (draw > 0) CHECK(dropout_keep(seed, index, draw - 1));
+      if (draw < 0xFFFFFFFFu) CHECK_FALSE(dropout_keep(seed, index, draw + 1));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace stratasim::kernels

@@ -1,0 +1,77 @@
+#include "kernels/streaming_store.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define STRATASIM_X86_STREAMING 1
+#endif
+
+namespace stratasim::kernels {
+namespace {
+
+#ifdef STRATASIM_X86_STREAMING
+
+// Ordinary stores up to the first `align`-byte boundary of dst; returns how many floats that was.
+std::size_t head_to_alignment(float* dst, const float* src, std::size_t n, std::size_t align) {
+  const auto address = reinterpret_cast<std::uintptr_t>(dst);
+  std::size_t head = ((align - address % align) % align) / sizeof(float);
+  if (address % sizeof(float) != 0 || head > n) head = n;  // misaligned floats: no streaming
+  std::memcpy(dst, src, head * sizeof(float));
+  return head;
+}
+
+__attribute__((target("avx512f"))) void stream_avx512(float* dst, const float* src,
+                                                      std::size_t n) {
+  std::size_t i = head_to_alignment(dst, src, n, 64);
+  for (; i + 16 <= n; i += 16) _mm512_stream_ps(dst + i, _mm512_loadu_ps(src + i));
+  std::memcpy(dst + i, src + i, (n - i) * sizeof(float));
+}
+
+void stream_sse2(float* dst, const float* src, std::size_t n) {
+  std::size_t i = head_to_alignment(dst, src, n, 16);
+  for (; i + 4 <= n; i += 4) _mm_stream_ps(dst + i, _mm_loadu_ps(src + i));
+  std::memcpy(dst + i, src + i, (n - i) * sizeof(float));
+}
+
+using StreamFn = void (*)(float*, const float*, std::size_t);
+
+StreamFn pick_stream_fn() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") ? stream_avx512 : stream_sse2;
+}
+
+#endif
+
+}  // namespace
+
+std::size_t line_start_at_or_before(const float* dst, std::size_t i) {
+  const auto base = reinterpret_cast<std::uintptr_t>(dst);
+  const std::uintptr_t line = (base + i * sizeof(float)) & ~std::uintptr_t(63);
+  if (line <= base) return 0;
+  return (line - base) / sizeof(float);  // floats are 4-byte aligned: exact
+}
+
+std::size_t stream_tile_end(const float* dst, std::size_t j0, std::size_t n) {
+  const std::size_t end = line_start_at_or_before(dst, j0 + kStreamTileFloats);
+  return std::min(n, end > j0 ? end : j0 + kStreamTileFloats);
+}
+
+void stream_floats(float* dst, const float* src, std::size_t n) {
+#ifdef STRATASIM_X86_STREAMING
+  static const StreamFn fn = pick_stream_fn();
+  fn(dst, src, n);
+#else
+  std::memcpy(dst, src, n * sizeof(float));
+#endif
+}
+
+void streaming_store_fence() {
+#ifdef STRATASIM_X86_STREAMING
+  _mm_sfence();
+#endif
+}
+
+}  // namespace stratasim::kernels
