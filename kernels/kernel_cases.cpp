@@ -308,7 +308,7 @@ std::vector<KernelCase> kernel_cases(CaseSet set, bool quick) {
     return {{F::kGemmBiasGelu, {384, 384, 512}},
             {F::kGemmBiasGelu, {640, 640, 768}},
             {F::kBiasDropoutResidual, {4096, 2048}},
-            {F::kBiasDropoutResidual, {8192, 2048}},
+            {F::kBiasDropoutResidual, {6144, 2048}},
             {F::kLayerNorm, {8192, 1024}},
             {F::kLayerNorm, {4096, 4096}},
             {F::kSoftmax, {8, 1024}},
