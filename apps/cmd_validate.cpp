@@ -50,7 +50,13 @@ int validate_calibrated(const CliArgs& args) {
       (void)kernels::cuda::open_device(device.index);
       measured = kernels::cuda::run_kernels(device.index, report.quick, progress);
     } else {
-      measured = kernels::run_kernel_cases(kernels::CaseSet::kValidation, report.quick, progress);
+      // The machine check runs after every round of the kernel cases and keeps each item's
+      // fastest run, as calibrate keeps the fastest of its rounds.
+      std::vector<kernels::Measurement> check;
+      measured = kernels::run_kernel_cases(
+          kernels::CaseSet::kValidation, report.quick, progress,
+          [&] { kernels::keep_fastest(check, kernels::run_machine_check(report.quick)); });
+      report.machine_check = compare_kernels(report.calibration, check);
     }
     report.kernels = compare_kernels(report.calibration, measured);
   }

@@ -363,7 +363,8 @@ RepeatPolicy kernel_rounds_policy(bool quick) {
   return quick ? RepeatPolicy{3, 3, 0.02} : RepeatPolicy{2, 5, 0.12};
 }
 
-std::vector<Measurement> run_kernel_cases(CaseSet set, bool quick, const Progress& progress) {
+std::vector<Measurement> run_kernel_cases(CaseSet set, bool quick, const Progress& progress,
+                                          const std::function<void()>& after_round) {
   const RepeatPolicy policy = kernel_rounds_policy(quick);
   const int rounds = quick ? 1 : kKernelRounds;
   std::vector<Measurement> best;
@@ -379,6 +380,7 @@ std::vector<Measurement> run_kernel_cases(CaseSet set, bool quick, const Progres
       out.push_back(std::move(unfused));
     }
     keep_fastest(best, out);
+    if (after_round) after_round();
   }
   return best;
 }

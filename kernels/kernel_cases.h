@@ -21,6 +21,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -76,7 +77,9 @@ inline constexpr int kKernelRounds = 6;
 RepeatPolicy kernel_rounds_policy(bool quick);
 
 // Every case of the set, in order, kKernelRounds rounds over (quick: one), the fastest kept;
-// progress after each case.
-std::vector<Measurement> run_kernel_cases(CaseSet set, bool quick, const Progress& progress);
+// progress after each case, after_round (if set) after each round (validate's machine check
+// runs there, so that it samples the machine's phases as the cases do).
+std::vector<Measurement> run_kernel_cases(CaseSet set, bool quick, const Progress& progress,
+                                          const std::function<void()>& after_round = {});
 
 }  // namespace stratasim::kernels

@@ -333,4 +333,12 @@ std::vector<Measurement> run_microbenchmarks(bool quick, const Progress& progres
   return best;
 }
 
+std::vector<Measurement> run_machine_check(bool quick) {
+  const RepeatPolicy policy{3, quick ? 5 : 15, quick ? 0.05 : 0.2};
+  Measurement copy = bench_copy(quick ? std::size_t(1) << 23 : std::size_t(1) << 25, policy);
+  copy.shape += " dram";
+  return {copy, bench_gemm_fp32(quick ? 128 : 512, policy),
+          bench_vector(quick ? 2e7 : 1e8, policy)};
+}
+
 }  // namespace stratasim::kernels

@@ -69,4 +69,11 @@ void keep_fastest(std::vector<Measurement>& best, const std::vector<Measurement>
 using Progress = std::function<void(std::string_view step)>;
 std::vector<Measurement> run_microbenchmarks(bool quick, const Progress& progress);
 
+// The few microbenchmarks `validate` re-runs (after each round of its kernel cases) to see
+// whether the machine still runs at its calibrated speed: DRAM copy (arrays of 128 MiB; quick: 32 MiB), fp32 GEMM n = 512 (quick:
+// 128) and the vector multiply-add rate, with the shapes calibrate gives them. A shared
+// machine's drift between calibration and validation shows in every kernel's error; this
+// separates it from the model's own error.
+std::vector<Measurement> run_machine_check(bool quick);
+
 }  // namespace stratasim::kernels

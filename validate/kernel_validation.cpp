@@ -1,5 +1,6 @@
 #include "validate/kernel_validation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -15,6 +16,19 @@ std::string line(const char* fmt, auto... args) {
 }
 
 Json mape_json(const std::optional<double>& m) { return m ? Json(*m) : Json(nullptr); }
+
+Json case_results_json(const std::vector<KernelCaseResult>& cases) {
+  Json out = Json::array();
+  for (const auto& k : cases) {
+    out.push_back({{"family", k.family},
+                   {"form", k.form},
+                   {"shape", k.shape},
+                   {"predicted_s", k.predicted_s},
+                   {"measured_s", k.measured_s},
+                   {"error", k.error}});
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -65,6 +79,24 @@ std::string format_kernel_validation(const KernelValidationReport& r) {
                 format_seconds(k.measured_s).c_str(), 100 * k.error);
     }
   }
+  if (!r.machine_check.empty()) {
+    s += line("\n%-22s %-33s %12s %12s %8s\n", "machine check", "shape", "predicted",
+              "measured", "error");
+    double worst = 0;
+    for (const auto& k : r.machine_check) {
+      s += line("%-22s %-33s %12s %12s %+7.1f%%\n", k.family.c_str(), k.shape.c_str(),
+                format_seconds(k.predicted_s).c_str(), format_seconds(k.measured_s).c_str(),
+                100 * k.error);
+      worst = std::max(worst, std::abs(k.error));
+    }
+    s += worst > kMachineDriftNotice
+             ? line("(the machine ran up to %.0f%% off its calibrated speed during this run: the "
+                    "kernel errors above include that drift)\n",
+                    100 * worst)
+             : line("(microbenchmarks re-run now, fastest of the rounds: within %.0f%% of the "
+                    "calibrated model)\n",
+                    100 * kMachineDriftNotice);
+  }
   if (!r.runtime.empty()) {
     s += line("\n%-18s %3s %3s %3s %12s %12s %8s %10s %10s %8s\n", "pipeline schedule", "p", "m",
               "v", "predicted", "measured", "error", "bubble(p)", "bubble(m)", "preempt");
@@ -91,15 +123,7 @@ std::string format_kernel_validation(const KernelValidationReport& r) {
 }
 
 Json kernel_validation_json(const KernelValidationReport& r) {
-  Json kernels = Json::array(), runtime = Json::array();
-  for (const auto& k : r.kernels) {
-    kernels.push_back({{"family", k.family},
-                       {"form", k.form},
-                       {"shape", k.shape},
-                       {"predicted_s", k.predicted_s},
-                       {"measured_s", k.measured_s},
-                       {"error", k.error}});
-  }
+  Json runtime = Json::array();
   for (const auto& c : r.runtime) {
     runtime.push_back({{"schedule", c.schedule},
                        {"p", c.p},
@@ -121,7 +145,8 @@ Json kernel_validation_json(const KernelValidationReport& r) {
       {"cpu", i.cpu},
       {"threads", i.threads},
       {"quick", r.quick},
-      {"kernels", kernels},
+      {"kernels", case_results_json(r.kernels)},
+      {"machine_check", case_results_json(r.machine_check)},
       {"runtime", runtime},
       {"mape", {{"kernels", mape_json(r.kernel_mape)}, {"runtime", mape_json(r.runtime_mape)}}},
       {"tolerance", {{"kernels", kKernelMapeTolerance}, {"runtime", kRuntimeMapeTolerance}}},

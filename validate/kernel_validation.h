@@ -15,6 +15,10 @@
 //                 "predicted_s": 0.51, "measured_s": 0.50, "error": 0.02,
 //                 "predicted_bubble": 0.11, "measured_bubble": 0.12,
 //                 "preemptions": 0} ... ],
+//   "machine_check": [ {"family": "copy", "form": "", "shape": "33554432 dram",
+//                       "predicted_s": ..., "measured_s": ..., "error": -0.02} ... ],
+//                       // CPU kernels only: microbenchmarks re-run now vs the calibrated model
+//                       // (the machine's drift since calibration; not part of any MAPE)
 //   "mape": {"kernels": 0.08, "runtime": 0.03},   // null when that part was not run
 //   "tolerance": {"kernels": 0.15, "runtime": 0.10},
 //   "within_tolerance": true                       // false also when a part is over its MAPE
@@ -47,6 +51,7 @@ struct KernelValidationReport {
   Calibration calibration;
   bool quick = false;
   std::vector<KernelCaseResult> kernels;
+  std::vector<KernelCaseResult> machine_check;  // microbenchmarks now vs the calibrated model
   std::vector<RuntimeCaseResult> runtime;
   std::optional<double> kernel_mape, runtime_mape;
   bool within_tolerance() const;
@@ -55,6 +60,9 @@ struct KernelValidationReport {
 // Predicts every measured kernel with the calibration (predict_kernel_s) and compares.
 std::vector<KernelCaseResult> compare_kernels(const Calibration& cal,
                                               const std::vector<kernels::Measurement>& measured);
+// The machine check's largest |error| beyond which format_kernel_validation says that the
+// machine ran off its calibrated speed.
+inline constexpr double kMachineDriftNotice = 0.10;
 // Mean absolute relative error; nullopt for an empty list.
 std::optional<double> mape_of(const std::vector<double>& errors);
 // Fills kernel_mape / runtime_mape from the case lists.

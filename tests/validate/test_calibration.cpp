@@ -257,6 +257,21 @@ TEST_CASE("calibration: kernel cases are timed in many short visits spread over 
   CHECK(quick.min_total_s < full.min_total_s);
 }
 
+TEST_CASE("validate: the report says when the machine check found the machine off its speed") {
+  KernelValidationReport r;
+  r.quick = true;
+  // copy measured 0.8 s where the model predicts 1.0 s: error (1.0 - 0.8) / 0.8 = +25%.
+  r.machine_check = {{"copy", "", "33554432 dram", 1.0, 0.8, 0.25},
+                     {"vector", "", "1e8", 1.0, 1.0, 0.0}};
+  const std::string drifted = format_kernel_validation(r);
+  CHECK(drifted.find("machine check") != std::string::npos);
+  CHECK(drifted.find("ran up to 25% off its calibrated speed") != std::string::npos);
+  r.machine_check[0].error = -0.05;  // within kMachineDriftNotice
+  const std::string steady = format_kernel_validation(r);
+  CHECK(steady.find("within 10% of the calibrated model") != std::string::npos);
+  CHECK(steady.find("off its calibrated speed") == std::string::npos);
+}
+
 TEST_CASE("cli: calibrate --quick then validate --quick write well-formed reports") {
   const std::string dir = temp_dir("calib_cli");
   const auto cal = testing::run_cli("calibrate --quick -o " + dir + "/local.json");
@@ -285,6 +300,19 @@ TEST_CASE("cli: calibrate --quick then validate --quick write well-formed report
     sum += std::abs(e);
   }
   CHECK(j.at("mape").at("kernels").get<double>() == doctest::Approx(sum / ks.size()));
+  // The machine check: copy, fp32 GEMM and vector rate re-run and predicted by the model.
+  const auto& mc = j.at("machine_check");
+  REQUIRE(mc.size() == 3);
+  CHECK(mc[0].at("family") == "copy");
+  CHECK(mc[1].at("family") == "gemm_peak");
+  CHECK(mc[2].at("family") == "vector");
+  for (const auto& k : mc) {
+    const double p = k.at("predicted_s"), m = k.at("measured_s"), e = k.at("error");
+    CHECK(p > 0);
+    CHECK(m > 0);
+    CHECK(e == doctest::Approx((p - m) / m));
+  }
+  CHECK(val.output.find("machine check") != std::string::npos);
   const auto& rs = j.at("runtime");
   CHECK(rs.size() == runtime_cases(true).size());
   for (const auto& r : rs) {
