@@ -27,30 +27,40 @@ int valid_cols(SoftmaxShape sh, int row) { return sh.causal ? row + 1 : sh.s; }
 
 namespace {
 
-// The loops run over `span`, the valid entries rounded up to a block of 16 lanes (at most the
-// row): the lanes in [valid, span) read x but are masked to -inf, whose exp_approx is 0, so a
-// causal row of any length needs no scalar remainder loop (which cost as much as the vector
-// part on rows of a few hundred entries). Entries from span on are only written (zeros).
+// A row is processed in blocks of kLaneBlock lanes: the blocks wholly inside the valid entries
+// run with no mask at all, then at most one block that straddles `valid` masks its lanes from
+// `valid` on to -inf (exp_approx(-inf) = 0), so a causal row of any length needs no scalar
+// remainder loop (which cost as much as the vector part on rows of a few hundred entries) and
+// the unmasked blocks pay no per-lane compare and blend. Entries after that block are only
+// written (zeros).
 constexpr int kLaneBlock = 16;  // one AVX-512 vector of floats, two AVX2 ones
 
 STRATASIM_KERNEL_CLONES
 void softmax_row_impl(const float* __restrict x, float* __restrict y, int cols, int valid,
                       float scale) {
-  const int span = std::min(cols, (valid + kLaneBlock - 1) / kLaneBlock * kLaneBlock);
+  const int full = valid / kLaneBlock * kLaneBlock;  // [0, full): unmasked blocks
+  const int span = std::min(cols, full + (valid > full ? kLaneBlock : 0));  // + the straddler
   float m = kNegInf;
 #pragma omp simd reduction(max : m)
-  for (int j = 0; j < span; ++j) {
-    const float v = x[j] * scale;
-    m = std::max(m, j < valid ? v : kNegInf);
-  }
+  for (int j = 0; j < full; ++j) m = std::max(m, x[j] * scale);
+  float tail_m = kNegInf;
+#pragma omp simd reduction(max : tail_m)
+  for (int j = full; j < span; ++j) tail_m = std::max(tail_m, j < valid ? x[j] * scale : kNegInf);
+  m = std::max(m, tail_m);
   float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
-  for (int j = 0; j < span; ++j) {
-    const float v = x[j] * scale - m;
-    y[j] = exp_approx(j < valid ? v : kNegInf);
+  for (int j = 0; j < full; ++j) {
+    y[j] = exp_approx(x[j] * scale - m);
     sum += y[j];
   }
-  const float inv = 1.0f / sum;
+  float tail_sum = 0.0f;
+#pragma omp simd reduction(+ : tail_sum)
+  for (int j = full; j < span; ++j) {
+    const float v = x[j] * scale - m;
+    y[j] = exp_approx(j < valid ? v : kNegInf);
+    tail_sum += y[j];
+  }
+  const float inv = 1.0f / (sum + tail_sum);
 #pragma omp simd
   for (int j = 0; j < span; ++j) y[j] *= inv;
   for (int j = span; j < cols; ++j) y[j] = 0.0f;
