@@ -77,8 +77,8 @@ void fused_streamed(const float* xp, const float* bp, const float* rp, float* op
     for (int i = 0; i < rows; ++i) {
       const std::size_t base = std::size_t(i) * cols;
       stream_row(op + base, std::size_t(cols), tile, [&](std::size_t j0, std::size_t n, float* t) {
-        fused_row(xp + base + j0, bp + j0, rp + base + j0, t, int(n), base + j0, d.seed,
-                  threshold, scale);
+        fused_row(xp + base + j0, bp + j0, rp + base + j0, t, int(n), base + j0, d.seed, threshold,
+                  scale);
       });
     }
     streaming_store_fence();
@@ -87,8 +87,7 @@ void fused_streamed(const float* xp, const float* bp, const float* rp, float* op
 
 // The unfused form's first pass, out = x + bias, with the same store policy as the fused form
 // (streamed when out is larger than the caches), so that the two forms differ by fusion only.
-void add_bias_pass(const float* xp, const float* bp, float* op, int rows, int cols,
-                   bool streamed) {
+void add_bias_pass(const float* xp, const float* bp, float* op, int rows, int cols, bool streamed) {
 #pragma omp parallel
   {
     alignas(64) float tile[kStreamTileFloats];

@@ -132,10 +132,10 @@ void add_normalize_row(const float* __restrict x, const float* __restrict r, flo
 // 1 GiB, 2 threads: 29-32 GB/s without, 33-39 GB/s with (prefetching into L1 instead: 32-37).
 STRATASIM_KERNEL_CLONES
 void add_normalize_row_streamed(const float* __restrict x, const float* __restrict r,
-                                const float* next_x, const float* next_r,
-                                float* __restrict h_row, float* __restrict y_tile,
-                                const float* __restrict gamma, const float* __restrict beta,
-                                float* h_out, float* y_out, int cols, float eps) {
+                                const float* next_x, const float* next_r, float* __restrict h_row,
+                                float* __restrict y_tile, const float* __restrict gamma,
+                                const float* __restrict beta, float* h_out, float* y_out, int cols,
+                                float eps) {
   const float sum = add_and_sum(x, r, h_row, cols);
   const RowStats st = row_stats(h_row, sum, cols, eps);
   const std::size_t n = std::size_t(cols);
@@ -233,12 +233,11 @@ void add_layernorm_unfused_streamed(const float* xp, const float* rp, const floa
 
 void add_layernorm_fused(std::span<const float> x, std::span<const float> residual,
                          std::span<const float> gamma, std::span<const float> beta,
-                         std::span<float> h, std::span<float> y, LayerNormShape s,
-                         StoreMode mode) {
+                         std::span<float> h, std::span<float> y, LayerNormShape s, StoreMode mode) {
   check(x, residual, gamma, beta, h, y, s);
   if (use_streaming_stores(mode, h.size_bytes() + y.size_bytes())) {
-    add_layernorm_streamed(x.data(), residual.data(), gamma.data(), beta.data(), h.data(),
-                           y.data(), s);
+    add_layernorm_streamed(x.data(), residual.data(), gamma.data(), beta.data(), h.data(), y.data(),
+                           s);
     return;
   }
   const float* __restrict xp = x.data();
@@ -247,8 +246,8 @@ void add_layernorm_fused(std::span<const float> x, std::span<const float> residu
 #pragma omp parallel for schedule(static)
   for (int i = 0; i < s.rows; ++i) {
     const std::size_t base = std::size_t(i) * s.cols;
-    add_normalize_row(xp + base, rp + base, hp + base, gamma.data(), beta.data(),
-                      y.data() + base, s.cols, s.eps);
+    add_normalize_row(xp + base, rp + base, hp + base, gamma.data(), beta.data(), y.data() + base,
+                      s.cols, s.eps);
   }
 }
 
@@ -258,8 +257,8 @@ void add_layernorm_unfused(std::span<const float> x, std::span<const float> resi
                            StoreMode mode) {
   check(x, residual, gamma, beta, h, y, s);
   if (use_streaming_stores(mode, h.size_bytes() + y.size_bytes())) {
-    add_layernorm_unfused_streamed(x.data(), residual.data(), gamma.data(), beta.data(),
-                                   h.data(), y.data(), s);
+    add_layernorm_unfused_streamed(x.data(), residual.data(), gamma.data(), beta.data(), h.data(),
+                                   y.data(), s);
     return;
   }
   const float* __restrict xp = x.data();

@@ -23,16 +23,19 @@ std::size_t head_to_alignment(float* dst, const float* src, std::size_t n, std::
   return head;
 }
 
-__attribute__((target("avx512f"))) void stream_avx512(float* dst, const float* src,
-                                                      std::size_t n) {
+__attribute__((target("avx512f"))) void stream_avx512(float* dst, const float* src, std::size_t n) {
   std::size_t i = head_to_alignment(dst, src, n, 64);
   for (; i + 16 <= n; i += 16) _mm512_stream_ps(dst + i, _mm512_loadu_ps(src + i));
   std::memcpy(dst + i, src + i, (n - i) * sizeof(float));
 }
 
+// Whole lines only, as four 16-byte stores each (a line written partly by non-temporal stores
+// is flushed from its write-combining buffer as a partial write, a read-modify-write in memory).
 void stream_sse2(float* dst, const float* src, std::size_t n) {
-  std::size_t i = head_to_alignment(dst, src, n, 16);
-  for (; i + 4 <= n; i += 4) _mm_stream_ps(dst + i, _mm_loadu_ps(src + i));
+  std::size_t i = head_to_alignment(dst, src, n, 64);
+  for (; i + 16 <= n; i += 16) {
+    for (std::size_t k = 0; k < 16; k += 4) _mm_stream_ps(dst + i + k, _mm_loadu_ps(src + i + k));
+  }
   std::memcpy(dst + i, src + i, (n - i) * sizeof(float));
 }
 
@@ -59,11 +62,12 @@ std::size_t stream_tile_end(const float* dst, std::size_t j0, std::size_t n) {
   return std::min(n, end > j0 ? end : j0 + kStreamTileFloats);
 }
 
-void stream_floats(float* dst, const float* src, std::size_t n) {
+void stream_floats(float* dst, const float* src, std::size_t n, StreamIsa isa) {
 #ifdef STRATASIM_X86_STREAMING
-  static const StreamFn fn = pick_stream_fn();
-  fn(dst, src, n);
+  static const StreamFn best = pick_stream_fn();
+  (isa == StreamIsa::best ? best : stream_sse2)(dst, src, n);
 #else
+  (void)isa;
   std::memcpy(dst, src, n * sizeof(float));
 #endif
 }

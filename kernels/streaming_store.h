@@ -47,10 +47,13 @@ std::size_t stream_tile_end(const float* dst, std::size_t j0, std::size_t n);
 // The largest index j <= i at which dst + j starts a 64-byte line (0 if there is none).
 std::size_t line_start_at_or_before(const float* dst, std::size_t i);
 
+// Which stores stream_floats uses: the widest the CPU has (AVX-512 or SSE2, chosen once), or
+// the x86-64 baseline's SSE2 whatever the CPU (the tests cover that path with it).
+enum class StreamIsa { best, baseline };
+
 // dst[0..n) = src[0..n), with non-temporal stores for the whole 64-byte lines of dst (ordinary
-// stores for a partial line at either end). Uses AVX-512 or SSE2 stores, whichever the CPU has
-// (chosen once); a plain copy on other architectures.
-void stream_floats(float* dst, const float* src, std::size_t n);
+// stores for a partial line at either end); a plain copy on other architectures.
+void stream_floats(float* dst, const float* src, std::size_t n, StreamIsa isa = StreamIsa::best);
 
 // Writes the output row dst[0..n) tile by tile: produce(j0, count, tile) fills tile[0..count)
 // with dst[j0..j0+count), which is then streamed out. produce should call a cloned (vectorized)

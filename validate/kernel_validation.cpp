@@ -80,8 +80,8 @@ std::string format_kernel_validation(const KernelValidationReport& r) {
     }
   }
   if (!r.machine_check.empty()) {
-    s += line("\n%-22s %-33s %12s %12s %8s\n", "machine check", "shape", "predicted",
-              "measured", "error");
+    s += line("\n%-22s %-33s %12s %12s %8s\n", "machine check", "shape", "predicted", "measured",
+              "error");
     double worst = 0;
     for (const auto& k : r.machine_check) {
       s += line("%-22s %-33s %12s %12s %+7.1f%%\n", k.family.c_str(), k.shape.c_str(),
@@ -90,12 +90,14 @@ std::string format_kernel_validation(const KernelValidationReport& r) {
       worst = std::max(worst, std::abs(k.error));
     }
     s += worst > kMachineDriftNotice
-             ? line("(the machine ran up to %.0f%% off its calibrated speed during this run: the "
-                    "kernel errors above include that drift)\n",
-                    100 * worst)
-             : line("(microbenchmarks re-run now, fastest of the rounds: within %.0f%% of the "
-                    "calibrated model)\n",
-                    100 * kMachineDriftNotice);
+             ? line(
+                   "(the machine ran up to %.0f%% off its calibrated speed during this run: the "
+                   "kernel errors above include that drift)\n",
+                   100 * worst)
+             : line(
+                   "(microbenchmarks re-run now, fastest of the rounds: within %.0f%% of the "
+                   "calibrated model)\n",
+                   100 * kMachineDriftNotice);
   }
   if (!r.runtime.empty()) {
     s += line("\n%-18s %3s %3s %3s %12s %12s %8s %10s %10s %8s\n", "pipeline schedule", "p", "m",

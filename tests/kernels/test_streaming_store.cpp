@@ -15,18 +15,21 @@ std::uintptr_t line_of(const float* p) { return reinterpret_cast<std::uintptr_t>
 
 TEST_CASE("stream_floats: copies exactly and writes nothing outside dst, at every alignment") {
   constexpr float kGuard = -7.0f;
-  for (std::size_t offset = 0; offset < 16; ++offset) {  // dst + offset: every float of a line
-    for (std::size_t n : {0, 1, 3, 15, 16, 17, 31, 48, 100, 1000}) {
-      CAPTURE(offset);
-      CAPTURE(n);
-      std::vector<float> src(n), buffer(n + 48, kGuard);
-      for (std::size_t i = 0; i < n; ++i) src[i] = float(i) + 0.5f;
-      float* dst = buffer.data() + 16 + offset;
-      stream_floats(dst, src.data(), n);
-      streaming_store_fence();
-      for (std::size_t i = 0; i < n; ++i) REQUIRE(dst[i] == src[i]);
-      for (float* p = buffer.data(); p < dst; ++p) REQUIRE(*p == kGuard);
-      for (float* p = dst + n; p < buffer.data() + buffer.size(); ++p) REQUIRE(*p == kGuard);
+  for (const StreamIsa isa : {StreamIsa::best, StreamIsa::baseline}) {
+    for (std::size_t offset = 0; offset < 16; ++offset) {  // dst + offset: every float of a line
+      for (std::size_t n : {0, 1, 3, 15, 16, 17, 31, 48, 100, 1000}) {
+        CAPTURE(isa == StreamIsa::best);
+        CAPTURE(offset);
+        CAPTURE(n);
+        std::vector<float> src(n), buffer(n + 48, kGuard);
+        for (std::size_t i = 0; i < n; ++i) src[i] = float(i) + 0.5f;
+        float* dst = buffer.data() + 16 + offset;
+        stream_floats(dst, src.data(), n, isa);
+        streaming_store_fence();
+        for (std::size_t i = 0; i < n; ++i) REQUIRE(dst[i] == src[i]);
+        for (float* p = buffer.data(); p < dst; ++p) REQUIRE(*p == kGuard);
+        for (float* p = dst + n; p < buffer.data() + buffer.size(); ++p) REQUIRE(*p == kGuard);
+      }
     }
   }
 }
