@@ -12,6 +12,7 @@
 
 #include "hardware_models/src/hardware_json.h"
 #include "kernels/kernel_cases.h"
+#include "kernels/streaming_store.h"
 #include "tests/support/run_cli.h"
 #include "validate/calibration.h"
 #include "validate/kernel_validation.h"
@@ -239,6 +240,31 @@ TEST_CASE("calibration: kernel work counts follow the stated rules") {
       for (const KernelCase& c : kernels::kernel_cases(kernels::CaseSet::kCalibration, quick)) {
         CHECK_FALSE(v == c);
       }
+    }
+  }
+}
+
+TEST_CASE("calibration: a family's shapes all store their outputs the same way") {
+  // One factor per family and form (calibration.h): the shapes it is fitted on and the shapes
+  // it predicts must all stream their outputs or none (kernels/streaming_store.h). Outputs:
+  // dropout's out (rows x cols floats), LayerNorm's h and y (twice that).
+  using kernels::KernelFamily;
+  for (bool quick : {false, true}) {
+    for (const KernelFamily f : {KernelFamily::kBiasDropoutResidual, KernelFamily::kLayerNorm}) {
+      int streamed = 0, cached = 0;
+      for (const auto set : {kernels::CaseSet::kCalibration, kernels::CaseSet::kValidation}) {
+        for (const kernels::KernelCase& c : kernels::kernel_cases(set, quick)) {
+          if (c.family != f) continue;
+          const std::size_t outputs = f == KernelFamily::kLayerNorm ? 2 : 1;
+          const std::size_t bytes = outputs * sizeof(float) * std::size_t(c.dims[0]) * c.dims[1];
+          const bool streams = kernels::use_streaming_stores(kernels::StoreMode::automatic, bytes);
+          (streams ? streamed : cached) += 1;
+        }
+      }
+      CAPTURE(quick);
+      CAPTURE(kernels::family_name(f));
+      CHECK(streamed + cached >= 2);  // at least one shape in each set
+      CHECK((streamed == 0 || cached == 0));
     }
   }
 }
