@@ -18,7 +18,32 @@ std::optional<double> optional_number(const JsonNode& n, const char* key) {
   return child->as_number();
 }
 
+std::vector<KernelCheck> kernel_checks(const JsonNode& list) {
+  std::vector<KernelCheck> out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const JsonNode k = list.element(i);
+    KernelCheck c;
+    c.family = k.string("family");
+    c.form = k.string_or("form", "");
+    if (auto shape = k.find("shape")) c.shape = text_of(*shape);
+    c.predicted_s = k.number("predicted_s");
+    c.measured_s = k.number("measured_s");
+    c.error = error_of(k, c.predicted_s, c.measured_s);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string machine_check_summary(const CalibrationReport& r) {
+  std::string s;
+  for (const KernelCheck& c : r.machine_check) {
+    s += format_text("%s%s %+.0f%%", s.empty() ? "machine check: " : ", ", c.family.c_str(),
+                     100 * c.error);
+  }
+  return s;
+}
 
 std::string KernelCheck::label() const {
   return family + "/" + form + (shape.empty() ? "" : " " + shape);
@@ -38,19 +63,8 @@ CalibrationReport read_calibration_report(const Json& j, const std::string& file
   }
   CalibrationReport r;
   if (auto hw = root.find("hardware")) r.hardware = text_of(*hw);
-  if (auto kernels = root.find("kernels")) {
-    for (size_t i = 0; i < kernels->size(); ++i) {
-      const JsonNode k = kernels->element(i);
-      KernelCheck c;
-      c.family = k.string("family");
-      c.form = k.string_or("form", "");
-      if (auto shape = k.find("shape")) c.shape = text_of(*shape);
-      c.predicted_s = k.number("predicted_s");
-      c.measured_s = k.number("measured_s");
-      c.error = error_of(k, c.predicted_s, c.measured_s);
-      r.kernels.push_back(std::move(c));
-    }
-  }
+  if (auto kernels = root.find("kernels")) r.kernels = kernel_checks(*kernels);
+  if (auto check = root.find("machine_check")) r.machine_check = kernel_checks(*check);
   if (auto runtime = root.find("runtime")) {
     for (size_t i = 0; i < runtime->size(); ++i) {
       const JsonNode n = runtime->element(i);

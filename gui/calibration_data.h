@@ -3,6 +3,7 @@
 //    "kernels": [{"family", "form", "shape", "predicted_s", "measured_s", "error"}],
 //    "runtime": [{"schedule", "p", "m", "v", "predicted_s", "measured_s", "error",
 //                 "predicted_bubble", "measured_bubble"}],
+//    "machine_check": [like "kernels": the microbenchmarks re-run by validate],
 //    "mape": {"kernels": x, "runtime": y}}
 // Every section is optional (a run may have measured only kernels); what a present entry needs
 // is required. No Qt.
@@ -34,9 +35,14 @@ struct RuntimeCheck {
 struct CalibrationReport {
   std::string hardware;  // the name, or the JSON of the hardware when it is an object
   std::vector<KernelCheck> kernels;
+  std::vector<KernelCheck> machine_check;  // copy, GEMM, vector rate now vs the model
   std::vector<RuntimeCheck> runtime;
   std::optional<double> mape_kernels, mape_runtime;
 };
+
+// "machine check: copy -23%, gemm_peak -3%, vector +0%" (empty without a machine check): how far
+// the machine ran from its calibrated speed while validate measured.
+std::string machine_check_summary(const CalibrationReport& r);
 
 // Throws InputError naming the file and JSON path (e.g. "kernels[2].measured_s").
 CalibrationReport read_calibration_report(const Json& j, const std::string& file);

@@ -245,6 +245,7 @@ bool CalibrationTab::load_report(const QString& path) {
                      .arg(report_.runtime.size());
   if (report_.mape_kernels) text += ", kernel MAPE " + QString::number(100 * *report_.mape_kernels, 'f', 1) + "%";
   if (report_.mape_runtime) text += ", runtime MAPE " + QString::number(100 * *report_.mape_runtime, 'f', 1) + "%";
+  if (!report_.machine_check.empty()) text += "; " + QString::fromStdString(machine_check_summary(report_));
   status_->setText(text);
   return true;
 }

@@ -38,12 +38,18 @@ TEST_CASE("calibration report: kernels, runtime and MAPE as written, the error c
   CHECK(r.runtime[0].measured_bubble.value() == 0.30);
   CHECK_FALSE(r.runtime[2].predicted_bubble.has_value());
   CHECK(r.mape_kernels.value() == 0.125);
+  REQUIRE(r.machine_check.size() == 2);
+  CHECK(r.machine_check[0].family == "copy");
+  CHECK(r.machine_check[1].error == 0.0);  // computed: (0.0034 - 0.0034) / 0.0034
+  CHECK(machine_check_summary(r) == "machine check: copy -23%, vector +0%");
 
   const CalibrationReport k = load_calibration_report(fixture("validation_kernels_only.json"));
   CHECK(k.kernels.size() == 1);
   CHECK(k.runtime.empty());
   CHECK_FALSE(k.mape_runtime.has_value());
   CHECK(k.kernels[0].error == doctest::Approx(-0.5));  // (0.001 - 0.002) / 0.002
+  CHECK(k.machine_check.empty());
+  CHECK(machine_check_summary(k).empty());
 }
 
 TEST_CASE("calibration report: another kind of file and a missing field are named") {
@@ -61,7 +67,8 @@ TEST_CASE("calibration tab: the report's charts hold one point per kernel and tw
   CalibrationTab tab;
   REQUIRE(tab.load_report(QString::fromStdString(fixture("validation_report.json"))));
   CHECK(tab.status() ==
-        "test-cpu: 4 kernels, 3 schedules, kernel MAPE 12.5%, runtime MAPE 11.7%");
+        "test-cpu: 4 kernels, 3 schedules, kernel MAPE 12.5%, runtime MAPE 11.7%; "
+        "machine check: copy -23%, vector +0%");
   QScatterSeries* kernels = nullptr;
   for (QAbstractSeries* s : tab.kernel_view()->chart()->series()) {
     if (s->name() == "kernels") kernels = qobject_cast<QScatterSeries*>(s);
