@@ -35,9 +35,11 @@ namespace {
 // written (zeros).
 constexpr int kLaneBlock = 16;  // one AVX-512 vector of floats, two AVX2 ones
 
+// x and y may be the same row (the unfused attention normalizes its scores in place): every
+// loop reads x[j] before it writes y[j] at the same j only, and is marked omp simd, so it
+// vectorizes without the __restrict such a call would violate.
 STRATASIM_KERNEL_CLONES
-void softmax_row_impl(const float* __restrict x, float* __restrict y, int cols, int valid,
-                      float scale) {
+void softmax_row_impl(const float* x, float* y, int cols, int valid, float scale) {
   const int full = valid / kLaneBlock * kLaneBlock;  // [0, full): unmasked blocks
   const int span = std::min(cols, full + (valid > full ? kLaneBlock : 0));  // + the straddler
   float m = kNegInf;

@@ -25,6 +25,7 @@ void scaled_masked_softmax_unfused(std::span<const float> x, std::span<float> y,
 void scaled_masked_softmax_reference(std::span<const float> x, std::span<float> y, SoftmaxShape sh);
 
 // One row of the fused softmax (cols entries, the first `valid` unmasked); shared with attention.
+// x and y may be the same row; so may the spans of scaled_masked_softmax_fused.
 void softmax_row(const float* x, float* y, int cols, int valid, float scale);
 
 }  // namespace stratasim::kernels
