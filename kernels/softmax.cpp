@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "kernels/elementwise.h"
+#include "kernels/softmax_avx512.h"
+#include "kernels/streaming_store.h"
 #include "sim/core/error.h"
 
 namespace stratasim::kernels {
@@ -77,8 +79,14 @@ void exp_row(float* __restrict row, int s, float m) {
 
 }  // namespace
 
-void softmax_row(const float* x, float* y, int cols, int valid, float scale) {
-  softmax_row_impl(x, y, cols, valid, scale);
+void softmax_row(const float* x, float* y, int cols, int valid, float scale, const float* next_x,
+                 int next_valid) {
+  if (avx512::available()) {
+    avx512::softmax_row(x, y, cols, valid, scale, next_x, next_valid);
+  } else {
+    if (next_x != nullptr) prefetch_to_l2(next_x, std::size_t(next_valid));
+    softmax_row_impl(x, y, cols, valid, scale);
+  }
 }
 
 void scaled_masked_softmax_fused(std::span<const float> x, std::span<float> y, SoftmaxShape sh) {
@@ -86,10 +94,17 @@ void scaled_masked_softmax_fused(std::span<const float> x, std::span<float> y, S
   const std::int64_t rows = std::int64_t(sh.batch) * sh.s;
   // One contiguous range of rows per thread, streamed in order (chunks dealt round-robin, which
   // would balance a causal mask over a single matrix, cut the DRAM rate by a third here).
+  // Each row prefetches the valid entries of the next one into L2 while it computes: a causal
+  // row reads a prefix of x's row, so the hardware prefetchers restart on every row (causal, 1
+  // GiB, 2 threads: 22-23 GB/s without, 27.4-27.7 with the prefetches spread over the
+  // exponential pass, 24-25 with them issued at the start of the row).
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < rows; ++r) {
     const std::size_t base = std::size_t(r) * sh.s;
-    softmax_row(x.data() + base, y.data() + base, sh.s, valid_cols(sh, int(r % sh.s)), sh.scale);
+    const bool last = r + 1 == rows;
+    softmax_row(x.data() + base, y.data() + base, sh.s, valid_cols(sh, int(r % sh.s)), sh.scale,
+                last ? nullptr : x.data() + base + sh.s,
+                last ? 0 : valid_cols(sh, int((r + 1) % sh.s)));
   }
 }
 
@@ -120,7 +135,11 @@ void scaled_masked_softmax_unfused(std::span<const float> x, std::span<float> y,
   }
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < rows; ++r) {  // pass 4: exp(x - max); exp(-inf) = 0
-    exp_row(yp + r * s, s, stat[r]);
+    if (avx512::available()) {
+      avx512::exp_row(yp + r * s, s, stat[r]);
+    } else {
+      exp_row(yp + r * s, s, stat[r]);
+    }
   }
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < rows; ++r) {  // pass 5: row sum

@@ -24,8 +24,10 @@ void scaled_masked_softmax_fused(std::span<const float> x, std::span<float> y, S
 void scaled_masked_softmax_unfused(std::span<const float> x, std::span<float> y, SoftmaxShape sh);
 void scaled_masked_softmax_reference(std::span<const float> x, std::span<float> y, SoftmaxShape sh);
 
-// One row of the fused softmax (cols entries, the first `valid` unmasked); shared with attention.
-// x and y may be the same row; so may the spans of scaled_masked_softmax_fused.
-void softmax_row(const float* x, float* y, int cols, int valid, float scale);
+// One row of the fused softmax (cols entries, the first `valid` unmasked). x and y may be the
+// same row; so may the spans of scaled_masked_softmax_fused. next_x (optional): the next row's
+// input, whose first next_valid entries the row prefetches into L2 while it computes.
+void softmax_row(const float* x, float* y, int cols, int valid, float scale,
+                 const float* next_x = nullptr, int next_valid = 0);
 
 }  // namespace stratasim::kernels
