@@ -10,7 +10,7 @@ namespace stratasim::kernels::avx512 {
 #ifdef STRATASIM_SOFTMAX_AVX512
 // GCC 12's own masked-load intrinsics start from _mm512_undefined_ps() and trip
 // -W(maybe-)uninitialized where they are inlined (GCC bug 105593); the warning is about the
-// header's placeholder, not this code.
+// header's deliberately undefined start value, not this code.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
