@@ -57,7 +57,7 @@ STRATASIM_AVX512 void softmax_row_impl(const float* x, float* y, int cols, int v
   // prefetches of the next row's valid entries into L2 over its blocks, a few lines each.
   const int blocks = (valid + 15) / 16;
   const int lines_per_block =
-      next_x != nullptr ? (next_valid + 16 * blocks - 1) / (16 * blocks) : 0;
+      next_x != nullptr && blocks > 0 ? (next_valid + 16 * blocks - 1) / (16 * blocks) : 0;
   int next = 0;  // next row entries prefetched so far
   __m512 vsum = _mm512_setzero_ps();
   for (int j = 0; j < valid; j += 16) {

@@ -68,6 +68,9 @@ TEST_CASE("avx512 softmax_row: equals the portable row's arithmetic within the e
       test::check_close(fast, portable, 1e-30, (10 + valid) * test::kUnitRoundoff,
                         "avx512 vs portable");
       for (int j = valid; j < cols; ++j) CHECK(fast[j] == 0.0f);
+      // A row with no valid entry (and a next row to prefetch) is all zeros, without a fault.
+      avx512::softmax_row(x.data(), fast.data(), cols, 0, 0.35f, x.data(), cols);
+      for (int j = 0; j < cols; ++j) CHECK(fast[j] == 0.0f);
     }
   }
 }
