@@ -36,6 +36,7 @@ CliArgs parse_cli(int argc, char** argv, int first, const std::set<std::string>&
     }
     if (name == "set") args.sets.push_back(value);
     else args.options[name] = value;
+    args.repeated[name].push_back(value);
   }
   return args;
 }

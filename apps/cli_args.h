@@ -14,6 +14,12 @@ struct CliArgs {
   std::vector<std::string> sets;               // --set key=value, in order
   std::map<std::string, std::string> options;  // --json out.json
   std::set<std::string> flags;                 // --published
+  std::map<std::string, std::vector<std::string>> repeated;  // every value of each option
+
+  std::vector<std::string> all(const std::string& name) const {
+    auto it = repeated.find(name);
+    return it == repeated.end() ? std::vector<std::string>{} : it->second;
+  }
 
   bool has(const std::string& flag) const { return flags.count(flag) > 0; }
   std::string option(const std::string& name, const std::string& fallback = "") const {

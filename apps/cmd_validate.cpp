@@ -1,4 +1,5 @@
-// stratasim validate --published [--data FILE] [--json OUT]
+// stratasim validate --published [--data FILE ...] [--data-only] [--json OUT] [--csv OUT]
+//                    [--scenarios DIR]
 // stratasim validate --hardware FILE [--kernels] [--runtime] [--device cpu|cuda:N] [--quick]
 //                    [--json OUT]
 // The second form predicts with a calibrated hardware model (stratasim calibrate) and measures
@@ -6,6 +7,7 @@
 // schedules (both when neither is named). Exit 0 within tolerance, 3 outside (a --quick run
 // is never gated: its small sizes sit in the caches the model leaves out).
 #include <cstdio>
+#include <filesystem>
 
 #include "apps/cli_args.h"
 #include "apps/commands.h"
@@ -19,12 +21,39 @@
 namespace stratasim {
 namespace {
 
+// --scenarios DIR: each expressible case as the scenario file it became (DIR/<id>.json), so
+// that any case can be re-run with evaluate, search or simulate.
+void write_case_scenarios(const ValidationSet& set, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir)) {
+    throw InputError("command line", "--scenarios", "\"" + dir + "\"", "is not a directory that can be created");
+  }
+  for (const TranslatedCase& c : set.cases) {
+    if (!c.unsupported.empty()) continue;
+    write_file_atomically((std::filesystem::path(dir) / (c.id + ".json")).string(),
+                          c.scenario.dump(1) + "\n");
+  }
+}
+
+// Case files: every --data FILE and any positional after --published, after the built-in
+// ones (unless --data-only).
 int validate_published_cases(const CliArgs& args) {
-  const std::string data = args.option("data", published_data_default_path());
-  const ValidationReport report = validate_published(load_published_cases(data));
+  std::vector<std::string> files = args.all("data");
+  files.insert(files.end(), args.positionals.begin(), args.positionals.end());
+  if (args.has("data-only") && files.empty()) {
+    throw InputError("command line", "--data-only", "(no --data FILE)",
+                     "needs at least one case file");
+  }
+  const ValidationSet set = load_validation_set(files, !args.has("data-only"));
+  if (!args.option("scenarios").empty()) write_case_scenarios(set, args.option("scenarios"));
+  const ValidationReport report = validate_published(set);
   std::fputs(format_validation(report).c_str(), stdout);
   if (!args.option("json").empty()) {
     write_file_atomically(args.option("json"), validation_json(report).dump(1) + "\n");
+  }
+  if (!args.option("csv").empty()) {
+    write_file_atomically(args.option("csv"), validation_csv(report));
   }
   return report.all_within_tolerance ? 0 : 3;
 }
@@ -75,8 +104,8 @@ int validate_calibrated(const CliArgs& args) {
 }  // namespace
 
 int cmd_validate(int argc, char** argv) {
-  const CliArgs args = parse_cli(argc, argv, 2, {"data", "json", "hardware", "device"},
-                                 {"published", "kernels", "runtime", "quick"});
+  const CliArgs args = parse_cli(argc, argv, 2, {"data", "json", "csv", "scenarios", "hardware", "device"},
+                                 {"published", "data-only", "kernels", "runtime", "quick"});
   const bool calibrated =
       args.has("kernels") || args.has("runtime") || !args.option("hardware").empty();
   if (args.has("published") && calibrated) {

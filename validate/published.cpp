@@ -1,155 +1,264 @@
 #include "validate/published.h"
 
 #include <cmath>
-#include <cstdio>
 #include <map>
+
+#include "sim/analytical/analytical_engine.h"
+#include "sim/analytical/block_cost.h"
+#include "sim/scenario/scenario.h"
+#include "sim/search/search.h"
+#include "strategies/lowering/lower.h"
 
 namespace stratasim {
 
-std::string_view published_cases_text();
-std::string_view activation_cases_text();
+struct EmbeddedText {
+  const char* name;
+  std::string_view (*text)();
+};
+std::vector<EmbeddedText> validation_case_files();  // generated: validate/data/cases/*.json
 
 namespace {
 
-std::string group_of(const std::string& id) {
-  if (id.rfind("n21_t1", 0) == 0) return "n21_t1";
-  if (id.rfind("mlm2020", 0) == 0) return "mlm2020";
-  if (id.rfind("k22_act", 0) == 0) return "k22_activation";
-  if (id.rfind("k22_", 0) == 0) return "k22_layer";
-  if (id.rfind("zero_", 0) == 0) return "zero_fig1";
-  return "other";
+// The device generation a result is summarized under: "H100-SXM5-80GB" -> "H100".
+std::string generation_of(const std::string& device) {
+  const size_t dash = device.find('-');
+  return dash == std::string::npos ? device : device.substr(0, dash);
 }
 
-// Tolerances, one per group (Issue: Narayanan rows within 10% MAPE without per-row tuning;
-// ZeRO and activation memory to 1%). Groups whose mechanisms are only partly modelled carry
-// a looser gate that still fails on a regression.
-struct Tolerance {
-  double limit;
-  bool per_case;  // every case within the limit, rather than the group's MAPE
+// "micro_batch=2 schedule=interleaved interleave=4": the searched axes' values at `index`.
+std::string chosen_text(const SearchSpace& space, uint64_t index) {
+  std::vector<std::string> parts(space.axes.size());
+  for (size_t i = space.axes.size(); i-- > 0;) {
+    const AxisValues& a = space.axes[i];
+    const uint64_t n = a.values.size();
+    parts[i] = std::string(axis_name(a.axis)) + "=" + a.value_text(static_cast<int>(index % n));
+    index /= n;
+  }
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : " ") + p;
+  return out;
+}
+
+struct Chosen {
+  std::optional<Strategy> strategy;
+  std::string knobs;
+  std::string why_none;
 };
 
-Tolerance tolerance_of(const std::string& group) {
-  static const std::map<std::string, Tolerance> table = {
-      {"n21_t1", {0.10, false}},       {"zero_fig1", {0.01, true}},
-      {"k22_activation", {0.01, true}}, {"k22_layer", {0.15, false}},
-      {"mlm2020", {0.20, false}}};
-  auto it = table.find(group);
-  return it == table.end() ? Tolerance{0.10, false} : it->second;
+// The fastest feasible strategy that fits, over the scenario's search space (the knobs the
+// source did not report), or the scenario's own strategy when nothing is free.
+Chosen choose_strategy(const Scenario& s) {
+  Chosen c;
+  if (s.search.axes.empty()) {
+    c.strategy = s.strategy;
+    return c;
+  }
+  SearchOptions options;
+  options.objective = Objective::kThroughput;
+  options.top_k = 1;
+  options.threads = 1;
+  const SearchResult r = run_search(s.model, s.strategy, s.hardware, s.search, options);
+  if (r.top.empty()) {
+    for (const auto& [reason, count] : r.pruned) {
+      c.why_none += (c.why_none.empty() ? "" : ", ") + reason + " x" + std::to_string(count);
+    }
+    c.why_none = "no searched strategy is feasible and fits (" + c.why_none + ")";
+    return c;
+  }
+  c.strategy = r.top.front().strategy;
+  c.knobs = chosen_text(s.search, r.top.front().index);
+  return c;
 }
 
-void append_cases(std::vector<PublishedCase>& out, const Json& doc, const std::string& name) {
-  if (!doc.is_array()) throw InputError(name + ": validation data must be a JSON array of cases");
-  for (const Json& c : doc) {
-    if (!c.is_object() || !c.contains("id") || !c.at("id").is_string()) {
-      throw InputError(name + ": every validation case must be an object with a string \"id\"");
+double predicted_value(const CaseMetric& m, const Plan& plan, const Prediction& p) {
+  switch (m.kind) {
+    case MetricKind::kIterationTime: return p.iteration_s;
+    case MetricKind::kLayerTime: {
+      const BlockCost cost = block_cost(*plan.layer, plan);
+      return cost.forward_s + cost.backward_s;
     }
-    PublishedCase pc;
-    pc.id = c.at("id").get<std::string>();
-    pc.group = group_of(pc.id);
-    pc.source = c.value("source", "");
-    pc.data = c;
-    out.push_back(std::move(pc));
+    case MetricKind::kMemoryReserved: return p.peak_memory_B;
   }
+  return 0;
+}
+
+void add_to(ErrorSummary& s, double error, double abs_error) {
+  ++s.cases;
+  s.mape += abs_error;
+  s.max_abs_error = std::max(s.max_abs_error, abs_error);
+  s.mean_signed_error += error;
+}
+
+void finish(ErrorSummary& s) {
+  if (s.cases == 0) return;
+  s.mape /= s.cases;
+  s.mean_signed_error /= s.cases;
+}
+
+std::vector<ErrorSummary> summaries_by(const std::vector<CaseResult>& cases,
+                                       std::string CaseResult::*key) {
+  std::map<std::string, ErrorSummary> by;
+  for (const CaseResult& c : cases) {
+    if (!c.failure.empty() || c.group.find(":memory") != std::string::npos) continue;
+    ErrorSummary& s = by[c.*key];
+    s.name = c.*key;
+    add_to(s, c.error, c.excess_error());
+  }
+  std::vector<ErrorSummary> out;
+  for (auto& [name, s] : by) {
+    finish(s);
+    out.push_back(s);
+  }
+  return out;
+}
+
+const GroupRule* rule_named(const CaseRules& rules, const std::string& group) {
+  for (const GroupRule& g : rules.groups) {
+    if (g.group == group) return &g;
+  }
+  return nullptr;
+}
+
+GroupSummary summarize_group(const std::string& name, const std::vector<CaseResult>& cases,
+                             const CaseRules& rules) {
+  GroupSummary g;
+  g.name = name;
+  for (const CaseResult& c : cases) {
+    if (c.group != name) continue;
+    if (!c.failure.empty()) ++g.failures;
+    add_to(g, c.failure.empty() ? c.error : -1.0, c.failure.empty() ? c.excess_error() : 1.0);
+  }
+  finish(g);
+  const size_t colon = name.find(":memory");
+  const GroupRule* rule = rule_named(rules, name.substr(0, colon));
+  const bool memory = colon != std::string::npos;
+  const std::optional<Tolerance>& tol = !rule ? std::nullopt
+                                        : memory ? rule->memory_tolerance : rule->tolerance;
+  if (tol) {
+    g.gated = true;
+    g.tolerance = *tol;
+    g.why = memory ? rule->memory_why : rule->why;
+    g.within_tolerance = g.mape <= g.tolerance.mape &&
+                         (g.tolerance.max_error <= 0 || g.max_abs_error <= g.tolerance.max_error);
+  }
+  return g;
 }
 
 }  // namespace
 
-std::string published_data_default_path() { return ""; }
-
 double CaseResult::excess_error() const {
-  if (published == 0) return std::fabs(error);
-  return std::max(0.0, std::fabs(predicted - published) - rounding) / std::fabs(published);
+  return std::max(0.0, std::fabs(error) - rel_rounding);
 }
 
-std::vector<PublishedCase> load_published_cases(const std::string& path) {
-  std::vector<PublishedCase> cases;
-  if (!path.empty()) {
-    append_cases(cases, load_json_file(path), path);
-    return cases;
+void add_case_text(ValidationSet& set, const std::string& name, std::string_view text) {
+  const Json doc = parse_json_text(text, name);
+  const JsonNode root(doc, name, "");
+  std::optional<JsonNode> cases;
+  if (root.is_array()) {
+    cases = root;
+  } else if (root.is_object()) {
+    root.allow_keys({"description", "rules", "cases"});
+    if (auto r = root.find("rules")) merge_case_rules(set.rules, read_case_rules(*r));
+    cases = root.at("cases");
   }
-  append_cases(cases, parse_json_text(published_cases_text(), "validate/data/published.json"),
-               "validate/data/published.json");
-  append_cases(cases,
-               parse_json_text(activation_cases_text(), "validate/data/korthikanti_activation.json"),
-               "validate/data/korthikanti_activation.json");
-  return cases;
+  if (!cases || !cases->is_array()) {
+    root.fail("must be an array of cases or an object {\"rules\": {...}, \"cases\": [...]}");
+  }
+  set.files.push_back(name);
+  for (size_t i = 0; i < cases->size(); ++i) {
+    set.cases.push_back(translate_case(cases->element(i), set.rules));
+  }
 }
 
-ValidationReport validate_published(const std::vector<PublishedCase>& cases) {
-  ValidationReport r;
-  std::map<std::string, GroupSummary> groups;
-  std::vector<std::string> order;
-  for (const PublishedCase& c : cases) {
-    r.cases.push_back(evaluate_case(c));
-    const CaseResult& res = r.cases.back();
-    if (!groups.count(c.group)) order.push_back(c.group);
-    GroupSummary& g = groups[c.group];
-    g.group = c.group;
-    ++g.cases;
-    const double e = res.failure.empty() ? res.excess_error() : 1.0;
-    g.mape += e;
-    g.max_abs_error = std::max(g.max_abs_error, e);
+ValidationSet load_validation_set(const std::vector<std::string>& files, bool builtin) {
+  ValidationSet set;
+  set.rules = builtin_case_rules();
+  if (builtin) {
+    for (const EmbeddedText& f : validation_case_files()) add_case_text(set, f.name, f.text());
   }
-  r.all_within_tolerance = true;
-  for (const std::string& name : order) {
-    GroupSummary g = groups[name];
-    g.mape /= g.cases;
-    const Tolerance t = tolerance_of(name);
-    char rule[64];
-    std::snprintf(rule, sizeof rule, t.per_case ? "every case within %.0f%%" : "MAPE <= %.0f%%",
-                  100 * t.limit);
-    g.rule = rule;
-    g.within_tolerance = (t.per_case ? g.max_abs_error : g.mape) <= t.limit;
-    r.all_within_tolerance = r.all_within_tolerance && g.within_tolerance;
-    r.groups.push_back(g);
+  for (const std::string& path : files) {
+    const Json doc = load_json_file(path);
+    add_case_text(set, path, doc.dump());
   }
-  return r;
+  return set;
 }
 
-std::string format_validation(const ValidationReport& r) {
-  std::string out;
-  char buf[512];
-  std::snprintf(buf, sizeof buf, "%-42s %-22s %12s %12s %8s  %s\n", "case", "metric", "predicted",
-                "published", "error", "searched knobs");
-  out += buf;
-  for (const CaseResult& c : r.cases) {
-    if (!c.failure.empty()) {
-      std::snprintf(buf, sizeof buf, "%-42s %-22s  no prediction: %s\n", c.id.c_str(),
-                    c.metric.c_str(), c.failure.c_str());
+std::vector<CaseResult> evaluate_case(const TranslatedCase& c) {
+  if (!c.unsupported.empty()) return {};
+  std::vector<CaseResult> out;
+  CaseResult base;
+  base.id = c.id;
+  base.group = c.group;
+  base.stack = c.stack;
+  try {
+    const Scenario s = read_scenario(c.scenario, "validation case " + c.id);
+    base.hardware = generation_of(s.hardware.device.name);
+    const Chosen chosen = choose_strategy(s);
+    base.chosen = chosen.knobs;
+    std::optional<Plan> plan;
+    if (chosen.strategy) {
+      Expected<Plan> lowered = lower(s.model, *chosen.strategy, s.hardware);
+      if (lowered) {
+        plan = std::move(*lowered);
+      } else {
+        base.failure = lowered.error().detail;
+      }
     } else {
-      std::snprintf(buf, sizeof buf, "%-42s %-22s %12.4g %12.4g %+7.1f%%  %s\n", c.id.c_str(),
-                    c.metric.c_str(), c.predicted, c.published, 100 * c.error, c.chosen.c_str());
+      base.failure = chosen.why_none;
     }
-    out += buf;
+    const Prediction p = plan ? predict_analytical(*plan) : Prediction{};
+    if (plan && !p.fits) base.chosen += (base.chosen.empty() ? "" : " ") + std::string("[predicted not to fit]");
+    for (const CaseMetric& m : c.metrics) {
+      CaseResult r = base;
+      if (m.kind == MetricKind::kMemoryReserved) r.group += ":memory";
+      r.metric = m.label;
+      r.published = m.published;
+      r.rel_rounding = m.rel_rounding;
+      if (plan) {
+        r.predicted = predicted_value(m, *plan, p);
+        r.error = (r.predicted - r.published) / r.published;
+      }
+      out.push_back(r);
+    }
+  } catch (const InputError& e) {  // a case the rules turn into a bad scenario is reported
+    base.failure = std::string("scenario rejected: ") + e.what();
+    base.metric = c.metrics.empty() ? "?" : c.metrics.front().label;
+    out.push_back(base);
   }
-  out += "\n";
-  std::snprintf(buf, sizeof buf, "%-16s %6s %8s %10s  %-24s %s\n", "group", "cases", "MAPE",
-                "max |err|", "tolerance", "result");
-  out += buf;
-  for (const GroupSummary& g : r.groups) {
-    std::snprintf(buf, sizeof buf, "%-16s %6d %7.2f%% %9.2f%%  %-24s %s\n", g.group.c_str(),
-                  g.cases, 100 * g.mape, 100 * g.max_abs_error, g.rule.c_str(),
-                  g.within_tolerance ? "pass" : "FAIL");
-    out += buf;
-  }
-  out += "(errors within the rounding of the published value count as zero)\n";
-  out += r.all_within_tolerance ? "all groups within tolerance\n" : "SOME GROUPS EXCEED TOLERANCE\n";
   return out;
 }
 
-Json validation_json(const ValidationReport& r) {
-  Json cases = Json::array(), groups = Json::array();
-  for (const CaseResult& c : r.cases) {
-    cases.push_back({{"id", c.id}, {"group", c.group}, {"metric", c.metric},
-                     {"predicted", c.predicted}, {"published", c.published}, {"error", c.error},
-                     {"chosen", c.chosen}, {"failure", c.failure}});
+ValidationReport validate_published(const ValidationSet& set) {
+  ValidationReport r;
+  std::vector<std::string> order;
+  for (const TranslatedCase& c : set.cases) {
+    if (!c.unsupported.empty()) {
+      r.unsupported.push_back({c.id, c.group, c.unsupported});
+      continue;
+    }
+    for (CaseResult& res : evaluate_case(c)) {
+      if (std::find(order.begin(), order.end(), res.group) == order.end()) {
+        order.push_back(res.group);
+      }
+      r.cases.push_back(std::move(res));
+    }
   }
-  for (const GroupSummary& g : r.groups) {
-    groups.push_back({{"group", g.group}, {"cases", g.cases}, {"mape", g.mape},
-                      {"max_abs_error", g.max_abs_error}, {"rule", g.rule},
-                      {"within_tolerance", g.within_tolerance}});
+  r.all_within_tolerance = true;
+  for (const std::string& name : order) {
+    r.groups.push_back(summarize_group(name, r.cases, set.rules));
+    r.all_within_tolerance = r.all_within_tolerance && r.groups.back().within_tolerance;
   }
-  return Json{{"cases", cases}, {"groups", groups}, {"all_within_tolerance", r.all_within_tolerance}};
+  r.by_hardware = summaries_by(r.cases, &CaseResult::hardware);
+  r.by_stack = summaries_by(r.cases, &CaseResult::stack);
+  r.overall.name = "all";
+  for (const ErrorSummary& s : r.by_hardware) {
+    r.overall.cases += s.cases;
+    r.overall.mape += s.mape * s.cases;
+    r.overall.mean_signed_error += s.mean_signed_error * s.cases;
+    r.overall.max_abs_error = std::max(r.overall.max_abs_error, s.max_abs_error);
+  }
+  finish(r.overall);
+  return r;
 }
 
 }  // namespace stratasim

@@ -80,12 +80,6 @@ std::optional<Infeasible> check_model_split(const ModelSpec& m, const Strategy& 
     return Infeasible{InfeasibleReason::kModel,
                       "fusion.graph_groups applies to operator-graph models only", "fusion.graph_groups"};
   }
-  if (s.zero_stage >= 2 && s.pp > 1) {
-    return Infeasible{InfeasibleReason::kPipelineParallel,
-                      "ZeRO stage " + str(s.zero_stage) +
-                          " partitions gradients, which pipeline parallelism (pp=" + str(s.pp) +
-                          ") does not support (DeepSpeed rule); use ZeRO stage 0 or 1", "zero_stage"};
-  }
   return std::nullopt;
 }
 

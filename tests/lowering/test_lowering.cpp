@@ -124,11 +124,19 @@ TEST_CASE("lowering: infeasible strategies come back as values with a reason") {
   Strategy g = s;
   g.dtype = DType::kFp8;
   check(g, 1, InfeasibleReason::kPrecision, "fp8 is not supported by A100-SXM4-80GB");
-  Strategy z = s;
-  z.pp = 2, z.zero_stage = 2;
-  check(z, 2, InfeasibleReason::kPipelineParallel,
-        "ZeRO stage 2 partitions gradients, which pipeline parallelism (pp=2) does not support "
-        "(DeepSpeed rule); use ZeRO stage 0 or 1");
+}
+
+TEST_CASE("lowering: ZeRO-2/3 (FSDP) combine with pipeline parallelism, as TorchTitan runs them") {
+  // DeepSpeed refuses ZeRO-2/3 with its pipeline engine; FSDP2 + PP (TorchTitan) and
+  // Megatron-FSDP run them, so the combination is a strategy, not an error.
+  Strategy z;
+  z.pp = 2, z.dp = 2, z.zero_stage = 3, z.global_batch = 8, z.micro_batch = 1;
+  HardwareModel hw = catalog_cluster("dgx_a100");
+  hw.num_devices = 4;
+  const Expected<Plan> plan = lower(model_preset("llama3-8b"), z, hw);
+  REQUIRE(plan.has_value());
+  CHECK(plan->pp == 2);
+  CHECK(plan->dp == 2);
 }
 
 TEST_CASE("lowering: uneven stages spread the remainder over the first stages") {

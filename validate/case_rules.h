@@ -1,0 +1,67 @@
+// The rules that turn a published validation case (validate/data/cases/*.json) into a
+// scenario: which cluster a GPU name means, which model fields an architecture text implies,
+// which software stack a framework names (its strategy defaults and the knobs its users tune),
+// the precision, and the groups with their tolerances. All of it is data
+// (validate/data/rules.json); this file only reads it and matches texts.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/core/json_reader.h"
+
+namespace stratasim {
+
+// "when": {"framework|parallel.notes": ["compile", "!compile=False"]}: for each key, the text
+// of the named case fields (joined) must contain every positive substring and none of the
+// negative ones, ignoring case. An empty substring always matches.
+struct TextCondition {
+  std::vector<std::string> fields;  // dot paths into the case
+  std::vector<std::string> contains;
+  std::vector<std::string> excludes;
+};
+
+struct CaseRule {
+  std::vector<TextCondition> when;
+  std::string name;  // stacks
+  Json apply;        // the fragment a match contributes (cluster / model / strategy object)
+  Json free;         // stacks: search-space axes for knobs the case leaves null
+  std::string why;
+};
+
+struct Tolerance {
+  double mape = 0;       // group mean absolute error at most this
+  double max_error = 0;  // and every case's absolute error at most this (0 = no bound)
+};
+
+struct GroupRule {
+  std::string group;
+  std::string prefix;            // a case belongs to the group of the longest matching id prefix
+  std::string flop_convention;   // for cases measured in FLOP/s (flop_conventions.h)
+  bool measured = true;          // false: not a measurement (kept out of the gate, listed)
+  std::optional<Tolerance> tolerance;  // none: reported, not gated
+  std::string why;
+  std::optional<Tolerance> memory_tolerance;  // for measured memory ("<group>:memory")
+  std::string memory_why;
+};
+
+struct CaseRules {
+  std::vector<CaseRule> hardware, model, precision, stacks, modifiers;
+  std::vector<GroupRule> groups;
+};
+
+// Reads a rules object; errors name the file and the JSON path.
+CaseRules read_case_rules(const JsonNode& node);
+// Adds `more`'s rules after `base`'s (a case file may bring its own groups and rules).
+void merge_case_rules(CaseRules& base, const CaseRules& more);
+CaseRules builtin_case_rules();  // validate/data/rules.json, compiled into the binary
+
+// The text of a dotted path in a case ("hardware.gpu"): strings as they are, numbers and
+// booleans as JSON, null/missing as "".
+std::string case_field_text(const Json& c, const std::string& path);
+bool rule_matches(const CaseRule& rule, const Json& c);
+const CaseRule* first_match(const std::vector<CaseRule>& rules, const Json& c);
+const GroupRule* group_of(const CaseRules& rules, const std::string& id);
+
+}  // namespace stratasim

@@ -1,0 +1,269 @@
+#include "validate/case_translation.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include "sim/core/units.h"
+#include "validate/flop_conventions.h"
+
+namespace stratasim {
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+bool has_number(const Json& obj, const char* key) {
+  return obj.is_object() && obj.contains(key) && obj.at(key).is_number();
+}
+
+// Half a unit of the last digit the source printed, relative: 1.9 -> 0.05 / 1.9.
+double relative_rounding(const Json& value) {
+  const std::string text = value.dump();
+  const size_t dot = text.find('.');
+  const size_t exponent = text.find_first_of("eE");
+  if (exponent != std::string::npos) return 0;
+  const int decimals = dot == std::string::npos ? 0 : static_cast<int>(text.size() - dot - 1);
+  const double v = std::fabs(value.get<double>());
+  return v > 0 ? 0.5 * std::pow(10.0, -decimals) / v : 0;
+}
+
+// Merges `fragment` into `target` key by key (objects recursively, other values replaced).
+void merge_into(Json& target, const Json& fragment) {
+  if (!fragment.is_object()) return;
+  for (auto it = fragment.begin(); it != fragment.end(); ++it) {
+    if (it.value().is_object() && target.contains(it.key()) && target[it.key()].is_object()) {
+      merge_into(target[it.key()], it.value());
+    } else {
+      target[it.key()] = it.value();
+    }
+  }
+}
+
+std::string reason_not_expressible(const Json& c) {
+  const Json& m = c.value("model", Json::object());
+  const Json& p = c.value("parallel", Json::object());
+  const std::string arch = lower(case_field_text(c, "model.arch"));
+  if ((has_number(m, "experts") && m.at("experts").get<double>() > 1) ||
+      arch.find("moe") != std::string::npos || arch.find("experts") != std::string::npos) {
+    return "mixture of experts (" + case_field_text(c, "model.experts") +
+           " experts): expert parallelism comes with issue 15";
+  }
+  if (!has_number(m, "layers") || !has_number(m, "hidden") || !has_number(m, "heads")) {
+    return "not a transformer (" + case_field_text(c, "model.arch") +
+           "): operator graphs with pipeline parallelism come with issue 16";
+  }
+  if (has_number(p, "ep") && p.at("ep").get<double>() > 1) {
+    return "expert parallelism (ep=" + p.at("ep").dump() + ") comes with issue 15";
+  }
+  if (has_number(p, "cp") && p.at("cp").get<double>() > 1) {
+    return "context parallelism (cp=" + p.at("cp").dump() + ") comes with issue 15";
+  }
+  return "";
+}
+
+Json model_of(const JsonNode& c, const CaseRules& rules) {
+  const JsonNode m = c.at("model");
+  Json model = {{"name", c.string("id")}, {"family", "decoder"}};
+  for (const char* key : {"layers", "hidden", "heads", "kv_heads", "ffn_hidden", "seq_len", "vocab"}) {
+    if (has_number(m.raw(), key)) model[key] = m.raw().at(key);
+  }
+  for (const CaseRule& r : rules.model) {
+    if (rule_matches(r, c.raw())) merge_into(model, r.apply);
+  }
+  return model;
+}
+
+Json cluster_of(const JsonNode& c, const CaseRules& rules) {
+  const CaseRule* rule = first_match(rules.hardware, c.raw());
+  if (!rule) {
+    c.at("hardware").fail("names a GPU no hardware rule in validate/data/rules.json matches");
+  }
+  Json cluster = rule->apply;
+  const Json& hw = c.at("hardware").raw();
+  if (!has_number(hw, "num_gpus")) c.at("hardware").fail("needs num_gpus");
+  cluster["devices"] = hw.at("num_gpus");
+  Json node = Json::object();
+  if (has_number(hw, "gpus_per_node")) node["devices"] = hw.at("gpus_per_node");
+  if (has_number(hw, "nvlink_GBps")) {
+    node["device_link"] = {{"bandwidth", hw.at("nvlink_GBps").dump() + "GBps"}};
+  }
+  if (has_number(hw, "inter_node_Gbps_per_gpu")) {
+    node["nic"] = {{"bandwidth", hw.at("inter_node_Gbps_per_gpu").dump() + "Gbps"}};
+    if (has_number(hw, "gpus_per_node")) node["nics"] = hw.at("gpus_per_node");
+  }
+  if (!node.empty()) merge_into(cluster, Json{{"node", node}});
+  return cluster;
+}
+
+std::string recompute_of(const JsonNode& n) {
+  const std::string text = lower(n.as_string());
+  if (text.rfind("full", 0) == 0 || text.rfind("all but last", 0) == 0) return "full";
+  if (text.rfind("selective", 0) == 0) return "selective";
+  if (text.rfind("none", 0) == 0) return "none";
+  n.fail("is not a recomputation this tool knows (full, selective, none)");
+}
+
+// The schedule the source names, or "" when it names none.
+std::string schedule_of(const Json& p) {
+  const std::string text = lower(case_field_text(p, "schedule"));
+  if (text.find("interleaved") != std::string::npos) return "interleaved";
+  if (text.find("gpipe") != std::string::npos) return "gpipe";
+  if (text.find("1f1b") != std::string::npos) return "1f1b";
+  return "";
+}
+
+// A free knob: the stack's values for `key`, when it lists any.
+bool add_free(Json& search, const Json& free, const char* key) {
+  if (!free.is_object() || !free.contains(key)) return false;
+  search[key] = free.at(key);
+  return true;
+}
+
+void stated_parallel(const JsonNode& c, Json& strategy, Json& search, const Json& free) {
+  const JsonNode p = c.at("parallel");
+  const Json& pr = p.raw();
+  for (const char* key : {"tp", "pp", "dp", "global_batch"}) {
+    if (!has_number(pr, key)) p.at(key).fail("is required (a number)");
+    strategy[key] = pr.at(key);
+  }
+  const int tp = pr.at("tp").get<int>(), pp = pr.at("pp").get<int>();
+  if (has_number(pr, "micro_batch")) {
+    strategy["micro_batch"] = pr.at("micro_batch");
+  } else if (!add_free(search, free, "micro_batch")) {
+    p.fail("does not report micro_batch and its stack lists no values to search");
+  }
+  if (pr.contains("recompute") && pr.at("recompute").is_string()) {
+    strategy["recompute"] = recompute_of(p.at("recompute"));
+  } else if (const std::string implied = recompute_implied_by_flops(c.raw()); !implied.empty()) {
+    strategy["recompute"] = implied;
+  } else {
+    add_free(search, free, "recompute");
+  }
+  if (pr.contains("sequence_parallel") && pr.at("sequence_parallel").is_boolean()) {
+    strategy["sequence_parallel"] = pr.at("sequence_parallel").get<bool>() && tp > 1;
+  } else if (tp > 1) {
+    add_free(search, free, "sequence_parallel");
+  }
+  if (tp == 1) strategy["sequence_parallel"] = false;
+  if (has_number(pr, "zero_stage")) strategy["zero_stage"] = pr.at("zero_stage");
+  const std::string fsdp = lower(case_field_text(pr, "fsdp"));
+  if (fsdp.find("fsdp") != std::string::npos || (has_number(pr, "fsdp") && pr.at("fsdp") > 0)) {
+    strategy["zero_stage"] = 3;
+  }
+  const std::string schedule = pp > 1 ? schedule_of(pr) : "1f1b";
+  if (pp == 1) {
+    strategy["schedule"] = "1f1b";
+    strategy["interleave"] = 1;
+  } else if (has_number(pr, "interleave")) {
+    const int v = pr.at("interleave").get<int>();
+    strategy["interleave"] = v;
+    strategy["schedule"] = v > 1 ? "interleaved" : (schedule.empty() ? "1f1b" : schedule);
+  } else if (schedule == "1f1b" || schedule == "gpipe") {
+    strategy["schedule"] = schedule;
+    strategy["interleave"] = 1;
+  } else {
+    // Interleaving named without its depth, or no schedule named: search the stack's depths.
+    if (add_free(search, free, "interleave")) {
+      search["schedule"] = schedule == "interleaved" ? Json::array({"interleaved"})
+                                                     : Json::array({"1f1b", "interleaved"});
+    } else {
+      strategy["schedule"] = "1f1b";
+    }
+  }
+}
+
+Json strategy_of(const JsonNode& c, const CaseRules& rules, std::string* stack, Json* search) {
+  Json strategy = Json::object();
+  Json free = Json::object();
+  if (const CaseRule* s = first_match(rules.stacks, c.raw())) {
+    *stack = s->name;
+    merge_into(strategy, s->apply);
+    free = s->free;
+  }
+  if (const CaseRule* p = first_match(rules.precision, c.raw())) merge_into(strategy, p->apply);
+  for (const CaseRule& m : rules.modifiers) {
+    if (rule_matches(m, c.raw())) merge_into(strategy, m.apply);
+  }
+  stated_parallel(c, strategy, *search, free);
+  return strategy;
+}
+
+double iteration_tokens(const Json& c) {
+  return c.at("parallel").at("global_batch").get<double>() *
+         c.at("model").at("seq_len").get<double>();
+}
+
+// The measured values this tool can predict, converted to SI and to what the engine reports.
+std::vector<CaseMetric> metrics_of(const JsonNode& c, const GroupRule* group) {
+  std::vector<CaseMetric> out;
+  const Json& m = c.at("measured").raw();
+  const double gpus = c.at("hardware").at("num_gpus").as_number();
+  if (has_number(m, "iteration_s")) {
+    out.push_back({MetricKind::kIterationTime, "iteration s", m.at("iteration_s").get<double>(),
+                   relative_rounding(m.at("iteration_s"))});
+  } else if (has_number(m, "tokens_per_s_per_gpu")) {
+    const double tps = m.at("tokens_per_s_per_gpu").get<double>();
+    out.push_back({MetricKind::kIterationTime, "iteration s (from tokens/s/GPU)",
+                   iteration_tokens(c.raw()) / (tps * gpus),
+                   relative_rounding(m.at("tokens_per_s_per_gpu"))});
+  } else if (has_number(m, "tflops_per_gpu") && group && !group->flop_convention.empty()) {
+    const double flops = iteration_flops(group->flop_convention, c.raw());
+    const double rate = m.at("tflops_per_gpu").get<double>() * kTera * gpus;
+    out.push_back({MetricKind::kIterationTime,
+                   "iteration s (from TFLOP/s/GPU, " + group->flop_convention + ")",
+                   flops / rate, relative_rounding(m.at("tflops_per_gpu"))});
+  } else if (has_number(m, "layer_total_ms")) {
+    out.push_back({MetricKind::kLayerTime, "layer fwd+bwd s",
+                   m.at("layer_total_ms").get<double>() * kMilli,
+                   relative_rounding(m.at("layer_total_ms"))});
+  }
+  if (has_number(m, "memory_gib")) {
+    out.push_back({MetricKind::kMemoryReserved, "memory reserved B",
+                   m.at("memory_gib").get<double>() * kGiB, relative_rounding(m.at("memory_gib"))});
+  }
+  return out;
+}
+
+std::string source_text(const Json& c) {
+  if (!c.contains("source")) return "";
+  const Json& s = c.at("source");
+  if (s.is_string()) return s.get<std::string>();
+  return case_field_text(c, "source.title") + ", " + case_field_text(c, "source.table");
+}
+
+}  // namespace
+
+TranslatedCase translate_case(const JsonNode& c, const CaseRules& rules) {
+  c.require_object();
+  TranslatedCase t;
+  t.id = c.string("id");
+  const GroupRule* group = group_of(rules, t.id);
+  t.group = group ? group->group : "ungrouped";
+  t.measured = !group || group->measured;
+  t.source = source_text(c.raw());
+  if (!t.measured) {
+    t.unsupported = "not a measurement: " + (group->why.empty() ? group->group : group->why);
+    return t;
+  }
+  t.unsupported = reason_not_expressible(c.raw());
+  if (!t.unsupported.empty()) return t;
+  t.metrics = metrics_of(c, group);
+  if (t.metrics.empty()) {
+    t.unsupported = "no measured value this tool can compare (measured: " +
+                    c.at("measured").value_text() + ")";
+    return t;
+  }
+  Json search = Json::object();
+  t.scenario = {{"name", t.id},
+                {"model", model_of(c, rules)},
+                {"cluster", cluster_of(c, rules)},
+                {"strategy", strategy_of(c, rules, &t.stack, &search)}};
+  if (!search.empty()) t.scenario["search"] = search;
+  return t;
+}
+
+}  // namespace stratasim

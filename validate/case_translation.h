@@ -1,0 +1,41 @@
+// One generic path from a published case to something stratasim can predict: a scenario
+// (model from the hyperparameters, cluster from the GPU and interconnect fields, strategy from
+// `parallel` and the software stack named by `framework`), the knobs the source left unreported
+// as a search space, and each measured value converted to what the engine predicts (iteration
+// time in the source's own FLOP convention, a layer's time, memory). Cases stratasim cannot
+// express yet get a reason instead of a scenario.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/core/json_reader.h"
+#include "validate/case_rules.h"
+
+namespace stratasim {
+
+enum class MetricKind { kIterationTime, kLayerTime, kMemoryReserved };
+
+struct CaseMetric {
+  MetricKind kind = MetricKind::kIterationTime;
+  std::string label;       // "iteration s (from tokens/s/GPU)"
+  double published = 0;    // in SI: s, or bytes
+  double rel_rounding = 0;  // half a unit of the printed value's last digit, relative
+};
+
+struct TranslatedCase {
+  std::string id;
+  std::string group;
+  std::string source;  // title (or the text of `source`)
+  std::string stack;   // the software stack rule that matched
+  Json scenario;       // a scenario document (read_scenario), with a "search" block if any
+  std::vector<CaseMetric> metrics;
+  std::string unsupported;  // non-empty: not expressible yet, and why
+  bool measured = true;     // false: the group is a formula, not a measurement
+};
+
+// `file` names the case file in messages. Malformed fields throw InputError naming the file,
+// the case's JSON path, the value and the rule.
+TranslatedCase translate_case(const JsonNode& c, const CaseRules& rules);
+
+}  // namespace stratasim
