@@ -50,7 +50,8 @@ std::string kernels_with_times(const Plan& plan, const std::vector<Kernel>& ks, 
                                       plan.strategy.collective).time_s);
       bound.push_back("network");
     } else {
-      const KernelTime t = kernel_time(k, plan.hardware.device, plan.strategy.dtype);
+      const KernelTime t = kernel_time(k, plan.hardware.device, plan.strategy.dtype,
+                                       plan.strategy.fusion.flash_attention_version);
       times.push_back(t.total_s);
       bound.push_back(t.compute_s >= t.memory_s ? "compute" : "memory");
     }

@@ -250,11 +250,23 @@ void apply(const JsonNode& n, DeviceSpec& d, bool partial, int /*depth*/) {
     d.memory_bandwidth_Bps = positive_quantity(c, Dimension::kBandwidth);
   });
   field(n, "efficiency", partial, [&](const JsonNode& e) {
-    e.allow_keys({"matmul", "memory"});
+    e.allow_keys({"matmul", "memory", "matmul_fp8", "flash2", "flash3"});
     field(e, "matmul", partial,
           [&](const JsonNode& c) { apply_curve(c, d.matmul, partial, Dimension::kFlops); });
     field(e, "memory", partial,
           [&](const JsonNode& c) { apply_curve(c, d.memory, partial, Dimension::kBytes); });
+    optional_field(e, "matmul_fp8", [&](const JsonNode& c) {
+      apply_curve(c, d.matmul_fp8, partial, Dimension::kFlops);
+    });
+    for (auto [key, curves] : {std::pair{"flash2", &d.flash2}, std::pair{"flash3", &d.flash3}}) {
+      optional_field(e, key, [&, curves = curves](const JsonNode& a) {
+        a.allow_keys({"forward", "backward"});
+        field(a, "forward", partial,
+              [&](const JsonNode& c) { apply_curve(c, curves->forward, partial, Dimension::kFlops); });
+        field(a, "backward", partial,
+              [&](const JsonNode& c) { apply_curve(c, curves->backward, partial, Dimension::kFlops); });
+      });
+    }
   });
   field(n, "kernel_overhead", partial,
         [&](const JsonNode& c) { d.kernel_overhead_s = c.as_quantity(Dimension::kTime); });
@@ -434,6 +446,14 @@ Json to_json(const DeviceSpec& d) {
   j["memory_bandwidth"] = quantity_text(d.memory_bandwidth_Bps, Dimension::kBandwidth);
   j["efficiency"] = {{"matmul", curve_json(d.matmul, Dimension::kFlops)},
                      {"memory", curve_json(d.memory, Dimension::kBytes)}};
+  if (d.matmul_fp8.max_fraction > 0) {
+    j["efficiency"]["matmul_fp8"] = curve_json(d.matmul_fp8, Dimension::kFlops);
+  }
+  for (auto [key, curves] : {std::pair{"flash2", &d.flash2}, std::pair{"flash3", &d.flash3}}) {
+    if (!curves->present()) continue;
+    j["efficiency"][key] = {{"forward", curve_json(curves->forward, Dimension::kFlops)},
+                            {"backward", curve_json(curves->backward, Dimension::kFlops)}};
+  }
   j["kernel_overhead"] = quantity_text(d.kernel_overhead_s, Dimension::kTime);
   j["reserved_memory"] = quantity_text(d.reserved_memory_B, Dimension::kBytes);
   if (d.compute_units != 0) j["compute_units"] = d.compute_units;

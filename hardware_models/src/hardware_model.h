@@ -12,6 +12,11 @@ enum class DType { kFp32, kTf32, kBf16, kFp16, kFp8 };
 inline constexpr int kNumDTypes = 5;
 std::string_view dtype_name(DType d);
 double dtype_bytes(DType d);  // storage size of one element: fp32/tf32 4, bf16/fp16 2, fp8 1
+// The dtype tensors are stored in when `compute` is the training precision. FP8 training keeps
+// activations, weights and gradients in bf16 and casts to fp8 only for the linear layers'
+// GEMMs (Transformer Engine, torchao float8: NVIDIA TE "performance considerations";
+// pytorch/ao float8_linear.py saves the bf16 input and weight).
+inline DType storage_dtype(DType compute) { return compute == DType::kFp8 ? DType::kBf16 : compute; }
 
 // Achievable fraction of a peak as a function of the size of the work:
 //   fraction(size) = max_fraction * size / (size + half_size)
@@ -23,6 +28,16 @@ struct EfficiencyCurve {
   bool operator==(const EfficiencyCurve&) const = default;
 };
 
+// A fused attention kernel's achievable fraction of the dense peak (of the 16-bit dtype), by
+// the FLOP of one launch, counted as the FlashAttention benchmarks count them (4 b s^2 h
+// forward, halved when causal; backward 2.5x). An absent curve has max_fraction 0.
+struct AttentionCurves {
+  EfficiencyCurve forward{0, 0};
+  EfficiencyCurve backward{0, 0};
+  bool present() const { return forward.max_fraction > 0 && backward.max_fraction > 0; }
+  bool operator==(const AttentionCurves&) const = default;
+};
+
 struct DeviceSpec {
   std::string name;
   std::array<double, kNumDTypes> peak_flops{};  // dense FLOP/s per dtype; 0 = unsupported
@@ -31,6 +46,9 @@ struct DeviceSpec {
   double memory_bandwidth_Bps = 0;
   EfficiencyCurve matmul;  // achievable fraction of peak_flops vs FLOP of one kernel
   EfficiencyCurve memory;  // achievable fraction of memory bandwidth vs bytes of one kernel
+  EfficiencyCurve matmul_fp8{0, 0};  // fp8 GEMMs, when they differ from `matmul` (0 = same)
+  AttentionCurves flash2;  // FlashAttention-2 (any CUDA GPU since Ampere); absent = matmul
+  AttentionCurves flash3;  // FlashAttention-3 / cuDNN fused attention (Hopper); absent = flash2
   double kernel_overhead_s = 0;  // fixed cost per kernel (launch, ramp-up, tail)
   int compute_units = 0;  // SMs (NVIDIA) / CUs (AMD) for GEMM wave quantization; 0 = none
   double reserved_memory_B = 0;  // runtime context, library workspaces, allocator slack

@@ -59,7 +59,7 @@ std::vector<KernelTiming> kernel_timings(const std::vector<Kernel>& ks, const Pl
       times[i] = c.time_s;
       out[i].algorithm = c.algorithm;
     } else {
-      times[i] = kernel_time(k, hw.device, s.dtype).total_s;
+      times[i] = kernel_time(k, hw.device, s.dtype, s.fusion.flash_attention_version).total_s;
     }
   }
   for (size_t i = 0; i < ks.size(); ++i) {

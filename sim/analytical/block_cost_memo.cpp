@@ -8,7 +8,7 @@ namespace stratasim {
 namespace {
 
 // Every number block_cost() reads from the plan besides the block itself.
-using Signature = std::array<double, 32>;
+using Signature = std::array<double, 48>;
 
 Signature signature_of(const Plan& plan) {
   const HardwareModel& hw = plan.hardware;
@@ -26,7 +26,12 @@ Signature signature_of(const Plan& plan) {
                    double(hw.network.levels), hw.network.switch_latency_s,
                    double(hw.num_devices), double(plan.tp_group.size),
                    double(plan.tp_group.ranks_per_node), double(s.dtype),
-                   double(s.collective), double(s.overlap_tp)}) {
+                   double(s.collective), double(s.overlap_tp), d.matmul_fp8.max_fraction,
+                   d.matmul_fp8.half_size, d.flash2.forward.max_fraction,
+                   d.flash2.forward.half_size, d.flash2.backward.max_fraction,
+                   d.flash2.backward.half_size, d.flash3.forward.max_fraction,
+                   d.flash3.forward.half_size, d.flash3.backward.max_fraction,
+                   d.flash3.backward.half_size, double(s.fusion.flash_attention_version)}) {
     sig[i++] = v;
   }
   return sig;

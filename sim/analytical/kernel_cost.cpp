@@ -16,19 +16,41 @@ struct Tile {
 constexpr Tile kTiles[] = {{256, 128, 1.0}, {128, 256, 1.0}, {128, 128, 0.93}};
 
 // Time of one GEMM launch of `flops` producing an m x n output `batch` times.
-double gemm_s(double flops, double m, double n, double batch, const DeviceSpec& d, double peak) {
-  return flops / (peak * d.matmul.at(flops) * wave_efficiency(m, n, batch, d.compute_units));
+double gemm_s(double flops, double m, double n, double batch, const DeviceSpec& d, double peak,
+              const EfficiencyCurve& curve) {
+  return flops / (peak * curve.at(flops) * wave_efficiency(m, n, batch, d.compute_units));
 }
 
-double matmul_s(const Kernel& k, const DeviceSpec& d, double peak) {
-  if (k.gemm_m <= 0) return k.matmul_flops / (peak * d.matmul.at(k.matmul_flops / k.launches));
+double matmul_s(const Kernel& k, const DeviceSpec& d, double peak, const EfficiencyCurve& curve) {
+  if (k.gemm_m <= 0) return k.matmul_flops / (peak * curve.at(k.matmul_flops / k.launches));
   if (k.phase != Phase::kBackward) {
-    return gemm_s(k.matmul_flops, k.gemm_m, k.gemm_n, k.gemm_batch, d, peak);
+    return gemm_s(k.matmul_flops, k.gemm_m, k.gemm_n, k.gemm_batch, d, peak, curve);
   }
   // Backward of C = A B: dA = dC B^T (an m x k output) and dB = A^T dC (k x n), half each.
   const double half = k.matmul_flops / 2;
-  return gemm_s(half, k.gemm_m, k.gemm_k, k.gemm_batch, d, peak) +
-         gemm_s(half, k.gemm_k, k.gemm_n, k.gemm_batch, d, peak);
+  return gemm_s(half, k.gemm_m, k.gemm_k, k.gemm_batch, d, peak, curve) +
+         gemm_s(half, k.gemm_k, k.gemm_n, k.gemm_batch, d, peak, curve);
+}
+
+// A fused attention kernel at the device's measured FlashAttention efficiency (FA3 where the
+// strategy asks for it and the device has it, else FA2, else the GEMM curve).
+double attention_s(const Kernel& k, const DeviceSpec& d, double peak, int version) {
+  const AttentionCurves& a = version >= 3 && d.flash3.present() ? d.flash3 : d.flash2;
+  if (!a.present()) return k.matmul_flops / (peak * d.matmul.at(k.matmul_flops / k.launches));
+  const EfficiencyCurve& c = k.phase == Phase::kForward ? a.forward : a.backward;
+  return k.matmul_flops / (peak * c.at(k.matmul_flops / k.launches));
+}
+
+// FP8 training casts each linear layer's operands: per torchao's tensorwise recipe (pytorch/ao
+// torchao/testing/training/roofline_utils.py) an amax pass and a cast that writes row- and
+// column-major fp8 copies: about 6 B per element of the input (forward) and of the output
+// gradient (backward), and 8 B per weight element (amax and forward cast 5, backward cast 3).
+// Each pass is a memory-bound kernel of its own (two per tensor).
+double fp8_cast_s(const Kernel& k, const DeviceSpec& d) {
+  if (k.gemm_m <= 0) return 0;
+  const double m = k.gemm_m * k.gemm_batch, n = k.gemm_n, kk = k.gemm_k;
+  const double bytes = k.phase == Phase::kForward ? 6 * m * kk + 5 * kk * n : 6 * m * n + 3 * kk * n;
+  return bytes / (d.memory_bandwidth_Bps * d.memory.at(bytes)) + 4 * d.kernel_overhead_s;
 }
 
 }  // namespace
@@ -46,15 +68,22 @@ double wave_efficiency(double m, double n, double batch, int compute_units) {
   return best;
 }
 
-KernelTime kernel_time(const Kernel& k, const DeviceSpec& d, DType dtype) {
+KernelTime kernel_time(const Kernel& k, const DeviceSpec& d, DType dtype, int flash_version) {
   KernelTime t;
-  const double peak = d.peak_flops[static_cast<int>(dtype)];
-  if (k.matmul_flops > 0) t.compute_s += matmul_s(k, d, peak);
+  const DType storage = storage_dtype(dtype);
+  const bool fp8 = dtype == DType::kFp8 && k.fp8_eligible;
+  const double peak = d.peak_flops[static_cast<int>(fp8 ? dtype : storage)];
+  if (k.cls == OpClass::kFlashAttention && k.matmul_flops > 0) {
+    t.compute_s += attention_s(k, d, peak, flash_version);
+  } else if (k.matmul_flops > 0) {
+    t.compute_s += matmul_s(k, d, peak, fp8 && d.matmul_fp8.max_fraction > 0 ? d.matmul_fp8 : d.matmul);
+  }
   if (k.other_flops > 0 && d.vector_flops > 0) t.compute_s += k.other_flops / d.vector_flops;
   if (k.bytes > 0) t.memory_s = k.bytes / (d.memory_bandwidth_Bps * d.memory.at(k.bytes));
   // A kernel whose input arrives fused from its predecessor adds no launch of its own.
   const double launches = k.reads_input_fused ? 0 : k.launches;
   t.total_s = std::max(t.compute_s, t.memory_s) + d.kernel_overhead_s * launches;
+  if (fp8) t.total_s += fp8_cast_s(k, d);
   return t;
 }
 

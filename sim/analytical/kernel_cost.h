@@ -19,7 +19,10 @@ struct KernelTime {
 double wave_efficiency(double m, double n, double batch, int compute_units);
 
 // Roofline: compute at peak * efficiency(FLOP) * wave efficiency, memory at
-// bandwidth * efficiency(bytes).
-KernelTime kernel_time(const Kernel& k, const DeviceSpec& d, DType dtype);
+// bandwidth * efficiency(bytes). With dtype fp8, only linear-layer GEMMs (Kernel::fp8_eligible)
+// run at the fp8 peak and efficiency, plus their cast kernels; everything else runs at the
+// 16-bit storage dtype. Fused attention uses the device's FlashAttention curves of
+// `flash_version` (FusionPlan::flash_attention_version).
+KernelTime kernel_time(const Kernel& k, const DeviceSpec& d, DType dtype, int flash_version = 2);
 
 }  // namespace stratasim

@@ -47,6 +47,9 @@ Kernel make_kernel(const LayerGraph& g, const Usage& u, const std::vector<bool>&
   for (int i = first; i <= last; ++i) {
     const LayerOp& op = g.ops[i];
     if (op.cls == OpClass::kMatmul || op.cls == OpClass::kFlashAttention) k.cls = op.cls;
+    if (op.cls == OpClass::kMatmul && !op.high_precision) {
+      k.fp8_eligible = true;
+    }
     if (op.gemm_m > 0) {
       k.gemm_m = op.gemm_m, k.gemm_n = op.gemm_n, k.gemm_k = op.gemm_k, k.gemm_batch = op.gemm_batch;
     }

@@ -88,6 +88,7 @@ LayerGraph build_head(const TransformerSpec& t, const LayerShape& sh) {
   // Logits are produced in fp32 for a stable cross-entropy (Megatron), 4 bytes each.
   int logits = add_tensor(g, n * vocab_local * 4);
   LayerOp& proj = add_op(g, "output_projection", OpClass::kMatmul, y, logits);
+  proj.high_precision = true;  // torchtitan's Float8 and Megatron's TE layers leave it in bf16
   proj.matmul_flops = proj.model_flops = 2 * n * h * vocab_local;
   proj.gemm_m = n, proj.gemm_n = vocab_local, proj.gemm_k = h;
   proj.weight_bytes = h * vocab_local * e;

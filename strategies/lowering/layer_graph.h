@@ -59,6 +59,7 @@ struct LayerOp {
   // Batch norm in training needs the statistics of its whole input before normalizing it, so
   // its input is read a second time, fused with its producer or not.
   bool rereads_input = false;
+  bool high_precision = false;  // a GEMM kept 16-bit under fp8 training (attention, logits)
   bool attention_core = false;  // recomputed by selective recomputation (Korthikanti 2022)
   FusionRule fusion = FusionRule::kNone;  // group rule this op may join
   int16_t fusion_group = -1;              // ops with the same rule and group id fuse

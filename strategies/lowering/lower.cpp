@@ -13,7 +13,7 @@ namespace {
 LayerShape shape_of(const Strategy& s, bool causal) {
   return LayerShape{.micro_batch = s.micro_batch, .tp = s.tp,
                     .sequence_parallel = s.sequence_parallel,
-                    .element_bytes = dtype_bytes(s.dtype), .causal = causal, .fusion = s.fusion};
+                    .element_bytes = dtype_bytes(storage_dtype(s.dtype)), .causal = causal, .fusion = s.fusion};
 }
 
 // Explicit op groups from the strategy ("fuse conv1, bn1, relu1"); they must be consecutive.
@@ -49,7 +49,7 @@ void build_transformer_blocks(Plan& plan) {
   plan.embedding = blocks.embedding;
   plan.head = blocks.head;
   plan.tokens_per_micro_batch = double(s.micro_batch) * t.seq_len;
-  plan.p2p_bytes = double(s.micro_batch) * t.seq_len * t.hidden * dtype_bytes(s.dtype) /
+  plan.p2p_bytes = double(s.micro_batch) * t.seq_len * t.hidden * dtype_bytes(storage_dtype(s.dtype)) /
                    s.tp;  // scatter/gather optimisation (Narayanan et al. SC21, Sec. 4.1)
 }
 
@@ -91,7 +91,7 @@ void place_groups(Plan& plan) {
 
 void set_state_bytes(Plan& plan) {
   const Strategy& s = plan.strategy;
-  const double e = dtype_bytes(s.dtype);
+  const double e = dtype_bytes(storage_dtype(s.dtype));
   plan.weight_bytes_per_param = e;
   plan.grad_state_bytes_per_param = e;
   plan.grad_bytes_per_param = e;

@@ -45,6 +45,9 @@ struct Kernel {
   double comm_bytes = 0;   // message size per rank
   CommPhases comm_phases = CommPhases::kBoth;
   bool reads_input_fused = false;
+  // A linear layer's GEMM: runs in fp8 when the strategy's dtype is fp8 (attention's batched
+  // GEMMs and the output projection stay in 16 bit, as Transformer Engine and torchao do).
+  bool fp8_eligible = false;
   double gemm_m = 0, gemm_n = 0, gemm_k = 0, gemm_batch = 1;  // forward GEMM shape, if any
 };
 

@@ -152,6 +152,7 @@ int attention_core(Builder& B, const Dims& d, const LayerShape& sh, bool dropout
   // 2 * b * (a/t) * s * s * (h/a) = 2bs^2h/t FLOP each.
   LayerOp& qk = B.matmul("attn_scores", qkv, raw, 0, d.s, d.s, head_dim, heads);  // saves Q, K, V: 6sbh/t
   qk.attention_core = true;
+  qk.high_precision = true;  // attention's batched GEMMs stay 16-bit under fp8 training
   int scaled = B.tensor(scores), masked = B.tensor(scores), probs = B.tensor(scores);
   B.elementwise("scale", {raw}, scaled, 1, FusionRule::kSoftmax, 0).attention_core = true;
   B.elementwise("mask", {scaled}, masked, 1, FusionRule::kSoftmax, 0).attention_core = true;
@@ -167,6 +168,7 @@ int attention_core(Builder& B, const Dims& d, const LayerShape& sh, bool dropout
   }
   LayerOp& av = B.matmul("attn_context", attended, context, 0, d.s, head_dim, d.s, heads);
   av.saves = kSaveInput0;  // dropout output: 2as^2b (V is saved with Q, K above)
+  av.high_precision = true;
   return context;
 }
 

@@ -22,6 +22,10 @@ struct FusionPlan {
   bool norm_residual = false;          // residual add fused into the following LayerNorm
   bool fused_softmax = false;          // scale + mask + softmax in one kernel
   bool flash_attention = false;        // tiled attention, no s x s scores in memory
+  // Which fused attention kernel: 2 = FlashAttention-2 (PyTorch SDPA, flash-attn 2), 3 =
+  // FlashAttention-3 / cuDNN fused attention on Hopper (Transformer Engine). Costed with the
+  // device's flash2/flash3 efficiency curves.
+  int flash_attention_version = 2;
   std::vector<std::vector<std::string>> graph_groups;  // explicit op groups (op graphs)
   bool operator==(const FusionPlan&) const = default;
 };
