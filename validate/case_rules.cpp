@@ -9,12 +9,6 @@ std::string_view validation_rules_text();  // generated from validate/data/rules
 
 namespace {
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> parts;
   size_t start = 0;
@@ -29,9 +23,9 @@ std::vector<std::string> split(const std::string& s, char sep) {
 void add_substring(TextCondition& c, const JsonNode& n) {
   const std::string text = n.as_string();
   if (!text.empty() && text[0] == '!') {
-    c.excludes.push_back(lower(text.substr(1)));
+    c.excludes.push_back(lowercase(text.substr(1)));
   } else {
-    c.contains.push_back(lower(text));
+    c.contains.push_back(lowercase(text));
   }
 }
 
@@ -129,7 +123,7 @@ std::vector<CaseRule> optional_list(const JsonNode& n, const char* key, const ch
 bool condition_holds(const TextCondition& cond, const Json& c) {
   std::string text;
   for (const std::string& f : cond.fields) text += case_field_text(c, f) + "\n";
-  text = lower(text);
+  text = lowercase(text);
   for (const std::string& s : cond.contains) {
     if (text.find(s) == std::string::npos) return false;
   }
@@ -174,6 +168,12 @@ CaseRules builtin_case_rules() {
   const std::string name = "validate/data/rules.json";
   const Json doc = parse_json_text(validation_rules_text(), name);
   return read_case_rules(JsonNode(doc, name, ""));
+}
+
+std::string lowercase(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
 }
 
 std::string case_field_text(const Json& c, const std::string& path) {

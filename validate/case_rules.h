@@ -60,6 +60,7 @@ CaseRules builtin_case_rules();  // validate/data/rules.json, compiled into the 
 // The text of a dotted path in a case ("hardware.gpu"): strings as they are, numbers and
 // booleans as JSON, null/missing as "".
 std::string case_field_text(const Json& c, const std::string& path);
+std::string lowercase(std::string text);  // ASCII, for the case-insensitive text rules
 bool rule_matches(const CaseRule& rule, const Json& c);
 const CaseRule* first_match(const std::vector<CaseRule>& rules, const Json& c);
 const GroupRule* group_of(const CaseRules& rules, const std::string& id);

@@ -1,7 +1,5 @@
 #include "validate/case_translation.h"
 
-#include <algorithm>
-#include <cctype>
 #include <cmath>
 
 #include "sim/core/units.h"
@@ -9,12 +7,6 @@
 
 namespace stratasim {
 namespace {
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 bool has_number(const Json& obj, const char* key) {
   return obj.is_object() && obj.contains(key) && obj.at(key).is_number();
@@ -46,7 +38,7 @@ void merge_into(Json& target, const Json& fragment) {
 std::string reason_not_expressible(const Json& c) {
   const Json& m = c.value("model", Json::object());
   const Json& p = c.value("parallel", Json::object());
-  const std::string arch = lower(case_field_text(c, "model.arch"));
+  const std::string arch = lowercase(case_field_text(c, "model.arch"));
   if ((has_number(m, "experts") && m.at("experts").get<double>() > 1) ||
       arch.find("moe") != std::string::npos || arch.find("experts") != std::string::npos) {
     return "mixture of experts (" + case_field_text(c, "model.experts") +
@@ -100,7 +92,7 @@ Json cluster_of(const JsonNode& c, const CaseRules& rules) {
 }
 
 std::string recompute_of(const JsonNode& n) {
-  const std::string text = lower(n.as_string());
+  const std::string text = lowercase(n.as_string());
   if (text.rfind("full", 0) == 0 || text.rfind("all but last", 0) == 0) return "full";
   if (text.rfind("selective", 0) == 0) return "selective";
   if (text.rfind("none", 0) == 0) return "none";
@@ -109,7 +101,7 @@ std::string recompute_of(const JsonNode& n) {
 
 // The schedule the source names, or "" when it names none.
 std::string schedule_of(const Json& p) {
-  const std::string text = lower(case_field_text(p, "schedule"));
+  const std::string text = lowercase(case_field_text(p, "schedule"));
   if (text.find("interleaved") != std::string::npos) return "interleaved";
   if (text.find("gpipe") != std::string::npos) return "gpipe";
   if (text.find("1f1b") != std::string::npos) return "1f1b";
@@ -150,7 +142,7 @@ void stated_parallel(const JsonNode& c, Json& strategy, Json& search, const Json
   }
   if (tp == 1) strategy["sequence_parallel"] = false;
   if (has_number(pr, "zero_stage")) strategy["zero_stage"] = pr.at("zero_stage");
-  const std::string fsdp = lower(case_field_text(pr, "fsdp"));
+  const std::string fsdp = lowercase(case_field_text(pr, "fsdp"));
   if (fsdp.find("fsdp") != std::string::npos || (has_number(pr, "fsdp") && pr.at("fsdp") > 0)) {
     strategy["zero_stage"] = 3;
   }

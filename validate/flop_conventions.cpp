@@ -1,10 +1,9 @@
 #include "validate/flop_conventions.h"
 
-#include <algorithm>
-#include <cctype>
 #include <cmath>
 
 #include "sim/core/units.h"
+#include "validate/case_rules.h"
 
 namespace stratasim {
 namespace {
@@ -19,10 +18,7 @@ double field(const Json& c, const char* group, const char* key) {
 }
 
 bool arch_has(const Json& c, const char* word) {
-  std::string arch = c.at("model").value("arch", std::string());
-  std::transform(arch.begin(), arch.end(), arch.begin(),
-                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-  return arch.find(word) != std::string::npos;
+  return lowercase(c.at("model").value("arch", std::string())).find(word) != std::string::npos;
 }
 
 // Eq. 3 of Narayanan et al. (SC21).

@@ -1,7 +1,9 @@
 #include "validate/published.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "sim/analytical/analytical_engine.h"
 #include "sim/analytical/block_cost.h"
