@@ -123,7 +123,9 @@ void JobRunner::on_simulated(int code, bool cancelled, const QString& error) {
       const ResultFile file = read_result_file(temp_.filePath("simulate.json").toStdString());
       const std::string name = simulated_variant_.isEmpty() ? simulated_.variants.front().first
                                                             : simulated_variant_.toStdString();
-      const VariantResult& v = find_variant(evaluate_variants(simulated_), name, simulated_.file);
+      // The rows must outlive the reference find_variant returns (a temporary would not).
+      const std::vector<VariantResult> rows = evaluate_variants(simulated_);
+      const VariantResult& v = find_variant(rows, name, simulated_.file);
       VariantResult row{name + " (simgrid)", v.strategy, v.plan, file.entries.front().prediction, ""};
       if (!row.feasible()) throw InputError(simulated_.file, "variants", name, "is infeasible");
       result_.rows.push_back(std::move(row));

@@ -29,6 +29,11 @@ double EfficiencyCurve::at(double size) const {
   return max_fraction * size / (size + half_size);
 }
 
+double memory_pass_s(const DeviceSpec& d, double bytes) {
+  if (bytes <= 0) return 0;
+  return bytes / (d.memory_bandwidth_Bps * d.memory.at(bytes)) + d.kernel_overhead_s;
+}
+
 std::string_view topology_name(NetworkTopology t) {
   switch (t) {
     case NetworkTopology::kFatTree: return "fat_tree";

@@ -57,6 +57,10 @@ struct DeviceSpec {
   bool operator==(const DeviceSpec&) const = default;
 };
 
+// One memory-bound kernel that moves `bytes` (reads + writes): at the device's achievable
+// bandwidth for that size, plus its fixed kernel overhead (e.g. the optimizer step).
+double memory_pass_s(const DeviceSpec& d, double bytes);
+
 struct LinkSpec {
   std::string name;
   double bandwidth_Bps = 0;  // per direction, per port

@@ -6,8 +6,8 @@
 
 #include "sim/analytical/collective_cost.h"
 #include "sim/analytical/memory_model.h"
-#include "sim/analytical/optimizer_cost.h"
 #include "sim/analytical/stage_costs.h"
+#include "sim/analytical/step_timing.h"
 #include "sim/core/units.h"
 #include "strategies/pipeline/schedules.h"
 
@@ -20,43 +20,37 @@ struct RankSync {
   double optimizer_s = 0;
 };
 
-// Gradient reduction after the last backward (bucketed and overlapped with that backward
-// when asked), the ZeRO parameter all-gather, the tied-embedding all-reduce, and the
-// optimizer step (memory-bound: reads and writes every optimizer state once).
+// The rank's ops after its last backward (iteration.h), in order: the data-parallel gradient
+// buckets (overlapped with that backward when the plan says so), the parameter gather, the
+// tied-embedding all-reduce and the optimizer step.
 RankSync rank_sync(const Plan& plan, int rank, double last_backward_s) {
-  const Strategy& s = plan.strategy;
-  const HardwareModel& hw = plan.hardware;
-  const double params = rank_params(plan, rank);
   RankSync r;
-  auto coll = [&](CommKind k, double bytes) {
-    return collective_time(k, bytes, plan.dp_group, hw, s.collective).time_s;
-  };
-  const double grads = params * plan.grad_bytes_per_param;
-  const double weights = params * plan.weight_bytes_per_param;
-  double reduce = 0, gather = 0;
-  if (plan.dp > 1) {
-    if (s.zero_stage == 0) reduce = coll(CommKind::kAllReduce, grads);
-    if (s.zero_stage == 1) reduce = coll(CommKind::kReduceScatter, grads);
-    if (s.zero_stage == 1 || s.zero_stage == 2) gather = coll(CommKind::kAllGather, weights);
-    r.dp_bytes = (s.zero_stage == 0 ? grads : 0) + (s.zero_stage == 1 ? grads : 0) +
-                 (s.zero_stage == 1 || s.zero_stage == 2 ? weights : 0);
+  for (const IterOp& op : plan.iteration.tail[rank]) {
+    switch (op.kind) {
+      case IterOpKind::kGradientReduce: {
+        const BucketedReduce b = bucketed_reduce(op, plan, last_backward_s);
+        r.dp_total_s += b.total_s;
+        r.dp_exposed_s += b.exposed_s;
+        r.dp_bytes += op.bytes;
+        break;
+      }
+      case IterOpKind::kParameterGather: {
+        const double t = comm_op_s(op, plan);
+        r.dp_total_s += t;
+        r.dp_exposed_s += t;
+        r.dp_bytes += op.bytes;
+        break;
+      }
+      case IterOpKind::kEmbeddingSync:
+        r.embedding_s += comm_op_s(op, plan);
+        r.embedding_bytes += op.bytes;
+        break;
+      case IterOpKind::kOptimizerStep:
+        r.optimizer_s += memory_pass_s(plan.hardware.device, op.bytes);
+        break;
+      default: break;
+    }
   }
-  const double buckets = std::max(1.0, grads / plan.dp_bucket_B);
-  const double reduce_exposed =
-      s.overlap_dp ? std::max(reduce / buckets, reduce - last_backward_s) : reduce;
-  r.dp_total_s = reduce + gather;
-  r.dp_exposed_s = reduce_exposed + gather;
-  const bool tied_copy = plan.model.family != ModelFamily::kOpGraph &&
-                         plan.model.transformer.tied_embeddings && plan.pp > 1 &&
-                         (rank == 0 || rank == plan.pp - 1);
-  if (tied_copy) {
-    const TransformerSpec& t = plan.model.transformer;
-    r.embedding_bytes = double(t.vocab) * t.hidden / plan.tp * plan.grad_bytes_per_param;
-    const bool same_node = plan.pp * plan.tp * plan.dp <= hw.node.devices;
-    const LinkLevel link = same_node ? intra_node_level(hw) : inter_node_level(hw);
-    r.embedding_s = ring_all_reduce_s(r.embedding_bytes, 2, link);
-  }
-  r.optimizer_s = optimizer_step_s(plan, rank);
   return r;
 }
 

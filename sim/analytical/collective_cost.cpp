@@ -58,9 +58,17 @@ double ring_gather_s(double bytes, int n, LinkLevel link) {
   return double(n - 1) / n * bytes / link.bandwidth_Bps + double(n - 1) * link.latency_s;
 }
 
+int tree_chunks(double bytes, int n) {
+  const double depth = std::ceil(std::log2(std::max(2, n)));
+  constexpr double kChunkB = 512.0 * 1024;
+  return static_cast<int>(std::clamp(std::ceil(bytes / 2 / kChunkB), depth, 64.0 * depth));
+}
+
 double tree_all_reduce_s(double bytes, int n, LinkLevel link) {
   if (n <= 1) return 0;
-  return 2.0 * std::ceil(std::log2(n)) * link.latency_s + 2.0 * bytes / link.bandwidth_Bps;
+  const double depth = std::ceil(std::log2(n));
+  const double chunk_s = bytes / 2 / tree_chunks(bytes, n) / link.bandwidth_Bps;
+  return 2.0 * depth * (link.latency_s + 2.0 * chunk_s) + 2.0 * bytes / link.bandwidth_Bps;
 }
 
 CollectiveChoice collective_time(CommKind kind, double bytes, const CommGroup& g,

@@ -23,8 +23,14 @@ LinkLevel inter_node_level(const HardwareModel& hw);
 double ring_all_reduce_s(double bytes, int n, LinkLevel link);
 // Ring all-gather or reduce-scatter: (n-1)/n * S/B + (n-1) * alpha.
 double ring_gather_s(double bytes, int n, LinkLevel link);
-// Double binary tree all-reduce (NCCL): 2 * log2(n) * alpha + 2 * S/B.
+// Double binary tree all-reduce (NCCL; Sanders et al. 2009): each half of S goes up one tree
+// and down again in tree_chunks() pipelined chunks, so every member's port carries 2 S and
+// the pipeline fills once per direction over log2(n) levels, each step two chunk times (an
+// interior member takes a chunk from each of its two children through one port):
+//   2 * log2(n) * (alpha + 2 chunk / B) + 2 * S/B,  chunk = S / 2 / tree_chunks(S, n).
 double tree_all_reduce_s(double bytes, int n, LinkLevel link);
+// Chunks per half of S: NCCL's ~512 KiB slices, between log2(n) and 64 log2(n).
+int tree_chunks(double bytes, int n);
 
 struct CollectiveChoice {
   double time_s = 0;

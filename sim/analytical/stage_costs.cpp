@@ -4,6 +4,7 @@
 
 #include "sim/analytical/block_cost_memo.h"
 #include "sim/analytical/collective_cost.h"
+#include "sim/analytical/step_timing.h"
 
 namespace stratasim {
 namespace {
@@ -19,50 +20,30 @@ void add_block(StageCost& c, const BlockCost& b, double times) {
   c.hardware_flops += times * b.hardware_flops;
 }
 
-// ZeRO-2 reduce-scatters gradients every micro-batch; ZeRO-3 also all-gathers the weights
-// before the forward and again before the backward (Rajbhandari et al. SC20, Sec. 7).
-void add_zero_traffic(StageCost& c, const VirtualStage& st, const Plan& plan) {
-  const int zero = plan.strategy.zero_stage;
-  if (zero < 2 || plan.dp <= 1) return;
-  // One collective per layer (ZeRO gathers and reduces layer by layer), each paying latency.
-  const int per_stage = std::max(1, st.layers);
-  auto time = [&](CommKind k, double bytes) {
-    return per_stage * collective_time(k, bytes / per_stage, plan.dp_group, plan.hardware,
-                                       plan.strategy.collective)
-                           .time_s;
+// The stage's forward and backward steps (iteration.h) timed around its compute: ZeRO
+// collectives before, beside or after it, and the send to the neighbouring stage. A blocking
+// send (Megatron's default p2p) keeps the sender busy until its message has arrived, so the
+// transfer joins the step; a non-blocking one is a latency on the receiver's dependency.
+void time_steps(StageCost& c, const StageProgram& program, const Plan& plan, double* forward_s,
+                double* backward_s, double* forward_lat_s, double* backward_lat_s) {
+  const ComputeDurations compute{c.forward_s, c.recompute_s, c.backward_s - c.recompute_s};
+  const StepTiming f = time_step(program.forward, compute, plan);
+  const StepTiming b = time_step(program.backward, compute, plan);
+  c.compute_forward_s = c.forward_s;
+  c.compute_backward_s = c.backward_s;
+  c.zero_forward_total_s = f.zero_total_s;
+  c.zero_forward_exposed_s = f.span_s - f.compute_s;
+  c.zero_total_s = f.zero_total_s + b.zero_total_s;
+  c.zero_exposed_s = c.zero_forward_exposed_s + (b.span_s - b.compute_s);
+  c.forward_s = f.span_s;
+  c.backward_s = b.span_s;
+  auto finish = [](const StepTiming& t, double* duration, double* lat) {
+    const double transfer = std::max(0.0, t.send_end_s - t.span_s);
+    *duration = t.span_s + (t.send_blocking ? transfer : 0);
+    *lat = t.send_blocking ? 0 : transfer;
   };
-  const double grads = st.params * plan.grad_bytes_per_param;
-  const double weights = st.params * plan.weight_bytes_per_param;
-  double fwd = 0, bwd = time(CommKind::kReduceScatter, grads);
-  c.zero_bytes += grads;
-  if (zero >= 3) {
-    fwd = time(CommKind::kAllGather, weights);
-    bwd += time(CommKind::kAllGather, weights);
-    c.zero_bytes += 2 * weights;
-  }
-  c.zero_total_s += fwd + bwd;
-  // With prefetching, layer i+1's gather runs during layer i's compute; the first layer's
-  // gather (and the last layer's reduce-scatter) cannot hide behind anything.
-  const bool overlap = plan.strategy.overlap_dp;
-  const double per_layer = 1.0 / std::max(1, st.layers);
-  const double fwd_exposed = overlap ? std::max(fwd * per_layer, fwd - c.forward_s) : fwd;
-  const double bwd_exposed = overlap ? std::max(bwd * per_layer, bwd - c.backward_s) : bwd;
-  c.zero_exposed_s += fwd_exposed + bwd_exposed;
-  c.zero_forward_total_s += fwd;
-  c.zero_forward_exposed_s += fwd_exposed;
-  c.forward_s += fwd_exposed;
-  c.backward_s += bwd_exposed;
-}
-
-// Blocking sends (Megatron's default p2p): a stage is busy until its activation (forward) or
-// gradient (backward) has reached the neighbour, so the transfer joins the sender's op.
-void block_on_sends(StageDurations& d) {
-  const size_t n = d.forward_s.size();
-  for (size_t i = 0; i + 1 < n; ++i) {
-    d.forward_s[i] += d.p2p_s[i];
-    d.backward_s[i + 1] += d.p2p_s[i];
-    d.p2p_s[i] = 0;
-  }
+  finish(f, forward_s, forward_lat_s);
+  finish(b, backward_s, backward_lat_s);
 }
 
 }  // namespace
@@ -84,25 +65,29 @@ StageCosts stage_costs(const Plan& plan) {
   out.stages.resize(n);
   out.durations.forward_s.resize(n);
   out.durations.backward_s.resize(n);
-  out.durations.p2p_s.resize(n > 0 ? n - 1 : 0);
+  out.durations.p2p_s.assign(n > 0 ? n - 1 : 0, 0.0);
+  out.compute_only = out.durations;
+  out.transfer_s = out.durations.p2p_s;
   for (size_t i = 0; i < n; ++i) {
     const VirtualStage& st = plan.stages[i];
     StageCost& c = out.stages[i];
     add_block(c, layer, double(st.layers) * plan.block_repeat);
     if (st.has_embedding) add_block(c, embedding, 1);
     if (st.has_head) add_block(c, head, 1);
-    add_zero_traffic(c, st, plan);
-    out.durations.forward_s[i] = c.forward_s;
-    out.durations.backward_s[i] = c.backward_s;
-    if (i + 1 < n) {
-      out.durations.p2p_s[i] =
-          p2p_time(plan.p2p_bytes, pipeline_neighbours_share_node(plan, st.rank), plan.hardware);
-    }
+    double forward_lat = 0, backward_lat = 0;
+    time_steps(c, plan.iteration.stages[i], plan, &out.durations.forward_s[i],
+               &out.durations.backward_s[i], &forward_lat, &backward_lat);
+    out.compute_only.forward_s[i] = c.forward_s;
+    out.compute_only.backward_s[i] = c.backward_s;
+    // The schedule executor has one latency per boundary, for both directions: the
+    // activation of stage i and the gradient of stage i + 1 cross the same boundary.
+    if (i + 1 < n) out.durations.p2p_s[i] = forward_lat;
+    if (i > 0) out.durations.p2p_s[i - 1] = std::max(out.durations.p2p_s[i - 1], backward_lat);
   }
-  out.transfer_s = out.durations.p2p_s;
-  out.compute_only = out.durations;
-  std::fill(out.compute_only.p2p_s.begin(), out.compute_only.p2p_s.end(), 0.0);
-  if (!plan.strategy.overlap_p2p) block_on_sends(out.durations);
+  // One transfer per boundary, whether it blocks the sender or not.
+  for (size_t i = 0; i + 1 < n; ++i) {
+    out.transfer_s[i] = comm_op_s(plan.iteration.stages[i].forward.ops.back(), plan);
+  }
   return out;
 }
 

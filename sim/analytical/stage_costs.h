@@ -10,7 +10,10 @@
 namespace stratasim {
 
 struct StageCost {
+  // Forward and backward of one micro-batch with their exposed ZeRO collectives (without the
+  // point-to-point transfers); the backward includes recomputation.
   double forward_s = 0, backward_s = 0, recompute_s = 0;
+  double compute_forward_s = 0, compute_backward_s = 0;  // the blocks' kernels alone
   double tp_total_s = 0, tp_exposed_s = 0, tp_bytes = 0;
   double zero_total_s = 0, zero_exposed_s = 0, zero_bytes = 0;
   double zero_forward_total_s = 0, zero_forward_exposed_s = 0;  // the forward's share of them

@@ -1,6 +1,6 @@
 // Collectives over the replicas' hosts as point-to-point messages (see simulation.h): ring
 // (Patarasuk & Yuan 2009), hierarchical (intra-node rings around an inter-node ring), double
-// binary tree (NCCL), and the ZeRO-2/3 per-micro-batch traffic built from them.
+// binary tree (NCCL), and the comm stream of a step (ZeRO-2/3 per-micro-batch traffic).
 #include <algorithm>
 #include <cmath>
 #include <simgrid/s4u.hpp>
@@ -100,12 +100,11 @@ double Simulation::hierarchical(const CollectiveSpec& c, int rank, int replica) 
 // each reducing then broadcasting half of S in `chunks` pipelined pieces sent eagerly (the
 // receiving member is the mailbox's permanent receiver, so latencies overlap transfers). Every
 // member's port carries S per direction and phase: 2 S / B + the pipeline's fill, which
-// collective_cost.h's 2 log2(n) alpha approximates; 64 chunks per tree level keep the fill
-// near 1/64 per level.
+// collective_cost.h's closed form counts as 2 log2(n) (alpha + chunk / B) with the same chunks.
 double Simulation::tree(const CollectiveSpec& c, int rank, int replica) {
   const int n = static_cast<int>(c.members.size());
   const int depth = static_cast<int>(std::ceil(std::log2(n)));
-  const int chunks = 64 * depth;
+  const int chunks = tree_chunks(c.bytes / c.repeats, n);  // the plan's chunking (collective_cost.h)
   std::vector<int> mirrored(c.members.rbegin(), c.members.rend());
   const double start = sg4::Engine::get_clock();
   for (int r = 0; r < c.repeats; ++r) {
@@ -173,38 +172,28 @@ void Simulation::tree_half(const std::vector<int>& order, int i, double bytes, i
   box('d', i)->set_receiver(nullptr);
 }
 
-void Simulation::zero_traffic(int rank, int replica, int vs, int micro_batch, bool forward) {
-  const StageCost& cost = costs_.stages[vs];
-  const double total =
-      forward ? cost.zero_forward_total_s : cost.zero_total_s - cost.zero_forward_total_s;
-  const double exposed =
-      forward ? cost.zero_forward_exposed_s : cost.zero_exposed_s - cost.zero_forward_exposed_s;
-  if (total <= 0) return;
+// The comm stream of one step: its ZeRO collectives in program order, each after the ops it
+// depends on (the compute, for the last reduce-scatter), on their own actor so that they run
+// beside the compute as the program says.
+void Simulation::comm_stream(int rank, int replica, const StepProgram& step, StepState& state,
+                             const std::string& tag) {
   HostResult& me = run_.hosts[host_index(rank, replica)];
-  const VirtualStage& st = plan_.stages[vs];
-  const int layers = std::max(1, st.layers);  // one collective per layer (stage_costs.cpp)
-  const double t0 = sg4::Engine::get_clock();
-  sg4::ExecPtr hidden;  // prefetching: the gathers run under the op's compute
-  if (total > exposed) {
-    hidden = sg4::this_actor::exec_async((total - exposed) * speed_);
-    ++run_.activities;
-  }
-  const std::string tag = "zero-" + std::string(forward ? "f" : "b") + std::to_string(vs) + "-" +
-                          std::to_string(micro_batch);
-  auto run = [&](CommKind kind, double bytes, const char* suffix, const char* what) {
-    const CollectiveSpec c{kind,    bytes,        layers, dp_members(rank),
-                           replica, tag + suffix, what,   false};
+  for (size_t i = 0; i < step.ops.size(); ++i) {
+    const IterOp& op = step.ops[i];
+    if (op.stream != Stream::kComm || is_send(op)) continue;
+    state.wait(op);
+    const bool gather = op.kind == IterOpKind::kZeroGather;
+    const CollectiveSpec c{op.comm,
+                           op.bytes,
+                           std::max(1, op.repeats),
+                           dp_members(rank),
+                           replica,
+                           tag + "-" + std::to_string(i),
+                           gather ? "zero all-gather" : "zero reduce-scatter",
+                           false};
     me.zero_s += collective(c, rank, replica);
-  };
-  if (plan_.strategy.zero_stage >= 3) {
-    run(CommKind::kAllGather, st.params * plan_.weight_bytes_per_param, "g", "zero all-gather");
+    state.finish(i);
   }
-  if (!forward) {
-    run(CommKind::kReduceScatter, st.params * plan_.grad_bytes_per_param, "r",
-        "zero reduce-scatter");
-  }
-  if (hidden) hidden->wait();
-  me.zero_exposed_s += std::max(0.0, sg4::Engine::get_clock() - t0 - (total - exposed));
 }
 
 }  // namespace stratasim::simgrid_detail

@@ -30,7 +30,6 @@
 #include <string>
 
 #include "sim/analytical/block_cost_memo.h"
-#include "sim/analytical/optimizer_cost.h"
 #include "sim/simgrid/platform.h"
 #include "sim/simgrid/simulation.h"
 
@@ -48,7 +47,28 @@ void Simulation::run_op(int rank, int replica, const PipeOp& op, bool keep) {
     if (keep) Simulation::record(rank, replica, kind, shown_mb, op.chunk, start, std::move(name));
   };
   const double start = sg4::Engine::get_clock();
-  if (fwd) zero_traffic(rank, replica, vs, op.micro_batch, true);
+  const StepProgram& step =
+      fwd ? plan_.iteration.stages[vs].forward : plan_.iteration.stages[vs].backward;
+  StepState state(step.ops.size());
+  sg4::ActorPtr comm;  // the step's comm stream, when it has collectives
+  const bool collectives = std::any_of(step.ops.begin(), step.ops.end(), [](const IterOp& o) {
+    return o.stream == Stream::kComm && !is_send(o);
+  });
+  if (collectives) {
+    const std::string tag = std::string(fwd ? "zf" : "zb") + std::to_string(vs) + "-" +
+                            std::to_string(op.micro_batch);
+    comm = sg4::Actor::create("comm-stream", hosts_[host_index(rank, replica)],
+                              [this, rank, replica, &step, &state, tag] {
+                                comm_stream(rank, replica, step, state, tag);
+                              });
+  }
+  // The compute ops (recomputation, backward) run back to back as the stage's pieces, after
+  // the first compute op's dependencies (a ZeRO-3 gather).
+  const auto first_compute = std::find_if(step.ops.begin(), step.ops.end(), [](const IterOp& o) {
+    return o.stream == Stream::kCompute;
+  });
+  if (first_compute != step.ops.end()) state.wait(*first_compute);
+  const double compute_start = sg4::Engine::get_clock();
   for (const Piece& piece : fwd ? pieces_[vs].forward : pieces_[vs].backward) {
     const double t = sg4::Engine::get_clock();
     for (const Segment& seg : piece.segments) {
@@ -61,7 +81,15 @@ void Simulation::run_op(int rank, int replica, const PipeOp& op, bool keep) {
     record(piece.kind, t,
            prefix + id + (piece.layer < 0 ? "" : "/L" + std::to_string(piece.layer)));
   }
-  if (!fwd) zero_traffic(rank, replica, vs, op.micro_batch, false);
+  const double compute_end = sg4::Engine::get_clock();
+  for (size_t i = 0; i < step.ops.size(); ++i) {
+    if (step.ops[i].stream == Stream::kCompute) state.finish(i);
+  }
+  if (comm) {
+    comm->join();
+    me.zero_exposed_s +=
+        std::max(0.0, sg4::Engine::get_clock() - start - (compute_end - compute_start));
+  }
   const int to = fwd ? vs + 1 : vs - 1;
   if (to >= 0 && to < vstages_) {
     sg4::Mailbox* out = box(fwd ? 'f' : 'b', replica, to);
@@ -107,7 +135,6 @@ void Simulation::exchange(int host, const TpExchange& x) {
 void Simulation::worker(int rank, int replica) {
   HostResult& me = run_.hosts[host_index(rank, replica)];
   const std::vector<PipeOp>& ops = schedule_.per_rank[rank];
-  const bool overlap_dp = plan_.strategy.overlap_dp && dp_ > 1 && plan_.strategy.zero_stage <= 1;
   sg4::ActorPtr reducer;
   double cursor = 0;
   int iterations_done = 0;  // async: iteration boundaries passed on this rank
@@ -131,15 +158,12 @@ void Simulation::worker(int rank, int replica) {
     const bool keep = !async_ || iterations_done == traced;
     if (now > cursor && keep) record(rank, replica, EventKind::kIdle, -1, 0, cursor, "idle");
     if (j + 1 == ops.size()) sync_phase_[rank] = 1;
-    if (overlap_dp && j + 1 == ops.size() && !fwd) {
-      const double grads = rank_params(plan_, rank) * plan_.grad_bytes_per_param;
-      const int buckets =
-          static_cast<int>(std::clamp(std::ceil(grads / std::max(1.0, plan_.dp_bucket_B)), 1.0,
-                                      double(options_.max_dp_buckets)));
+    const IterOp* reduce = gradient_reduce(rank);
+    if (reduce && reduce->overlaps_last_backward && j + 1 == ops.size() && !fwd) {
       const double backward = costs_.compute_only.backward_s[vs];
       reducer = sg4::Actor::create("reducer", hosts_[host_index(rank, replica)],
-                                   [this, rank, replica, now, backward, buckets] {
-                                     reduce_gradients(rank, replica, now, backward, buckets, false);
+                                   [this, rank, replica, reduce, now, backward] {
+                                     reduce_gradients(rank, replica, *reduce, now, backward, false);
                                    });
     }
     run_op(rank, replica, op, keep);
@@ -156,66 +180,74 @@ void Simulation::worker(int rank, int replica) {
   sync_and_step(rank, replica, reducer);
 }
 
-// Gradient reduction: all-reduce (ZeRO 0) or reduce-scatter (ZeRO 1) over the replicas, in
-// `buckets` pieces that become ready as the last backward progresses (ready_s + backward_s
-// when not overlapped: buckets == 1 and backward_s == 0).
-void Simulation::reduce_gradients(int rank, int replica, double ready_s, double backward_s,
-                                  int buckets, bool serial) {
-  const int n = dp_;
-  const double grads = rank_params(plan_, rank) * plan_.grad_bytes_per_param;
-  const bool all_reduce = plan_.strategy.zero_stage == 0;
-  if (n <= 1) return;
+// The gradient-reduce op (iteration.h): op.repeats buckets (at most max_dp_buckets simulated,
+// each carrying its share), bucket b ready after (b + 1)/buckets of the last backward
+// (ready_s, backward_s) when the op overlaps it, else all at ready_s.
+void Simulation::reduce_gradients(int rank, int replica, const IterOp& op, double ready_s,
+                                  double backward_s, bool serial) {
+  const int buckets = std::clamp(op.repeats, 1, options_.max_dp_buckets);
+  const bool all_reduce = op.comm == CommKind::kAllReduce;
   for (int b = 0; b < buckets; ++b) {
     sg4::this_actor::sleep_until(ready_s + backward_s * (b + 1) / buckets);
-    CollectiveSpec c{all_reduce ? CommKind::kAllReduce : CommKind::kReduceScatter,
-                     grads / buckets,
+    CollectiveSpec c{op.comm,
+                     op.bytes / buckets,
                      1,
                      dp_members(rank),
                      replica,
                      "dp-reduce-b" + std::to_string(b) + "-r" + std::to_string(rank),
                      all_reduce ? "dp all-reduce" : "dp reduce-scatter",
                      serial,
-                     grads};  // chosen for the whole gradient, as the analytical engine does
+                     op.bytes / std::max(1, op.repeats)};  // the algorithm for the plan's bucket
     run_.hosts[host_index(rank, replica)].dp_s += collective(c, rank, replica);
   }
 }
 
+// The rank's ops after its last backward, in the plan's order.
 void Simulation::sync_and_step(int rank, int replica, sg4::ActorPtr reducer) {
   HostResult& me = run_.hosts[host_index(rank, replica)];
-  const int zero = plan_.strategy.zero_stage;
   const double sync_start = sg4::Engine::get_clock();
-  if (reducer) {
-    reducer->join();
-  } else if (dp_ > 1 && zero <= 1) {
-    reduce_gradients(rank, replica, sync_start, 0, 1, true);
+  bool dp_done = false;
+  auto end_dp_phase = [&] {
+    if (dp_done) return;
+    dp_done = true;
+    me.dp_end_s = sg4::Engine::get_clock();
+    dp_wait_s_[host_index(rank, replica)] = sync_wait_s_[host_index(rank, replica)];
+  };
+  for (const IterOp& op : plan_.iteration.tail[rank]) {
+    switch (op.kind) {
+      case IterOpKind::kGradientReduce:
+        if (reducer) {
+          reducer->join();
+        } else {
+          reduce_gradients(rank, replica, op, sync_start, 0, true);
+        }
+        break;
+      case IterOpKind::kParameterGather: {
+        const CollectiveSpec c{op.comm,  op.bytes, 1, dp_members(rank), replica,
+                               "dp-gather-r" + std::to_string(rank), "dp all-gather", true};
+        me.dp_s += collective(c, rank, replica);
+        break;
+      }
+      case IterOpKind::kEmbeddingSync: {
+        end_dp_phase();
+        RingSpec r;  // the plan's ring over the first and the last stage
+        r.tag = "embedding-d" + std::to_string(replica);
+        r.members = {host_index(0, replica), host_index(p_ - 1, replica)};
+        r.position = rank == 0 ? 0 : 1;
+        r.step_bytes = op.bytes / 2;
+        r.steps = 2;
+        me.embedding_s = ring(r, rank, replica, "embedding all-reduce", true);
+        break;
+      }
+      case IterOpKind::kOptimizerStep:
+        end_dp_phase();
+        me.optimizer_s = memory_pass_s(plan_.hardware.device, op.bytes);
+        compute(me.optimizer_s);
+        break;
+      default: break;
+    }
   }
-  if (dp_ > 1 && (zero == 1 || zero == 2)) {  // parameters gathered after the sharded update
-    CollectiveSpec c{CommKind::kAllGather,
-                     rank_params(plan_, rank) * plan_.weight_bytes_per_param,
-                     1,
-                     dp_members(rank),
-                     replica,
-                     "dp-gather-r" + std::to_string(rank),
-                     "dp all-gather",
-                     true};
-    me.dp_s += collective(c, rank, replica);
-  }
-  me.dp_end_s = sg4::Engine::get_clock();
-  dp_wait_s_[host_index(rank, replica)] = sync_wait_s_[host_index(rank, replica)];
-  const bool tied = plan_.model.family != ModelFamily::kOpGraph &&
-                    plan_.model.transformer.tied_embeddings && p_ > 1;
-  if (tied && (rank == 0 || rank == p_ - 1)) {
-    const TransformerSpec& t = plan_.model.transformer;
-    RingSpec r;
-    r.tag = "embedding-d" + std::to_string(replica);
-    r.members = {host_index(0, replica), host_index(p_ - 1, replica)};
-    r.position = rank == 0 ? 0 : 1;
-    r.step_bytes = double(t.vocab) * t.hidden / plan_.tp * plan_.grad_bytes_per_param / 2;
-    r.steps = 2;
-    me.embedding_s = ring(r, rank, replica, "embedding all-reduce", true);
-  }
-  me.optimizer_s = optimizer_step_s(plan_, rank);
-  compute(me.optimizer_s);
+  end_dp_phase();
   me.finish_s = sg4::Engine::get_clock();
   ++finished_;
 }

@@ -24,8 +24,9 @@ struct SimgridOptions {
   // step) up to this many steps; longer rings are aggregated into this many steps carrying
   // the same bytes, with the skipped steps' latency added (PLATFORM-NOTES: speed).
   int max_ring_steps = 64;
-  // With overlap_dp, gradient buckets reduced while the last backward runs (at most).
-  int max_dp_buckets = 4;
+  // Gradient buckets simulated (at most): the plan's buckets (iteration.h) up to this many,
+  // each carrying its share of the bytes; the analytical engine costs every plan bucket.
+  int max_dp_buckets = 64;
   SimGranularity granularity = SimGranularity::kStage;
   // Tensor-parallel collectives run as messages at layer granularity. At stage granularity
   // they stay inside the op durations (not contended) unless this is set: then each op's

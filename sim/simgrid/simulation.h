@@ -26,6 +26,31 @@ inline uint64_t message_size(double bytes) {  // SimGrid sizes are integers: rou
   return std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(bytes)));
 }
 
+inline bool is_send(const IterOp& op) {
+  return op.kind == IterOpKind::kSendActivation || op.kind == IterOpKind::kSendGradient;
+}
+
+// Which ops of one step (iteration.h) are over: shared by the worker (the compute stream) and
+// the actor of the step's comm stream, so that each op waits for its dependencies.
+struct StepState {
+  explicit StepState(size_t ops)
+      : done(ops, 0), mutex(sg4::Mutex::create()), cv(sg4::ConditionVariable::create()) {}
+  void wait(const IterOp& op) {
+    std::unique_lock lock(*mutex);
+    for (int8_t d : op.deps) {
+      while (d >= 0 && !done[d]) cv->wait(lock);
+    }
+  }
+  void finish(size_t i) {
+    std::unique_lock lock(*mutex);
+    done[i] = 1;
+    cv->notify_all();
+  }
+  std::vector<char> done;
+  sg4::MutexPtr mutex;
+  sg4::ConditionVariablePtr cv;
+};
+
 // One collective as a ring: `steps` steps, each member sending `step_bytes` to its successor.
 struct RingSpec {
   std::string tag;           // unique per concurrent ring
@@ -54,15 +79,14 @@ class Simulation {
     micro_batch_ids_.resize(stream_micro_batches_);
     for (int i = 0; i < stream_micro_batches_; ++i) micro_batch_ids_[i] = i;
     sync_phase_.assign(p_, !async_);
-    // ZeRO traffic runs beside the pieces (zero_traffic), its hidden compute with it.
-    std::vector<double> forward = costs_.compute_only.forward_s;
-    std::vector<double> backward = costs_.compute_only.backward_s;
-    for (size_t vs = 0; vs < forward.size(); ++vs) {
-      const StageCost& c = costs_.stages[vs];
-      forward[vs] -= c.zero_forward_total_s;
-      backward[vs] -= c.zero_total_s - c.zero_forward_total_s;
+    // The compute ops run as pieces; ZeRO collectives and sends are ops of their own.
+    std::vector<double> forward, backward, recompute;
+    for (const StageCost& c : costs_.stages) {
+      forward.push_back(c.compute_forward_s);
+      backward.push_back(c.compute_backward_s);
+      recompute.push_back(c.recompute_s);
     }
-    pieces_ = op_pieces(plan, forward, backward, recompute_s(), options);
+    pieces_ = op_pieces(plan, forward, backward, recompute, options);
     steady_begin_s_.assign(p_, 0);
     steady_end_s_.assign(p_, 0);
   }
@@ -93,17 +117,12 @@ class Simulation {
   }
   void worker(int rank, int replica);
   void run_op(int rank, int replica, const PipeOp& op, bool keep);
-  std::vector<double> recompute_s() const {
-    std::vector<double> r;
-    for (const StageCost& c : costs_.stages) r.push_back(c.recompute_s);
-    return r;
-  }
   // A tensor-parallel collective of `host` as messages to and from its mirror (platform.h).
   void exchange(int host, const TpExchange& x);
   // `serial`: called by the worker itself, so waiting for peers delays the host (async
   // subtracts that wait: see fold_steady_state).
-  void reduce_gradients(int rank, int replica, double ready_s, double backward_s, int buckets,
-                        bool serial);
+  void reduce_gradients(int rank, int replica, const IterOp& op, double ready_s,
+                        double backward_s, bool serial);
   double ring(const RingSpec& ring, int rank, int replica, const char* what, bool serial);
   // A collective over `members` (host indices, this host at `position`) by the algorithm the
   // strategy names (kAuto: the one collective_cost.h picks for the data-parallel group):
@@ -124,9 +143,16 @@ class Simulation {
   double tree(const CollectiveSpec& c, int rank, int replica);
   void tree_half(const std::vector<int>& order, int i, double bytes, int chunks,
                  const std::string& tag);
-  // ZeRO-2/3 per-micro-batch traffic of virtual stage `vs` (forward: the weights' all-gather;
-  // backward: gather and gradient reduce-scatter), its hidden part computed beside it.
-  void zero_traffic(int rank, int replica, int vs, int micro_batch, bool forward);
+  // The comm stream of a step (its ZeRO collectives), each op after its dependencies.
+  void comm_stream(int rank, int replica, const StepProgram& step, StepState& state,
+                   const std::string& tag);
+  // The rank's gradient-reduce op (iteration.h), or null.
+  const IterOp* gradient_reduce(int rank) const {
+    for (const IterOp& op : plan_.iteration.tail[rank]) {
+      if (op.kind == IterOpKind::kGradientReduce) return &op;
+    }
+    return nullptr;
+  }
   std::vector<int> dp_members(int rank) const {
     std::vector<int> m;
     for (int d = 0; d < dp_; ++d) m.push_back(host_index(rank, d));

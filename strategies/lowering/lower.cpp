@@ -139,6 +139,7 @@ Expected<Plan> lower(const ModelSpec& model, const Strategy& strategy,
   assign_stages(plan);
   place_groups(plan);
   set_state_bytes(plan);
+  lower_iteration(plan);
   return plan;
 }
 

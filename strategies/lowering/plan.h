@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "hardware_models/src/hardware_model.h"
+#include "strategies/lowering/comm_group.h"
+#include "strategies/lowering/iteration.h"
 #include "strategies/lowering/layer_graph.h"
 #include "strategies/model/model_spec.h"
 #include "strategies/pipeline/pipeline_schedule.h"
@@ -19,15 +21,6 @@ namespace stratasim {
 
 enum class Phase : uint8_t { kForward, kBackward, kRecompute };
 std::string_view phase_name(Phase p);
-
-// Which devices a collective spans: `size` ranks, `ranks_per_node` of them in each node.
-enum class GroupKind : uint8_t { kTensor, kData, kPipelineEmbedding };
-struct CommGroup {
-  GroupKind kind = GroupKind::kTensor;
-  int size = 1;
-  int ranks_per_node = 1;  // group members sharing one node's NVLink domain
-  int nodes() const { return (size + ranks_per_node - 1) / ranks_per_node; }
-};
 
 // One kernel (or one collective) executed by every device of a stage.
 struct Kernel {
@@ -97,6 +90,9 @@ struct Plan {
   double dp_bucket_B = 0;
   // Optimizer-state bookkeeping (bytes per parameter), before ZeRO sharding.
   double weight_bytes_per_param = 2, grad_state_bytes_per_param = 2, optimizer_bytes_per_param = 12;
+
+  // Every operation of the iteration beyond the blocks' kernels (iteration.h).
+  IterationProgram iteration;
 };
 
 }  // namespace stratasim

@@ -158,8 +158,18 @@ TEST_CASE("simgrid: ZeRO-2/3 collectives run as ring messages at their analytica
         CAPTURE(static_cast<int>(g));
         const double za = comm_total(a, CommCategory::kZero);
         REQUIRE(za > 0);
-        CHECK(rel(comm_total(s, CommCategory::kZero), za) < 0.01);
-        CHECK(rel(s.iteration_s, a.iteration_s) < 0.01);
+        if (overlap && g == SimGranularity::kLayer) {
+          // Prefetched gathers and reduce-scatters run beside the compute, whose layers'
+          // tensor-parallel messages leave through the same NVLink port: contention the
+          // analytical engine does not see makes the simulation slower, never faster.
+          CHECK(comm_total(s, CommCategory::kZero) >= za * (1 - 1e-9));
+          CHECK(rel(comm_total(s, CommCategory::kZero), za) < 0.10);
+          CHECK(s.iteration_s >= a.iteration_s * (1 - 1e-9));
+          CHECK(rel(s.iteration_s, a.iteration_s) < 0.02);
+        } else {
+          CHECK(rel(comm_total(s, CommCategory::kZero), za) < 0.01);
+          CHECK(rel(s.iteration_s, a.iteration_s) < 0.01);
+        }
       }
     }
   }
@@ -181,8 +191,11 @@ TEST_CASE("simgrid: data-parallel all-reduce by ring, tree and hierarchical vs c
   };
   for (const Case& c :
        {Case{"ring", 1, 8, 0.01}, Case{"tree", 1, 8, 0.05}, Case{"hierarchical", 2, 16, 0.02}}) {
-    const Plan plan = plan_for(dp_strategy(c.tp, 1, c.collective, 0, false, 8 * c.devices / c.tp),
-                               c.devices, "{}", 2, 4096, 256);
+    // One bucket: the algorithm against its closed form (bucketing is checked below).
+    std::string strategy = dp_strategy(c.tp, 1, c.collective, 0, false, 8 * c.devices / c.tp);
+    strategy.back() = ',';
+    strategy += R"("dp_bucket": "100GB"})";
+    const Plan plan = plan_for(strategy, c.devices, "{}", 2, 4096, 256);
     const double closed_form = comm_total(predict_analytical(plan), CommCategory::kDataParallel);
     const double simulated =
         comm_total(predict_simgrid(plan, {.timeline = false}), CommCategory::kDataParallel);

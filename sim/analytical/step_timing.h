@@ -1,0 +1,40 @@
+// Closed-form costs of the iteration program's ops (iteration.h) and the list schedule of one
+// step: each op starts when its stream is free and its dependencies are over. The analytical
+// engine's per-stage durations and its end-of-iteration phase are built from these.
+#pragma once
+
+#include "strategies/lowering/plan.h"
+
+namespace stratasim {
+
+// A communication op's time, alone on its links: `repeats` collectives of bytes / repeats
+// (collective_cost.h, the op's algorithm), or one point-to-point message.
+double comm_op_s(const IterOp& op, const Plan& plan);
+
+// Durations of a stage's compute ops for one micro-batch (the blocks' kernels).
+struct ComputeDurations {
+  double forward_s = 0, recompute_s = 0, backward_s = 0;  // backward without recomputation
+};
+
+struct StepTiming {
+  double span_s = 0;          // until every op but a send is over
+  double send_end_s = 0;      // when the send's message has arrived (0: no send)
+  bool send_blocking = true;
+  double compute_s = 0;       // compute ops, back to back
+  double zero_total_s = 0;    // ZeRO collectives, alone
+};
+
+StepTiming time_step(const StepProgram& step, const ComputeDurations& compute, const Plan& plan);
+
+// The data-parallel gradient reduction in op.repeats buckets: total time and the part after
+// the last backward's end. Bucket k is ready after (k + 1)/B of the last backward (when the op
+// overlaps it) and the buckets run back to back: the last one ends at
+//   max_k(ready_k + (B - k) t) = end + max(t, B t - L (B - 1) / B)
+// for a last backward of length L and a bucket time t (the maximum of a linear function of k
+// sits at k = B - 1 or k = 0).
+struct BucketedReduce {
+  double total_s = 0, exposed_s = 0;
+};
+BucketedReduce bucketed_reduce(const IterOp& op, const Plan& plan, double last_backward_s);
+
+}  // namespace stratasim

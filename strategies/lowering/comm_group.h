@@ -1,0 +1,20 @@
+// Which devices a collective spans. Shared by the plan and the iteration program.
+#pragma once
+
+#include <cstdint>
+
+namespace stratasim {
+
+// kPipelineEmbedding: the first and the last pipeline stage (same tp and dp index), which
+// both hold the tied word embeddings.
+enum class GroupKind : uint8_t { kTensor, kData, kPipelineEmbedding };
+
+// `size` ranks, `ranks_per_node` of them in each node.
+struct CommGroup {
+  GroupKind kind = GroupKind::kTensor;
+  int size = 1;
+  int ranks_per_node = 1;  // group members sharing one node's NVLink domain
+  int nodes() const { return (size + ranks_per_node - 1) / ranks_per_node; }
+};
+
+}  // namespace stratasim

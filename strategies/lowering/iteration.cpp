@@ -1,0 +1,238 @@
+#include "strategies/lowering/iteration.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "strategies/lowering/plan.h"
+
+namespace stratasim {
+namespace {
+
+// FLOPs and memory traffic of one block's kernels of one phase.
+struct Work {
+  double flops = 0, bytes = 0;
+};
+Work phase_work(const Block* b, Phase phase, const std::vector<Kernel> Block::*list) {
+  Work w;
+  if (b == nullptr) return w;
+  for (const Kernel& k : b->*list) {
+    if (k.phase != phase) continue;
+    w.flops += k.matmul_flops + k.other_flops;
+    w.bytes += k.bytes;
+  }
+  return w;
+}
+
+Work stage_work(const Plan& plan, const VirtualStage& st, Phase phase) {
+  const auto list = phase == Phase::kForward ? &Block::forward : &Block::backward;
+  const Work layer = phase_work(plan.layer.get(), phase, list);
+  const double times = double(st.layers) * plan.block_repeat;
+  Work w{times * layer.flops, times * layer.bytes};
+  for (const auto& [has, block] : {std::pair{st.has_embedding, plan.embedding.get()},
+                                   std::pair{st.has_head, plan.head.get()}}) {
+    if (!has) continue;
+    const Work e = phase_work(block, phase, list);
+    w.flops += e.flops, w.bytes += e.bytes;
+  }
+  return w;
+}
+
+int push(StepProgram& s, IterOp op) {
+  s.ops.push_back(op);
+  return static_cast<int>(s.ops.size()) - 1;
+}
+
+IterOp compute_op(IterOpKind kind, int vstage, Work w, int dep) {
+  IterOp op;
+  op.kind = kind;
+  op.stream = Stream::kCompute;
+  op.vstage = vstage;
+  op.flops = w.flops;
+  op.bytes = w.bytes;
+  op.deps[0] = static_cast<int8_t>(dep);
+  return op;
+}
+
+IterOp collective_op(IterOpKind kind, CommKind comm, GroupKind group, int vstage, double bytes,
+                     int repeats, CollectiveAlgorithm algorithm) {
+  IterOp op;
+  op.kind = kind;
+  op.stream = Stream::kComm;
+  op.vstage = vstage;
+  op.group = group;
+  op.comm = comm;
+  op.bytes = bytes;
+  op.repeats = repeats;
+  op.algorithm = algorithm;
+  return op;
+}
+
+// ZeRO gathers and reduce-scatters run layer by layer, one collective per layer (Rajbhandari
+// et al. SC20, Sec. 7). With prefetching (overlap_dp) the first layer's collective is on the
+// critical path and the others run beside the compute; without it all of them precede (a
+// gather) or follow (a reduce-scatter) the compute. Returns the index the compute waits for.
+struct ZeroSplit {
+  int first = -1;  // the op the compute waits for (-1: none)
+};
+ZeroSplit add_zero_gather(StepProgram& s, const Plan& plan, const VirtualStage& st, int vs) {
+  ZeroSplit z;
+  if (plan.strategy.zero_stage < 3 || plan.dp <= 1) return z;
+  const int layers = std::max(1, st.layers);
+  const double weights = st.params * plan.weight_bytes_per_param;
+  const CollectiveAlgorithm a = plan.strategy.collective;
+  if (plan.strategy.overlap_dp && layers > 1) {
+    z.first = push(s, collective_op(IterOpKind::kZeroGather, CommKind::kAllGather,
+                                    GroupKind::kData, vs, weights / layers, 1, a));
+    push(s, collective_op(IterOpKind::kZeroGather, CommKind::kAllGather, GroupKind::kData, vs,
+                          weights * (layers - 1) / layers, layers - 1, a));
+  } else {
+    z.first = push(s, collective_op(IterOpKind::kZeroGather, CommKind::kAllGather,
+                                    GroupKind::kData, vs, weights, layers, a));
+  }
+  return z;
+}
+
+// Returns the op a gradient send must follow (the last reduce-scatter, or the compute).
+int add_zero_reduce_scatter(StepProgram& s, const Plan& plan, const VirtualStage& st, int vs,
+                            int backward) {
+  if (plan.strategy.zero_stage < 2 || plan.dp <= 1) return backward;
+  const int layers = std::max(1, st.layers);
+  const double grads = st.params * plan.grad_bytes_per_param;
+  const CollectiveAlgorithm a = plan.strategy.collective;
+  IterOp last = collective_op(IterOpKind::kZeroReduceScatter, CommKind::kReduceScatter,
+                              GroupKind::kData, vs, grads, layers, a);
+  if (plan.strategy.overlap_dp && layers > 1) {
+    push(s, collective_op(IterOpKind::kZeroReduceScatter, CommKind::kReduceScatter,
+                          GroupKind::kData, vs, grads * (layers - 1) / layers, layers - 1, a));
+    last.bytes = grads / layers;
+    last.repeats = 1;
+  }
+  last.deps[0] = static_cast<int8_t>(backward);
+  return push(s, last);
+}
+
+void add_send(StepProgram& s, const Plan& plan, IterOpKind kind, int vs, int after) {
+  IterOp op;
+  op.kind = kind;
+  op.stream = Stream::kComm;
+  op.vstage = vs;
+  op.bytes = plan.p2p_bytes;
+  op.blocking = !plan.strategy.overlap_p2p;
+  op.deps[0] = static_cast<int8_t>(after);
+  push(s, op);
+}
+
+StageProgram stage_program(const Plan& plan, int vs) {
+  const VirtualStage& st = plan.stages[vs];
+  const int vstages = static_cast<int>(plan.stages.size());
+  StageProgram p;
+  {
+    StepProgram& f = p.forward;
+    const ZeroSplit z = add_zero_gather(f, plan, st, vs);
+    const int compute =
+        push(f, compute_op(IterOpKind::kForward, vs, stage_work(plan, st, Phase::kForward), z.first));
+    if (vs + 1 < vstages) add_send(f, plan, IterOpKind::kSendActivation, vs, compute);
+  }
+  {
+    StepProgram& b = p.backward;
+    const ZeroSplit z = add_zero_gather(b, plan, st, vs);
+    int dep = z.first;
+    if (plan.strategy.recompute != Recompute::kNone) {
+      dep = push(b, compute_op(IterOpKind::kRecompute, vs, stage_work(plan, st, Phase::kRecompute),
+                               dep));
+    }
+    const int backward =
+        push(b, compute_op(IterOpKind::kBackward, vs, stage_work(plan, st, Phase::kBackward), dep));
+    const int last = add_zero_reduce_scatter(b, plan, st, vs, backward);
+    if (vs > 0) add_send(b, plan, IterOpKind::kSendGradient, vs, last);
+  }
+  return p;
+}
+
+// After the rank's last backward: the data-parallel gradient sync (ZeRO 0: all-reduce, 1:
+// reduce-scatter; ZeRO 2/3 reduced every micro-batch), the gather of the updated weight shards
+// (ZeRO 1/2; ZeRO-3 gathers before use), the tied-embedding all-reduce between the first and
+// the last stage, and the optimizer step.
+std::vector<IterOp> rank_tail(const Plan& plan, int rank, double params) {
+  const Strategy& s = plan.strategy;
+  std::vector<IterOp> tail;
+  const double grads = params * plan.grad_bytes_per_param;
+  if (plan.dp > 1 && s.zero_stage <= 1) {
+    // DDP's buckets: each reduced as one collective when its gradients are final.
+    const int buckets =
+        static_cast<int>(std::max(1.0, std::ceil(grads / std::max(1.0, plan.dp_bucket_B))));
+    IterOp op = collective_op(IterOpKind::kGradientReduce,
+                              s.zero_stage == 0 ? CommKind::kAllReduce : CommKind::kReduceScatter,
+                              GroupKind::kData, -1, grads, buckets, s.collective);
+    op.overlaps_last_backward = s.overlap_dp;
+    tail.push_back(op);
+  }
+  if (plan.dp > 1 && (s.zero_stage == 1 || s.zero_stage == 2)) {
+    tail.push_back(collective_op(IterOpKind::kParameterGather, CommKind::kAllGather,
+                                 GroupKind::kData, -1, params * plan.weight_bytes_per_param, 1,
+                                 s.collective));
+  }
+  const bool tied = plan.model.family != ModelFamily::kOpGraph &&
+                    plan.model.transformer.tied_embeddings && plan.pp > 1;
+  if (tied && (rank == 0 || rank == plan.pp - 1)) {
+    const TransformerSpec& t = plan.model.transformer;
+    tail.push_back(collective_op(IterOpKind::kEmbeddingSync, CommKind::kAllReduce,
+                                 GroupKind::kPipelineEmbedding, -1,
+                                 double(t.vocab) * t.hidden / plan.tp * plan.grad_bytes_per_param,
+                                 1, CollectiveAlgorithm::kRing));
+  }
+  // Mixed-precision Adam reads and writes both moments and the master weights, reads the
+  // gradient and writes the 16-bit weights; ZeRO >= 1 shards the update over dp.
+  const double shard = s.zero_stage >= 1 ? plan.dp : 1;
+  IterOp step;
+  step.kind = IterOpKind::kOptimizerStep;
+  step.stream = Stream::kCompute;
+  step.bytes = params / shard *
+               (2 * plan.optimizer_bytes_per_param + plan.grad_bytes_per_param +
+                plan.weight_bytes_per_param);
+  tail.push_back(step);
+  return tail;
+}
+
+}  // namespace
+
+std::string_view iter_op_kind_name(IterOpKind k) {
+  switch (k) {
+    case IterOpKind::kForward: return "forward";
+    case IterOpKind::kRecompute: return "recompute";
+    case IterOpKind::kBackward: return "backward";
+    case IterOpKind::kZeroGather: return "zero_gather";
+    case IterOpKind::kZeroReduceScatter: return "zero_reduce_scatter";
+    case IterOpKind::kSendActivation: return "send_activation";
+    case IterOpKind::kSendGradient: return "send_gradient";
+    case IterOpKind::kGradientReduce: return "gradient_reduce";
+    case IterOpKind::kParameterGather: return "parameter_gather";
+    case IterOpKind::kEmbeddingSync: return "embedding_sync";
+    case IterOpKind::kOptimizerStep: return "optimizer_step";
+  }
+  return "?";
+}
+
+std::string_view stream_name(Stream s) { return s == Stream::kCompute ? "compute" : "comm"; }
+
+void lower_iteration(Plan& plan) {
+  IterationProgram& it = plan.iteration;
+  it.groups[static_cast<int>(GroupKind::kTensor)] = plan.tp_group;
+  it.groups[static_cast<int>(GroupKind::kData)] = plan.dp_group;
+  // The first and the last stage share a node only when the whole job fits in one.
+  const bool one_node = static_cast<long long>(plan.pp) * plan.tp * plan.dp <=
+                        plan.hardware.node.devices;
+  it.groups[static_cast<int>(GroupKind::kPipelineEmbedding)] =
+      CommGroup{GroupKind::kPipelineEmbedding, 2, one_node ? 2 : 1};
+  it.rank_params.assign(plan.pp, 0.0);
+  for (const VirtualStage& st : plan.stages) it.rank_params[st.rank] += st.params;
+  it.stages.clear();
+  it.stages.reserve(plan.stages.size());
+  for (int vs = 0; vs < static_cast<int>(plan.stages.size()); ++vs) {
+    it.stages.push_back(stage_program(plan, vs));
+  }
+  it.tail.clear();
+  for (int r = 0; r < plan.pp; ++r) it.tail.push_back(rank_tail(plan, r, it.rank_params[r]));
+}
+
+}  // namespace stratasim

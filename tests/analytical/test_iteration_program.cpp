@@ -1,0 +1,169 @@
+// The iteration program (strategies/lowering/iteration.h): which ops each strategy implies,
+// worked out by hand, and their closed-form timing in the analytical engine.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "hardware_models/src/hardware_json.h"
+#include "sim/analytical/analytical_engine.h"
+#include "sim/analytical/collective_cost.h"
+#include "sim/analytical/stage_costs.h"
+#include "sim/analytical/step_timing.h"
+#include "strategies/lowering/lower.h"
+#include "strategies/model/model_json.h"
+
+using namespace stratasim;
+
+namespace {
+
+// GPT-style decoder, 8 layers of hidden 1024, 16 heads, seq 512, vocab 32000 (tied).
+ModelSpec gpt8() {
+  ModelSpec m;
+  m.family = ModelFamily::kDecoder;
+  m.name = "gpt8";
+  TransformerSpec& t = m.transformer;
+  t.layers = 8, t.hidden = 1024, t.heads = 16, t.kv_heads = 16, t.ffn_hidden = 4096;
+  t.seq_len = 512, t.vocab = 32000, t.tied_embeddings = true;
+  return m;
+}
+
+Plan lowered(const Strategy& s, int devices) {
+  HardwareModel hw = catalog_cluster("dgx_a100");
+  hw.num_devices = devices;
+  Expected<Plan> p = lower(gpt8(), s, hw);
+  REQUIRE_MESSAGE(p.has_value(), (p ? "" : p.error().detail));
+  return *p;
+}
+
+Strategy strategy(int tp, int pp, int zero, bool overlap_dp, int gb = 8) {
+  Strategy s;
+  s.tp = tp, s.pp = pp, s.zero_stage = zero, s.overlap_dp = overlap_dp;
+  s.micro_batch = 1, s.global_batch = gb;
+  fusion_preset("megatron", &s.fusion);
+  return s;
+}
+
+std::vector<IterOpKind> kinds(const std::vector<IterOp>& ops) {
+  std::vector<IterOpKind> k;
+  for (const IterOp& op : ops) k.push_back(op.kind);
+  return k;
+}
+
+}  // namespace
+
+TEST_CASE("iteration program: ZeRO-3 with prefetch gathers the first layer, then the rest beside the compute") {
+  // pp 2 over 8 devices, dp 4: stage 0 holds layers 0-3 (+ embedding), one gather per layer.
+  const Plan plan = lowered(strategy(1, 2, 3, true), 8);
+  const StepProgram& f = plan.iteration.stages[0].forward;
+  using K = IterOpKind;
+  CHECK(kinds(f.ops) == std::vector<K>{K::kZeroGather, K::kZeroGather, K::kForward,
+                                       K::kSendActivation});
+  const double weights = plan.stages[0].params * plan.weight_bytes_per_param;
+  CHECK(f.ops[0].bytes == doctest::Approx(weights / 4));
+  CHECK(f.ops[0].repeats == 1);
+  CHECK(f.ops[1].bytes == doctest::Approx(weights * 3 / 4));
+  CHECK(f.ops[1].repeats == 3);
+  CHECK(f.ops[2].deps[0] == 0);  // the compute waits for the first layer's gather only
+  CHECK(f.ops[3].blocking);      // Megatron's p2p blocks the sender
+  // Backward of the last stage: gathers, recompute-free backward, then the reduce-scatter of
+  // layers 1.. beside the compute and the first layer's after it, then the gradient send.
+  const StepProgram& b = plan.iteration.stages[1].backward;
+  CHECK(kinds(b.ops) == std::vector<K>{K::kZeroGather, K::kZeroGather, K::kBackward,
+                                       K::kZeroReduceScatter, K::kZeroReduceScatter,
+                                       K::kSendGradient});
+  CHECK(b.ops[4].deps[0] == 2);
+  // ZeRO-3 reduces every micro-batch: no gradient bucket, no parameter gather at the end.
+  for (const auto& tail : plan.iteration.tail) {
+    for (const IterOp& op : tail) {
+      CHECK(op.kind != K::kGradientReduce);
+      CHECK(op.kind != K::kParameterGather);
+    }
+  }
+}
+
+TEST_CASE("iteration program: the step timing is the prefetch closed form max(G/L + C, G)") {
+  // One stage of L = 4 layers, gather G, compute C: with prefetch the forward takes
+  // G/L + max(C, G (L-1)/L) = max(G/L + C, G); without it G + C.
+  const Plan plan = lowered(strategy(1, 2, 3, true), 8);
+  const StepProgram& f = plan.iteration.stages[0].forward;
+  const double g_first = comm_op_s(f.ops[0], plan), g_rest = comm_op_s(f.ops[1], plan);
+  const double g = g_first + g_rest;
+  CHECK(g_first == doctest::Approx(g / 4));  // four equal collectives of W/4
+  for (const double c : {g / 10, g, 10 * g}) {
+    const StepTiming t = time_step(f, ComputeDurations{c, 0, 0}, plan);
+    CAPTURE(c);
+    CHECK(t.span_s == doctest::Approx(std::max(g / 4 + c, g)));
+    CHECK(t.compute_s == doctest::Approx(c));
+    CHECK(t.zero_total_s == doctest::Approx(g));
+    // The blocking send starts when the step is over and ends one transfer later.
+    CHECK(t.send_end_s == doctest::Approx(t.span_s + comm_op_s(f.ops[3], plan)));
+  }
+  const Plan serial = lowered(strategy(1, 2, 3, false), 8);
+  const StepProgram& fs = serial.iteration.stages[0].forward;
+  REQUIRE(fs.ops.size() == 3);
+  const double gs = comm_op_s(fs.ops[0], serial);
+  CHECK(gs == doctest::Approx(g));
+  CHECK(time_step(fs, ComputeDurations{1e-3, 0, 0}, serial).span_s ==
+        doctest::Approx(gs + 1e-3));
+}
+
+TEST_CASE("iteration program: DDP gradient buckets and the tied-embedding sync per rank") {
+  // dp 4, pp 2, ZeRO 0: each rank all-reduces its gradients in ceil(grads / 40M params) buckets.
+  Strategy s = strategy(1, 2, 0, true);
+  s.dp_bucket_B = 4e6;  // 4 MB buckets: several per rank
+  const Plan plan = lowered(s, 8);
+  for (int r = 0; r < 2; ++r) {
+    const std::vector<IterOp>& tail = plan.iteration.tail[r];
+    REQUIRE(tail.size() == 3);  // bucketed all-reduce, embedding sync, optimizer step
+    const double grads = plan.iteration.rank_params[r] * 2;  // bf16 gradients
+    CHECK(tail[0].kind == IterOpKind::kGradientReduce);
+    CHECK(tail[0].comm == CommKind::kAllReduce);
+    CHECK(tail[0].bytes == doctest::Approx(grads));
+    CHECK(tail[0].repeats == static_cast<int>(std::ceil(grads / 4e6)));
+    CHECK(tail[0].overlaps_last_backward);
+    // Tied embeddings with pp > 1: the first and the last stage all-reduce V h / tp gradients.
+    CHECK(tail[1].kind == IterOpKind::kEmbeddingSync);
+    CHECK(tail[1].bytes == doctest::Approx(32000.0 * 1024 * 2));
+    CHECK(tail[1].algorithm == CollectiveAlgorithm::kRing);
+    // Adam, mixed precision: 2 x 12 B of states + 2 B gradient + 2 B weight per parameter.
+    CHECK(tail[2].kind == IterOpKind::kOptimizerStep);
+    CHECK(tail[2].bytes == doctest::Approx(plan.iteration.rank_params[r] * 28));
+  }
+  // The buckets' closed form: B buckets of time t, the last backward L:
+  // exposed = max(t, B t - L (B-1)/B).
+  const IterOp& op = plan.iteration.tail[0][0];
+  const int buckets = op.repeats;
+  const double t = comm_op_s(op, plan) / buckets;
+  CHECK(t == doctest::Approx(collective_time(CommKind::kAllReduce, op.bytes / buckets,
+                                             plan.dp_group, plan.hardware, s.collective)
+                                 .time_s));
+  for (const double last : {0.0, t, 100 * t * buckets}) {
+    const BucketedReduce r = bucketed_reduce(op, plan, last);
+    CAPTURE(last);
+    CHECK(r.total_s == doctest::Approx(buckets * t));
+    CHECK(r.exposed_s == doctest::Approx(std::max(t, buckets * t - last * (buckets - 1) / buckets)));
+  }
+  // ZeRO-1: reduce-scatter, then the gather of the updated shards.
+  const Plan z1 = lowered(strategy(1, 2, 1, false), 8);
+  using K = IterOpKind;
+  CHECK(kinds(z1.iteration.tail[0]) ==
+        std::vector<K>{K::kGradientReduce, K::kParameterGather, K::kEmbeddingSync,
+                       K::kOptimizerStep});
+  CHECK(z1.iteration.tail[0][0].comm == CommKind::kReduceScatter);
+  CHECK_FALSE(z1.iteration.tail[0][0].overlaps_last_backward);
+  // The optimizer step of ZeRO >= 1 updates a 1/dp shard.
+  CHECK(z1.iteration.tail[0][3].bytes == doctest::Approx(z1.iteration.rank_params[0] * 28 / 4));
+}
+
+TEST_CASE("iteration program: the analytical engine's end of iteration is the tail's cost") {
+  // One rank (pp 1, dp 8), no overlap: iteration = pipeline + B t + optimizer pass.
+  Strategy s = strategy(1, 1, 0, false);
+  const Plan plan = lowered(s, 8);
+  const Prediction p = predict_analytical(plan);
+  const std::vector<IterOp>& tail = plan.iteration.tail[0];
+  REQUIRE(tail.size() == 2);
+  const double reduce = comm_op_s(tail[0], plan);
+  const double step = memory_pass_s(plan.hardware.device, tail[1].bytes);
+  CHECK(p.iteration_s == doctest::Approx(p.pipeline_s + reduce + step));
+  CHECK(p.optimizer_s == doctest::Approx(step));
+}
