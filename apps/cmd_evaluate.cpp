@@ -7,6 +7,7 @@
 #include "sim/core/atomic_file.h"
 #include "sim/prediction/prediction_json.h"
 #include "sim/scenario/scenario.h"
+#include "strategies/lowering/iteration_graph.h"
 #include "strategies/lowering/lower.h"
 #include "strategies/strategy/strategy_json.h"
 
@@ -75,11 +76,15 @@ int cmd_evaluate(int argc, char** argv) {
 }
 
 int cmd_explain(int argc, char** argv) {
-  const CliArgs args = parse_cli(argc, argv, 2, {"variant"}, {});
+  const CliArgs args = parse_cli(argc, argv, 2, {"variant", "graph"}, {});
   const Loaded l = load(args, "explain");
   Expected<Plan> plan = lower(l.scenario.model, l.strategy, l.scenario.hardware);
   if (!plan) return report_infeasible(l, plan.error());
   std::fputs(explain(*plan).c_str(), stdout);
+  if (!args.option("graph").empty()) {
+    // The iteration graph (docs/iteration_graph.md), written whole or not at all.
+    write_file_atomically(args.option("graph"), iteration_graph_json(*plan));
+  }
   return 0;
 }
 

@@ -19,7 +19,7 @@ const char* kUsage =
     "  simulate SCENARIO.json [--set key=value ...] [--variant NAME] [--trace OUT] [--json OUT]\n"
     "                         [--granularity stage|layer]\n"
     "                         simulate one strategy with SimGrid (contention, timeline trace)\n"
-    "  explain  SCENARIO.json [--set key=value ...] [--variant NAME]\n"
+    "  explain  SCENARIO.json [--set key=value ...] [--variant NAME] [--graph OUT.json]\n"
     "                         print the lowered plan per stage\n"
     "  compare  SCENARIO.json|DIR ... [--json OUT] [--csv OUT]\n"
     "                         compare every strategy variant of each scenario in a table\n"

@@ -5,7 +5,9 @@
 //   sweep   - a grid of strategies a search visits (tp, pp, micro-batch, schedule/interleave,
 //             recomputation), infeasible points included, as issue 5's search will;
 //   cold    - the sweep with the per-thread block caches defeated (every point a new shape),
-//             i.e. the cost of a point no earlier point shares anything with.
+//             i.e. the cost of a point no earlier point shares anything with;
+//   graph   - the iteration graph of scenarios/megatron_1t_3072_a100.json (explain --graph):
+//             its size and the time to build its JSON text (issue 13: < 50 MB, < 2 s).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +16,7 @@
 
 #include "sim/analytical/analytical_engine.h"
 #include "sim/scenario/scenario.h"
+#include "strategies/lowering/iteration_graph.h"
 #include "strategies/lowering/lower.h"
 
 using namespace stratasim;
@@ -86,6 +89,14 @@ int run_bench(int argc, char** argv) {
   print("cold", run(sc, grid, seconds, [](ModelSpec& m, long i) {
           m.transformer.vocab += static_cast<int>(i % 100000) * 8;
         }));
+  const Scenario big = load_scenario("scenarios/megatron_1t_3072_a100.json");
+  const auto start = std::chrono::steady_clock::now();
+  Expected<Plan> plan = lower(big.model, big.strategy, big.hardware);
+  if (!plan) return 1;
+  const std::string graph = iteration_graph_json(*plan);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("graph  megatron-1t/3072: %.1f MB of JSON in %.3f s (lower + expand)\n",
+              graph.size() / 1e6, s);
   return 0;
 }
 
