@@ -94,7 +94,14 @@ Json cluster_of(const JsonNode& c, const CaseRules& rules) {
 std::string recompute_of(const JsonNode& n) {
   const std::string text = lowercase(n.as_string());
   if (text.rfind("full", 0) == 0 || text.rfind("all but last", 0) == 0) return "full";
-  if (text.rfind("selective", 0) == 0) return "selective";
+  if (text.rfind("selective", 0) == 0) {
+    // TorchTitan's per-op policy ("op SAC") saves every other matmul; Megatron's selective
+    // recomputation recomputes the attention core only.
+    const bool per_op = text.find("op sac") != std::string::npos ||
+                        text.find("per-op") != std::string::npos ||
+                        text.find("'op'") != std::string::npos;
+    return per_op ? "op_selective" : "selective";
+  }
   if (text.rfind("none", 0) == 0) return "none";
   n.fail("is not a recomputation this tool knows (full, selective, none)");
 }

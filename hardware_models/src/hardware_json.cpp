@@ -235,7 +235,8 @@ void apply_curve(const JsonNode& n, EfficiencyCurve& curve, bool partial, Dimens
 
 void allow_device_keys(const JsonNode& n) {
   n.allow_keys({"name", "peak", "vector_flops", "memory", "memory_bandwidth", "efficiency",
-                "kernel_overhead", "reserved_memory", "compute_units", "price_per_hour", "source",
+                "kernel_overhead", "reserved_memory", "compute_units", "price_per_hour",
+                "overlap_slowdown", "source",
                 "preset", "file"});
 }
 
@@ -274,6 +275,11 @@ void apply(const JsonNode& n, DeviceSpec& d, bool partial, int /*depth*/) {
         [&](const JsonNode& c) { d.reserved_memory_B = c.as_quantity(Dimension::kBytes); });
   optional_field(n, "compute_units", [&](const JsonNode& c) {
     d.compute_units = static_cast<int>(c.as_integer(0, 100000));
+  });
+  optional_field(n, "overlap_slowdown", [&](const JsonNode& c) {
+    const double v = c.as_number();
+    if (v < 1 || v > 4) c.fail("must be between 1 and 4 (compute time factor while overlapped)");
+    d.overlap_slowdown = v;
   });
   optional_field(n, "price_per_hour", [&](const JsonNode& c) {
     double v = c.as_number();
@@ -458,6 +464,7 @@ Json to_json(const DeviceSpec& d) {
   j["reserved_memory"] = quantity_text(d.reserved_memory_B, Dimension::kBytes);
   if (d.compute_units != 0) j["compute_units"] = d.compute_units;
   if (d.price_per_hour != 0) j["price_per_hour"] = d.price_per_hour;
+  if (d.overlap_slowdown != 1) j["overlap_slowdown"] = d.overlap_slowdown;
   if (!d.source.empty()) j["source"] = d.source;
   return j;
 }

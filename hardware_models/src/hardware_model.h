@@ -52,6 +52,9 @@ struct DeviceSpec {
   double kernel_overhead_s = 0;  // fixed cost per kernel (launch, ramp-up, tail)
   int compute_units = 0;  // SMs (NVIDIA) / CUs (AMD) for GEMM wave quantization; 0 = none
   double reserved_memory_B = 0;  // runtime context, library workspaces, allocator slack
+  // Compute that runs while a collective runs on the same device takes this many times longer
+  // (the communication kernels occupy SMs and memory bandwidth); 1 = no interference.
+  double overlap_slowdown = 1.0;
   double price_per_hour = 0;     // optional, for cost objectives (0 = unknown)
   std::string source;            // where the numbers come from
   bool operator==(const DeviceSpec&) const = default;

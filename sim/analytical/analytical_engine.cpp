@@ -23,12 +23,12 @@ struct RankSync {
 // The rank's ops after its last backward (iteration.h), in order: the data-parallel gradient
 // buckets (overlapped with that backward when the plan says so), the parameter gather, the
 // tied-embedding all-reduce and the optimizer step.
-RankSync rank_sync(const Plan& plan, int rank, double last_backward_s) {
+RankSync rank_sync(const Plan& plan, int rank, double last_backward_s, double delay_s) {
   RankSync r;
   for (const IterOp& op : plan.iteration.tail[rank]) {
     switch (op.kind) {
       case IterOpKind::kGradientReduce: {
-        const BucketedReduce b = bucketed_reduce(op, plan, last_backward_s);
+        const BucketedReduce b = bucketed_reduce(op, plan, last_backward_s, delay_s);
         r.dp_total_s += b.total_s;
         r.dp_exposed_s += b.exposed_s;
         r.dp_bytes += op.bytes;
@@ -155,15 +155,47 @@ StageTotals sum_stages(Prediction& p, const Plan& plan, const StageCosts& costs)
   return t;
 }
 
+// Gradient buckets that overlap a rank's last backward lengthen it (overlap_slowdown). In the
+// cool-down the last backward of rank r waits for the gradient of rank r + 1's last backward,
+// so a stretch there delays rank r too, less the slack rank r had:
+//   delay_r = stretch_r + max(0, delay_{r+1} - slack_r),
+//   slack_r = start of r's last backward - (end of r+1's last backward + transfer).
+std::vector<double> last_backward_delays(const Plan& plan, const ScheduleTiming& timing,
+                                         const StageDurations& durations) {
+  std::vector<double> delay(plan.pp, 0.0);
+  for (int r = plan.pp - 1; r >= 0; --r) {
+    const double last = timing.rank_last_backward_s[r];
+    for (const IterOp& op : plan.iteration.tail[r]) {
+      if (op.kind == IterOpKind::kGradientReduce) {
+        delay[r] = bucketed_reduce(op, plan, last).stretch_s;
+      }
+    }
+    if (r + 1 < plan.pp) {
+      const double lat = static_cast<size_t>(r) < durations.p2p_s.size() ? durations.p2p_s[r] : 0;
+      const double slack =
+          std::max(0.0, (timing.rank_finish_s[r] - last) - (timing.rank_finish_s[r + 1] + lat));
+      delay[r] += std::max(0.0, delay[r + 1] - slack);
+    }
+  }
+  return delay;
+}
+
 // The iteration ends when the slowest rank has finished its pipeline work, its exposed
 // gradient sync, the embedding sync and its optimizer step.
-RankSync finish_iteration(Prediction& p, const Plan& plan, const ScheduleTiming& timing) {
+RankSync finish_iteration(Prediction& p, const Plan& plan, const ScheduleTiming& timing,
+                          const StageDurations& durations) {
   double iteration = 0;
   RankSync worst;
   double embedding = 0;
+  const std::vector<double> delay = last_backward_delays(plan, timing, durations);
   for (int r = 0; r < plan.pp; ++r) {
-    const RankSync sync = rank_sync(plan, r, timing.rank_last_backward_s[r]);
-    const double end = timing.rank_finish_s[r] + sync.dp_exposed_s + sync.embedding_s +
+    RankSync sync = rank_sync(plan, r, timing.rank_last_backward_s[r], delay[r]);
+    // A rank without buckets of its own still ends later when its neighbour delayed it.
+    const bool has_reduce = std::any_of(
+        plan.iteration.tail[r].begin(), plan.iteration.tail[r].end(),
+        [](const IterOp& op) { return op.kind == IterOpKind::kGradientReduce; });
+    const double late = has_reduce ? 0 : delay[r];
+    const double end = timing.rank_finish_s[r] + late + sync.dp_exposed_s + sync.embedding_s +
                        sync.optimizer_s;
     if (end >= iteration) iteration = end, worst = sync;
     embedding = std::max(embedding, sync.embedding_s);
@@ -246,7 +278,7 @@ Prediction predict_analytical(const Plan& plan, const EngineOptions& options) {
   p.uniform_bubble_fraction =
       uniform_bubble_fraction(s.schedule, plan.pp, plan.micro_batches, plan.chunks);
   const StageTotals totals = sum_stages(p, plan, costs);
-  const RankSync sync = finish_iteration(p, plan, timing);
+  const RankSync sync = finish_iteration(p, plan, timing, costs.durations);
   add_comm(p, CommCategory::kTensorParallel, "tp collectives", &plan.tp_group, totals.tp_bytes,
            totals.tp_total, totals.tp_exposed);
   add_comm(p, CommCategory::kZero, "zero per-micro-batch gathers", &plan.dp_group,

@@ -14,8 +14,8 @@ struct PhaseSums {
 };
 
 // With overlap, a collective runs concurrently with the GEMM next to it (chunked
-// all-gather/reduce-scatter pipelined with the GEMM, as in Megatron-Core's TP overlap); only
-// what exceeds that GEMM stays exposed.
+// all-gather/reduce-scatter pipelined with the GEMM, as in Megatron-Core's TP overlap); what
+// exceeds that GEMM stays exposed, and the GEMM is slowed while they overlap.
 double neighbour_matmul_s(const std::vector<double>& times, const std::vector<Kernel>& ks,
                           size_t i) {
   double best = 0;
@@ -62,10 +62,15 @@ std::vector<KernelTiming> kernel_timings(const std::vector<Kernel>& ks, const Pl
       times[i] = kernel_time(k, hw.device, s.dtype, s.fusion.flash_attention_version).total_s;
     }
   }
+  // While the collective runs, the GEMM beside it is slowed (overlap_slowdown): the pair takes
+  // max(t, M + (1 - 1/s) t) for a collective t and a GEMM M (the GEMM runs at 1/s of its speed
+  // for t), so the collective adds max(t - M, (1 - 1/s) t) to the GEMM.
+  const double interference = 1 - 1 / hw.device.overlap_slowdown;
   for (size_t i = 0; i < ks.size(); ++i) {
     double t = times[i];
     if (ks[i].cls == OpClass::kCollective && s.overlap_tp) {
-      t = std::max(0.0, t - neighbour_matmul_s(times, ks, i));
+      const double m = neighbour_matmul_s(times, ks, i);
+      if (m > 0) t = std::max(t - m, interference * t);
     }
     out[i].total_s = times[i];
     out[i].exposed_s = t;

@@ -31,7 +31,8 @@ Signature signature_of(const Plan& plan) {
                    d.flash2.forward.half_size, d.flash2.backward.max_fraction,
                    d.flash2.backward.half_size, d.flash3.forward.max_fraction,
                    d.flash3.forward.half_size, d.flash3.backward.max_fraction,
-                   d.flash3.backward.half_size, double(s.fusion.flash_attention_version)}) {
+                   d.flash3.backward.half_size, double(s.fusion.flash_attention_version),
+                   d.overlap_slowdown}) {
     sig[i++] = v;
   }
   return sig;

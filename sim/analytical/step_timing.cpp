@@ -41,27 +41,70 @@ double comm_op_s(const IterOp& op, const Plan& plan) {
                  .time_s;
 }
 
-StepTiming time_step(const StepProgram& step, const ComputeDurations& compute, const Plan& plan) {
-  StepTiming t;
+namespace {
+
+struct Interval {
+  double start = 0, end = 0;
+};
+
+// One list-scheduling pass: each op starts when its stream is free and its dependencies are
+// over; compute ops take their duration plus `extra[i]`.
+std::vector<Interval> schedule_step(const StepProgram& step, const ComputeDurations& compute,
+                                    const Plan& plan, const std::vector<double>& extra) {
   std::array<double, 2> stream_free{0, 0};
-  std::vector<double> end(step.ops.size(), 0);
+  std::vector<Interval> at(step.ops.size());
   for (size_t i = 0; i < step.ops.size(); ++i) {
     const IterOp& op = step.ops[i];
     double start = stream_free[static_cast<int>(op.stream)];
     for (int8_t d : op.deps) {
-      if (d >= 0) start = std::max(start, end[d]);
+      if (d >= 0) start = std::max(start, at[d].end);
     }
-    const double duration =
-        op.stream == Stream::kCompute ? compute_op_s(op, compute) : comm_op_s(op, plan);
-    end[i] = start + duration;
-    stream_free[static_cast<int>(op.stream)] = end[i];
+    const double duration = op.stream == Stream::kCompute
+                                ? compute_op_s(op, compute) + extra[i]
+                                : comm_op_s(op, plan);
+    at[i] = {start, start + duration};
+    stream_free[static_cast<int>(op.stream)] = at[i].end;
+  }
+  return at;
+}
+
+}  // namespace
+
+// Compute that overlaps a collective runs at 1/s of its speed (DeviceSpec::overlap_slowdown).
+// For a compute op C beside collectives of G in all after its start, the compute ends
+// min((s - 1) C, (1 - 1/s) G) later (exact for one collective starting with it: the compute
+// runs at 1/s until the collective ends or until it is done); a second pass applies that.
+StepTiming time_step(const StepProgram& step, const ComputeDurations& compute, const Plan& plan) {
+  std::vector<double> extra(step.ops.size(), 0.0);
+  std::vector<Interval> at = schedule_step(step, compute, plan, extra);
+  const double interference = 1 - 1 / plan.hardware.device.overlap_slowdown;
+  bool slowed = false;
+  const double stretch = plan.hardware.device.overlap_slowdown - 1;
+  for (size_t i = 0; i < step.ops.size() && interference > 0; ++i) {
+    if (step.ops[i].stream != Stream::kCompute) continue;
+    double beside = 0;  // collective time during the compute op or after its start
+    for (size_t j = 0; j < step.ops.size(); ++j) {
+      const IterOp& c = step.ops[j];
+      if (c.stream != Stream::kComm || is_send(c) || at[j].start >= at[i].end) continue;
+      beside += std::max(0.0, at[j].end - std::max(at[j].start, at[i].start));
+    }
+    if (beside > 0) {
+      extra[i] = std::min(stretch * (at[i].end - at[i].start), interference * beside);
+      slowed = true;
+    }
+  }
+  if (slowed) at = schedule_step(step, compute, plan, extra);
+  StepTiming t;
+  for (size_t i = 0; i < step.ops.size(); ++i) {
+    const IterOp& op = step.ops[i];
+    const double duration = at[i].end - at[i].start;
     if (is_send(op)) {
-      t.send_end_s = end[i];
+      t.send_end_s = at[i].end;
       t.send_blocking = op.blocking;
       continue;
     }
-    t.span_s = std::max(t.span_s, end[i]);
-    if (op.stream == Stream::kCompute) t.compute_s += duration;
+    t.span_s = std::max(t.span_s, at[i].end);
+    if (op.stream == Stream::kCompute) t.compute_s += compute_op_s(op, compute);
     if (op.kind == IterOpKind::kZeroGather || op.kind == IterOpKind::kZeroReduceScatter) {
       t.zero_total_s += duration;
     }
@@ -69,14 +112,24 @@ StepTiming time_step(const StepProgram& step, const ComputeDurations& compute, c
   return t;
 }
 
-BucketedReduce bucketed_reduce(const IterOp& op, const Plan& plan, double last_backward_s) {
+BucketedReduce bucketed_reduce(const IterOp& op, const Plan& plan, double last_backward_s,
+                               double delay_s) {
   const int buckets = std::max(1, op.repeats);
   const double bucket_s = comm_op_s(op, plan) / buckets;
   BucketedReduce r;
   r.total_s = buckets * bucket_s;
-  r.exposed_s = op.overlaps_last_backward
-                    ? std::max(bucket_s, r.total_s - last_backward_s * (buckets - 1) / buckets)
-                    : r.total_s;
+  if (!op.overlaps_last_backward) {
+    r.exposed_s = r.total_s;
+    return r;
+  }
+  // The buckets but the last run during the backward and slow it (overlap_slowdown) by
+  // (1 - 1/s) x the time they overlap it; the rest follows as above, from the later end.
+  const double s = plan.hardware.device.overlap_slowdown;
+  const double window = last_backward_s * (buckets - 1) / buckets;
+  r.stretch_s = std::min((s - 1) * window, (1 - 1 / s) * (buckets - 1) * bucket_s);
+  const double delay = delay_s < 0 ? r.stretch_s : delay_s;
+  r.exposed_s = delay + std::max(bucket_s, r.total_s - (last_backward_s + r.stretch_s) *
+                                                           (buckets - 1) / buckets);
   return r;
 }
 

@@ -31,10 +31,15 @@ StepTiming time_step(const StepProgram& step, const ComputeDurations& compute, c
 // overlaps it) and the buckets run back to back: the last one ends at
 //   max_k(ready_k + (B - k) t) = end + max(t, B t - L (B - 1) / B)
 // for a last backward of length L and a bucket time t (the maximum of a linear function of k
-// sits at k = B - 1 or k = 0).
+// sits at k = B - 1 or k = 0). The buckets that overlap the backward slow it
+// (DeviceSpec::overlap_slowdown): it ends min((s - 1) L (B-1)/B, (1 - 1/s) (B-1) t) later.
+// `delay_s`: how much later than scheduled the last backward ends (its own stretch, or more
+// when the previous rank's stretched backward delayed its start; default: its own stretch).
 struct BucketedReduce {
   double total_s = 0, exposed_s = 0;
+  double stretch_s = 0;  // how much the overlapping buckets lengthen the last backward
 };
-BucketedReduce bucketed_reduce(const IterOp& op, const Plan& plan, double last_backward_s);
+BucketedReduce bucketed_reduce(const IterOp& op, const Plan& plan, double last_backward_s,
+                               double delay_s = -1);
 
 }  // namespace stratasim

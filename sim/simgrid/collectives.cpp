@@ -191,6 +191,7 @@ void Simulation::comm_stream(int rank, int replica, const StepProgram& step, Ste
                            tag + "-" + std::to_string(i),
                            gather ? "zero all-gather" : "zero reduce-scatter",
                            false};
+    const Interference slows_compute(speed_, plan_.hardware.device.overlap_slowdown);
     me.zero_s += collective(c, rank, replica);
     state.finish(i);
   }

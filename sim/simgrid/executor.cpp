@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <simgrid/s4u.hpp>
 #include <stdexcept>
 #include <string>
@@ -69,10 +70,11 @@ void Simulation::run_op(int rank, int replica, const PipeOp& op, bool keep) {
   });
   if (first_compute != step.ops.end()) state.wait(*first_compute);
   const double compute_start = sg4::Engine::get_clock();
+  BucketSignal* signal = fwd ? nullptr : bucket_signal_[host_index(rank, replica)].get();
   for (const Piece& piece : fwd ? pieces_[vs].forward : pieces_[vs].backward) {
     const double t = sg4::Engine::get_clock();
     for (const Segment& seg : piece.segments) {
-      compute(seg.compute_s);
+      compute_tracked(seg.compute_s, signal);
       exchange(host_index(rank, replica), seg.comm);
     }
     const char* prefix = piece.kind == EventKind::kForward     ? "F"
@@ -82,6 +84,11 @@ void Simulation::run_op(int rank, int replica, const PipeOp& op, bool keep) {
            prefix + id + (piece.layer < 0 ? "" : "/L" + std::to_string(piece.layer)));
   }
   const double compute_end = sg4::Engine::get_clock();
+  if (signal) {
+    // Whatever the rounding left: every bucket is ready when the backward ends. The reducer
+    // may still be waiting on the semaphore; the signal lives until it has joined.
+    while (signal->released < signal->buckets) signal->ready->release(), ++signal->released;
+  }
   for (size_t i = 0; i < step.ops.size(); ++i) {
     if (step.ops[i].stream == Stream::kCompute) state.finish(i);
   }
@@ -118,10 +125,14 @@ void Simulation::exchange(int host, const TpExchange& x) {
     ++run_.activities;
   }
   const uint64_t size = message_size(x.wire_B);
+  // The GEMM beside the collective is slowed while the collective runs (overlap_slowdown).
+  std::optional<Interference> slows_gemm;
+  if (hidden) slows_gemm.emplace(speed_, plan_.hardware.device.overlap_slowdown);
   sg4::CommPtr out = sg4::Comm::sendto_async(hosts_[host], mirrors_[host], size);
   sg4::CommPtr in = sg4::Comm::sendto_async(mirrors_[host], hosts_[host], size);
   out->wait();
   in->wait();
+  slows_gemm.reset();
   run_.activities += 2;
   if (x.extra_latency_s > 0) {
     sg4::this_actor::sleep_for(x.extra_latency_s);
@@ -160,10 +171,16 @@ void Simulation::worker(int rank, int replica) {
     if (j + 1 == ops.size()) sync_phase_[rank] = 1;
     const IterOp* reduce = gradient_reduce(rank);
     if (reduce && reduce->overlaps_last_backward && j + 1 == ops.size() && !fwd) {
-      const double backward = costs_.compute_only.backward_s[vs];
+      auto signal = std::make_unique<BucketSignal>();
+      signal->buckets = std::clamp(reduce->repeats, 1, options_.max_dp_buckets);
+      for (const Piece& piece : pieces_[vs].backward) {
+        for (const Segment& seg : piece.segments) signal->total_s += seg.compute_s;
+      }
+      BucketSignal* raw = signal.get();
+      bucket_signal_[host_index(rank, replica)] = std::move(signal);
       reducer = sg4::Actor::create("reducer", hosts_[host_index(rank, replica)],
-                                   [this, rank, replica, reduce, now, backward] {
-                                     reduce_gradients(rank, replica, *reduce, now, backward, false);
+                                   [this, rank, replica, reduce, raw] {
+                                     reduce_gradients(rank, replica, *reduce, raw);
                                    });
     }
     run_op(rank, replica, op, keep);
@@ -181,14 +198,13 @@ void Simulation::worker(int rank, int replica) {
 }
 
 // The gradient-reduce op (iteration.h): op.repeats buckets (at most max_dp_buckets simulated,
-// each carrying its share), bucket b ready after (b + 1)/buckets of the last backward
-// (ready_s, backward_s) when the op overlaps it, else all at ready_s.
-void Simulation::reduce_gradients(int rank, int replica, const IterOp& op, double ready_s,
-                                  double backward_s, bool serial) {
+// each carrying its share), each after its share of the last backward when overlapped.
+void Simulation::reduce_gradients(int rank, int replica, const IterOp& op, BucketSignal* signal) {
   const int buckets = std::clamp(op.repeats, 1, options_.max_dp_buckets);
   const bool all_reduce = op.comm == CommKind::kAllReduce;
+  const bool serial = signal == nullptr;
   for (int b = 0; b < buckets; ++b) {
-    sg4::this_actor::sleep_until(ready_s + backward_s * (b + 1) / buckets);
+    if (signal) signal->ready->acquire();
     CollectiveSpec c{op.comm,
                      op.bytes / buckets,
                      1,
@@ -198,14 +214,31 @@ void Simulation::reduce_gradients(int rank, int replica, const IterOp& op, doubl
                      all_reduce ? "dp all-reduce" : "dp reduce-scatter",
                      serial,
                      op.bytes / std::max(1, op.repeats)};  // the algorithm for the plan's bucket
+    // Overlapped with the last backward: the buckets slow it while they run.
+    const Interference slows_compute(speed_, serial ? 1.0 : plan_.hardware.device.overlap_slowdown);
     run_.hosts[host_index(rank, replica)].dp_s += collective(c, rank, replica);
+  }
+}
+
+void Simulation::compute_tracked(double seconds, BucketSignal* s) {
+  if (s == nullptr) return compute(seconds);
+  while (seconds > 0) {
+    const double boundary = s->total_s * (s->released + 1) / s->buckets;
+    const double step = std::min(seconds, std::max(0.0, boundary - s->done_s));
+    compute(step);
+    s->done_s += step;
+    seconds -= step;
+    if (s->done_s >= boundary * (1 - 1e-12) && s->released < s->buckets) {
+      s->ready->release();
+      ++s->released;
+    }
+    if (s->released >= s->buckets) return compute(seconds);
   }
 }
 
 // The rank's ops after its last backward, in the plan's order.
 void Simulation::sync_and_step(int rank, int replica, sg4::ActorPtr reducer) {
   HostResult& me = run_.hosts[host_index(rank, replica)];
-  const double sync_start = sg4::Engine::get_clock();
   bool dp_done = false;
   auto end_dp_phase = [&] {
     if (dp_done) return;
@@ -218,8 +251,9 @@ void Simulation::sync_and_step(int rank, int replica, sg4::ActorPtr reducer) {
       case IterOpKind::kGradientReduce:
         if (reducer) {
           reducer->join();
+          bucket_signal_[host_index(rank, replica)].reset();
         } else {
-          reduce_gradients(rank, replica, op, sync_start, 0, true);
+          reduce_gradients(rank, replica, op, nullptr);
         }
         break;
       case IterOpKind::kParameterGather: {
@@ -277,6 +311,7 @@ SimRun Simulation::run() {
   run_.hosts.resize(hosts_.size());
   sync_wait_s_.assign(hosts_.size(), 0);
   dp_wait_s_.assign(hosts_.size(), 0);
+  bucket_signal_.resize(hosts_.size());
   std::vector<sg4::ActorPtr> actors(hosts_.size());
   for (int r = 0; r < p_; ++r) {
     for (int dp = 0; dp < dp_; ++dp) {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <simgrid/s4u.hpp>
 #include <string>
 #include <vector>
@@ -29,6 +30,39 @@ inline uint64_t message_size(double bytes) {  // SimGrid sizes are integers: rou
 inline bool is_send(const IterOp& op) {
   return op.kind == IterOpKind::kSendActivation || op.kind == IterOpKind::kSendGradient;
 }
+
+// While a collective runs, compute on the same host runs at 1/s of its speed
+// (DeviceSpec::overlap_slowdown: communication kernels take SMs and memory bandwidth): a dummy
+// execution bounded to (1 - 1/s) of the host's speed runs for the collective's duration, and
+// max-min sharing leaves the compute the rest. With nothing to compute it changes nothing.
+class Interference {
+ public:
+  Interference(double host_speed, double slowdown) {
+    if (slowdown <= 1) return;
+    const double bound = host_speed * (1 - 1 / slowdown);
+    // Work for a million simulated seconds: never finishes, cancelled when the collective ends.
+    exec_ = sg4::this_actor::exec_init(bound * 1e6)->set_bound(bound);
+    exec_->start();
+  }
+  ~Interference() {
+    if (exec_) exec_->cancel();
+  }
+  Interference(const Interference&) = delete;
+  Interference& operator=(const Interference&) = delete;
+
+ private:
+  sg4::ExecPtr exec_;
+};
+
+// Gradient buckets of the last backward (overlap_dp): bucket b is ready once (b + 1) / B of
+// that backward's compute is done, however much the buckets before it slowed it down.
+struct BucketSignal {
+  sg4::SemaphorePtr ready = sg4::Semaphore::create(0);
+  int buckets = 1;
+  double total_s = 0;  // the backward's compute at full speed
+  double done_s = 0;
+  int released = 0;
+};
 
 // Which ops of one step (iteration.h) are over: shared by the worker (the compute stream) and
 // the actor of the step's comm stream, so that each op waits for its dependencies.
@@ -121,8 +155,11 @@ class Simulation {
   void exchange(int host, const TpExchange& x);
   // `serial`: called by the worker itself, so waiting for peers delays the host (async
   // subtracts that wait: see fold_steady_state).
-  void reduce_gradients(int rank, int replica, const IterOp& op, double ready_s,
-                        double backward_s, bool serial);
+  // With `signal` each bucket waits for its share of the last backward (see BucketSignal);
+  // without, all start at once (after the pipeline work).
+  void reduce_gradients(int rank, int replica, const IterOp& op, BucketSignal* signal);
+  // compute(seconds), releasing the buckets whose share of the backward it completes.
+  void compute_tracked(double seconds, BucketSignal* signal);
   double ring(const RingSpec& ring, int rank, int replica, const char* what, bool serial);
   // A collective over `members` (host indices, this host at `position`) by the algorithm the
   // strategy names (kAuto: the one collective_cost.h picks for the data-parallel group):
@@ -186,6 +223,7 @@ class Simulation {
   };
   std::map<std::string, RingEntry> ring_entry_;  // by tag, while the ring runs
   std::vector<int> host_node_;                   // node of each host
+  std::vector<std::unique_ptr<BucketSignal>> bucket_signal_;  // per host, during its last backward
   int finished_ = 0;
 };
 

@@ -22,8 +22,25 @@ Usage usage_of(const LayerGraph& g) {
   return u;
 }
 
+// TorchTitan's op-level policy saves the output of every other matrix multiply of a layer (the
+// 1st, 3rd, ...: its mm counter is odd) and of fused attention (SDPA); reduce-scatters are saved
+// too. Everything else is recomputed (torchtitan/distributed/activation_checkpoint.py,
+// _save_list and the mm_count rule).
+bool op_saved_by_op_policy(const LayerGraph& g, int i) {
+  const LayerOp& op = g.ops[i];
+  if (op.cls == OpClass::kFlashAttention) return true;
+  if (op.cls == OpClass::kCollective) return op.comm == CommKind::kReduceScatter;
+  if (op.cls != OpClass::kMatmul || op.attention_core) return false;  // bmm is not mm
+  int ordinal = 0;
+  for (int j = 0; j <= i; ++j) {
+    ordinal += g.ops[j].cls == OpClass::kMatmul && !g.ops[j].attention_core;
+  }
+  return ordinal % 2 == 1;
+}
+
 bool op_state_kept(const LayerOp& op, Recompute mode) {
   if (mode == Recompute::kFull) return false;
+  if (mode == Recompute::kOpSelective) return op.cls == OpClass::kFlashAttention;
   return !(mode == Recompute::kSelective && op.attention_core);
 }
 
@@ -108,6 +125,12 @@ Kernel backward_of(const LayerGraph& g, const Kernel& f) {
 bool kernel_recomputed(const LayerGraph& g, const Kernel& k, Recompute mode) {
   if (mode == Recompute::kFull) return true;
   if (mode == Recompute::kNone) return false;
+  if (mode == Recompute::kOpSelective) {
+    for (int i = k.first_op; i <= k.last_op; ++i) {
+      if (op_saved_by_op_policy(g, i)) return false;
+    }
+    return true;
+  }
   for (int i = k.first_op; i <= k.last_op; ++i) {
     if (g.ops[i].attention_core) return true;
   }
@@ -122,6 +145,13 @@ std::vector<bool> saved_with(const LayerGraph& g, const Usage& u, Recompute mode
   std::vector<bool> saved(g.tensors.size(), false);
   if (mode == Recompute::kFull) {
     saved[g.input_tensor] = true;
+    return saved;
+  }
+  if (mode == Recompute::kOpSelective) {  // the checkpoint's input and what the policy saves
+    saved[g.input_tensor] = true;
+    for (int i = 0; i < static_cast<int>(g.ops.size()); ++i) {
+      if (g.ops[i].output >= 0 && op_saved_by_op_policy(g, i)) saved[g.ops[i].output] = true;
+    }
     return saved;
   }
   for (const LayerOp& op : g.ops) {

@@ -93,8 +93,8 @@ void set_state_bytes(Plan& plan) {
   const Strategy& s = plan.strategy;
   const double e = dtype_bytes(storage_dtype(s.dtype));
   plan.weight_bytes_per_param = e;
-  plan.grad_state_bytes_per_param = e;
-  plan.grad_bytes_per_param = e;
+  plan.grad_state_bytes_per_param = s.grad_reduce_fp32 ? 4 : e;
+  plan.grad_bytes_per_param = s.grad_reduce_fp32 ? 4 : e;
   const double moments = s.optimizer == Optimizer::kAdam ? 8 : 4;  // fp32 m (+ v)
   const double master = s.master_weights_fp32 && e < 4 ? 4 : 0;    // fp32 master copy
   plan.optimizer_bytes_per_param = moments + master;  // mixed-precision Adam: 12 (ZeRO, Sec. 3.1)

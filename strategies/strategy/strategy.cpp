@@ -7,6 +7,7 @@ std::string_view recompute_name(Recompute r) {
     case Recompute::kNone: return "none";
     case Recompute::kSelective: return "selective";
     case Recompute::kFull: return "full";
+    case Recompute::kOpSelective: return "op_selective";
   }
   return "?";
 }

@@ -12,7 +12,11 @@
 
 namespace stratasim {
 
-enum class Recompute { kNone, kSelective, kFull };
+// kSelective: Megatron's selective recomputation (the attention core, Korthikanti et al. 2022).
+// kOpSelective: TorchTitan's per-op selective activation checkpointing: the outputs of every
+// other matrix multiply (the 1st, 3rd, ... of a layer) and of fused attention are saved,
+// everything else is recomputed (torchtitan activation_checkpoint "selective", "op").
+enum class Recompute { kNone, kSelective, kFull, kOpSelective };
 enum class CollectiveAlgorithm { kAuto, kRing, kTree, kHierarchical };
 enum class Optimizer { kAdam, kSgd };
 
@@ -52,6 +56,9 @@ struct Strategy {
   CollectiveAlgorithm collective = CollectiveAlgorithm::kAuto;
   DType dtype = DType::kBf16;   // compute and activation precision
   bool master_weights_fp32 = true;  // mixed precision keeps an fp32 copy in the optimizer
+  // Gradients reduced (and their shards kept) in fp32: FSDP2's reduce_dtype float32
+  // (TorchTitan's default), Megatron's grad_reduce_in_fp32.
+  bool grad_reduce_fp32 = false;
   Optimizer optimizer = Optimizer::kAdam;
   bool operator==(const Strategy&) const = default;
 };

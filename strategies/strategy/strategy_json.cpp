@@ -53,7 +53,7 @@ Strategy read_strategy(const JsonNode& n) {
   n.allow_keys({"tp", "pp", "dp", "zero_stage", "sequence_parallel", "schedule", "interleave",
                 "uneven_stages", "micro_batch", "global_batch", "recompute", "fusion",
                 "overlap_dp", "overlap_tp", "overlap_p2p", "dp_bucket", "collective", "dtype",
-                "master_weights_fp32", "optimizer", "description"});
+                "master_weights_fp32", "grad_reduce_fp32", "optimizer", "description"});
   Strategy s;
   s.tp = static_cast<int>(n.integer_or("tp", 1, 1, 1 << 20));
   s.pp = static_cast<int>(n.integer_or("pp", 1, 1, 1 << 20));
@@ -74,6 +74,7 @@ Strategy read_strategy(const JsonNode& n) {
   s.collective = n.enum_or("collective", kAlgorithmNames, CollectiveAlgorithm::kAuto);
   s.dtype = n.enum_or("dtype", kDTypeNames, DType::kBf16);
   s.master_weights_fp32 = n.bool_or("master_weights_fp32", s.dtype != DType::kFp32);
+  s.grad_reduce_fp32 = n.bool_or("grad_reduce_fp32", false);
   s.optimizer = n.enum_or("optimizer", kOptimizerNames, Optimizer::kAdam);
   return s;
 }
@@ -91,6 +92,7 @@ Json to_json(const Strategy& s) {
          {"collective", std::string(collective_algorithm_name(s.collective))},
          {"dtype", std::string(dtype_name(s.dtype))},
          {"master_weights_fp32", s.master_weights_fp32},
+         {"grad_reduce_fp32", s.grad_reduce_fp32},
          {"optimizer", s.optimizer == Optimizer::kAdam ? "adam" : "sgd"}};
   if (s.dp > 0) j["dp"] = s.dp;
   if (s.dp_bucket_B > 0) j["dp_bucket"] = std::to_string(static_cast<long long>(s.dp_bucket_B)) + "B";

@@ -13,8 +13,9 @@ inline constexpr std::array<EnumName<ScheduleKind>, 6> kScheduleNames = {{
     {"pipedream_flush", ScheduleKind::k1F1B}, {"interleaved", ScheduleKind::kInterleaved1F1B},
     {"pipedream_async", ScheduleKind::kPipeDreamAsync},
     {"all_forward_all_backward", ScheduleKind::kGPipe}}};
-inline constexpr std::array<EnumName<Recompute>, 3> kRecomputeNames = {{
-    {"none", Recompute::kNone}, {"selective", Recompute::kSelective}, {"full", Recompute::kFull}}};
+inline constexpr std::array<EnumName<Recompute>, 4> kRecomputeNames = {{
+    {"none", Recompute::kNone}, {"selective", Recompute::kSelective}, {"full", Recompute::kFull},
+    {"op_selective", Recompute::kOpSelective}}};
 inline constexpr std::array<EnumName<CollectiveAlgorithm>, 4> kAlgorithmNames = {{
     {"auto", CollectiveAlgorithm::kAuto}, {"ring", CollectiveAlgorithm::kRing},
     {"tree", CollectiveAlgorithm::kTree}, {"hierarchical", CollectiveAlgorithm::kHierarchical}}};

@@ -81,18 +81,23 @@ TEST_CASE("iteration program: ZeRO-3 with prefetch gathers the first layer, then
   }
 }
 
-TEST_CASE("iteration program: the step timing is the prefetch closed form max(G/L + C, G)") {
+TEST_CASE("iteration program: the step timing is the prefetch closed form G/L + max(C', G (L-1)/L)") {
   // One stage of L = 4 layers, gather G, compute C: with prefetch the forward takes
-  // G/L + max(C, G (L-1)/L) = max(G/L + C, G); without it G + C.
+  // G/L + max(C', G (L-1)/L), where the compute beside the gathers is slowed (s =
+  // overlap_slowdown: it runs at 1/s while they run): C' = C + min((s-1) C, (1-1/s) G (L-1)/L).
+  // Without prefetch: G + C.
   const Plan plan = lowered(strategy(1, 2, 3, true), 8);
   const StepProgram& f = plan.iteration.stages[0].forward;
   const double g_first = comm_op_s(f.ops[0], plan), g_rest = comm_op_s(f.ops[1], plan);
   const double g = g_first + g_rest;
   CHECK(g_first == doctest::Approx(g / 4));  // four equal collectives of W/4
+  const double s = plan.hardware.device.overlap_slowdown;
+  REQUIRE(s > 1);
   for (const double c : {g / 10, g, 10 * g}) {
     const StepTiming t = time_step(f, ComputeDurations{c, 0, 0}, plan);
     CAPTURE(c);
-    CHECK(t.span_s == doctest::Approx(std::max(g / 4 + c, g)));
+    const double slowed = c + std::min((s - 1) * c, (1 - 1 / s) * g_rest);
+    CHECK(t.span_s == doctest::Approx(g / 4 + std::max(slowed, g_rest)));
     CHECK(t.compute_s == doctest::Approx(c));
     CHECK(t.zero_total_s == doctest::Approx(g));
     // The blocking send starts when the step is over and ends one transfer later.
@@ -129,8 +134,9 @@ TEST_CASE("iteration program: DDP gradient buckets and the tied-embedding sync p
     CHECK(tail[2].kind == IterOpKind::kOptimizerStep);
     CHECK(tail[2].bytes == doctest::Approx(plan.iteration.rank_params[r] * 28));
   }
-  // The buckets' closed form: B buckets of time t, the last backward L:
-  // exposed = max(t, B t - L (B-1)/B).
+  // The buckets' closed form: B buckets of time t, the last backward L, stretched by the
+  // buckets that overlap it: d = min((s-1) L (B-1)/B, (1-1/s) (B-1) t);
+  // exposed = d + max(t, B t - (L + d) (B-1)/B).
   const IterOp& op = plan.iteration.tail[0][0];
   const int buckets = op.repeats;
   const double t = comm_op_s(op, plan) / buckets;
@@ -141,7 +147,11 @@ TEST_CASE("iteration program: DDP gradient buckets and the tied-embedding sync p
     const BucketedReduce r = bucketed_reduce(op, plan, last);
     CAPTURE(last);
     CHECK(r.total_s == doctest::Approx(buckets * t));
-    CHECK(r.exposed_s == doctest::Approx(std::max(t, buckets * t - last * (buckets - 1) / buckets)));
+    const double s = plan.hardware.device.overlap_slowdown;
+    const double d = std::min((s - 1) * last * (buckets - 1) / buckets, (1 - 1 / s) * (buckets - 1) * t);
+    CHECK(r.stretch_s == doctest::Approx(d));
+    CHECK(r.exposed_s ==
+          doctest::Approx(d + std::max(t, buckets * t - (last + d) * (buckets - 1) / buckets)));
   }
   // ZeRO-1: reduce-scatter, then the gather of the updated shards.
   const Plan z1 = lowered(strategy(1, 2, 1, false), 8);

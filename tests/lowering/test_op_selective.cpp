@@ -1,0 +1,75 @@
+// TorchTitan's per-op selective activation checkpointing (Recompute::kOpSelective) and fp32
+// gradient reduction, worked out by hand on a GPT layer.
+#include <doctest/doctest.h>
+
+#include "hardware_models/src/hardware_json.h"
+#include "strategies/lowering/lower.h"
+#include "strategies/strategy/strategy_json.h"
+
+using namespace stratasim;
+
+namespace {
+
+Plan gpt_plan(Recompute r, bool fp32_reduce = false) {
+  ModelSpec m;
+  m.family = ModelFamily::kDecoder;
+  m.name = "gpt4l";
+  TransformerSpec& t = m.transformer;
+  t.layers = 4, t.hidden = 1024, t.heads = 16, t.seq_len = 512, t.vocab = 32000;
+  HardwareModel hw = catalog_cluster("dgx_a100");
+  hw.num_devices = 8;
+  Strategy s;
+  s.global_batch = 8, s.micro_batch = 1, s.recompute = r, s.grad_reduce_fp32 = fp32_reduce;
+  fusion_preset("all", &s.fusion);  // flash attention: the attention core is one SDPA op
+  Expected<Plan> p = lower(m, s, hw);
+  REQUIRE_MESSAGE(p.has_value(), (p ? "" : p.error().detail));
+  return *p;
+}
+
+double recomputed_matmul_flops(const Block& b) {
+  double f = 0;
+  for (const Kernel& k : b.backward) {
+    if (k.phase == Phase::kRecompute && k.cls == OpClass::kMatmul) f += k.matmul_flops;
+  }
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("op-selective recomputation recomputes every other GEMM, never the attention") {
+  const Plan op = gpt_plan(Recompute::kOpSelective);
+  const Block& b = *op.layer;
+  // GPT layer GEMMs per token (b s = 512 tokens, h = 1024): qkv 6 h^2, projection 2 h^2,
+  // fc1 8 h^2, fc2 8 h^2 (2 FLOP per multiply-add). The policy saves the 1st and 3rd (qkv,
+  // fc1) and recomputes the 2nd and 4th (projection, fc2): (2 + 8) h^2 of 24 h^2 per token.
+  const double tokens = 512, h = 1024;
+  CHECK(recomputed_matmul_flops(b) == doctest::Approx(10 * h * h * tokens * 2 / 2));
+  for (const Kernel& k : b.backward) {
+    if (k.phase == Phase::kRecompute) CHECK(k.cls != OpClass::kFlashAttention);
+  }
+  // Between none and full in recomputation and in saved activations.
+  const Plan none = gpt_plan(Recompute::kNone), full = gpt_plan(Recompute::kFull);
+  CHECK(recomputed_matmul_flops(*none.layer) == 0);
+  CHECK(recomputed_matmul_flops(*full.layer) == doctest::Approx(24 * h * h * tokens));
+  CHECK(b.saved_activation_B < none.layer->saved_activation_B);
+  CHECK(b.saved_activation_B > full.layer->saved_activation_B);
+  // It saves the layer input (b s h x 2 B), the outputs of qkv (3 b s h) and fc1 (4 b s h) and
+  // the attention output (b s h) with its softmax statistics: at least 9 b s h x 2 B.
+  CHECK(b.saved_activation_B >= 9 * tokens * h * 2);
+}
+
+TEST_CASE("op_selective and grad_reduce_fp32 are strategy keys; fp32 reduction doubles the bytes") {
+  const Json j = parse_json_text(
+      R"({"global_batch": 8, "recompute": "op_selective", "grad_reduce_fp32": true})", "s.json");
+  const Strategy s = read_strategy(JsonNode(j, "s.json", "strategy"));
+  CHECK(s.recompute == Recompute::kOpSelective);
+  CHECK(s.grad_reduce_fp32);
+  CHECK(to_json(s).at("recompute") == "op_selective");
+  // DDP over 8 ranks: the gradient all-reduce moves 4 B per parameter instead of 2.
+  const Plan bf16 = gpt_plan(Recompute::kNone), fp32 = gpt_plan(Recompute::kNone, true);
+  const IterOp& a = bf16.iteration.tail[0][0];
+  const IterOp& b = fp32.iteration.tail[0][0];
+  REQUIRE(a.kind == IterOpKind::kGradientReduce);
+  CHECK(a.bytes == doctest::Approx(bf16.iteration.rank_params[0] * 2));
+  CHECK(b.bytes == doctest::Approx(fp32.iteration.rank_params[0] * 4));
+}
