@@ -1,5 +1,6 @@
 #include "validate/case_translation.h"
 
+#include <cctype>
 #include <cmath>
 
 #include "sim/core/units.h"
@@ -35,14 +36,26 @@ void merge_into(Json& target, const Json& fragment) {
   }
 }
 
+// `word` in `text` with no letter or digit on either side ("moe" is not in "amoebanet").
+bool has_word(const std::string& text, std::string_view word) {
+  for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) {
+    const bool left = at == 0 || !std::isalnum(static_cast<unsigned char>(text[at - 1]));
+    const size_t end = at + word.size();
+    const bool right = end >= text.size() || !std::isalnum(static_cast<unsigned char>(text[end]));
+    if (left && right) return true;
+  }
+  return false;
+}
+
 std::string reason_not_expressible(const Json& c) {
   const Json& m = c.value("model", Json::object());
   const Json& p = c.value("parallel", Json::object());
   const std::string arch = lowercase(case_field_text(c, "model.arch"));
-  if ((has_number(m, "experts") && m.at("experts").get<double>() > 1) ||
-      arch.find("moe") != std::string::npos || arch.find("experts") != std::string::npos) {
-    return "mixture of experts (" + case_field_text(c, "model.experts") +
-           " experts): expert parallelism comes with issue 15";
+  if ((has_number(m, "experts") && m.at("experts").get<double>() > 1) || has_word(arch, "moe") ||
+      arch.find("experts") != std::string::npos) {
+    const std::string n = case_field_text(c, "model.experts");
+    return "mixture of experts (" + (n.empty() ? std::string("number of experts not stated") : n + " experts") +
+           "): expert parallelism comes with issue 15";
   }
   if (!has_number(m, "layers") || !has_number(m, "hidden") || !has_number(m, "heads")) {
     return "not a transformer (" + case_field_text(c, "model.arch") +
