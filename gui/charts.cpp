@@ -43,8 +43,9 @@ QValueAxis* value_axis(const QString& title, double lo, double hi) {
 }
 
 constexpr EventKind kDrawnKinds[] = {EventKind::kForward,   EventKind::kBackward,
-                                     EventKind::kRecompute, EventKind::kComm,
-                                     EventKind::kOptimizer, EventKind::kIdle};
+                                     EventKind::kWeightGrad, EventKind::kRecompute,
+                                     EventKind::kComm,      EventKind::kOptimizer,
+                                     EventKind::kIdle};
 
 }  // namespace
 
@@ -62,6 +63,8 @@ QColor event_color(EventKind k) {
       return QColor(0xdddddd);
     case EventKind::kOptimizer:
       return QColor(0xb07aa1);
+    case EventKind::kWeightGrad:
+      return QColor(0x8cd17d);
   }
   return Qt::black;
 }

@@ -131,7 +131,8 @@ QWidget* MainWindow::build_filter_bar() {
   layout->addWidget(new QLabel("filter:"));
   auto* fits = new QCheckBox("fits in memory");
   auto* schedule = new QComboBox;
-  schedule->addItems({"any schedule", "gpipe", "1f1b", "interleaved", "pipedream_async"});
+  schedule->addItems(
+      {"any schedule", "gpipe", "1f1b", "interleaved", "pipedream_async", "zb_h1"});
   layout->addWidget(fits);
   layout->addWidget(schedule);
   connect(fits, &QCheckBox::toggled, proxy_, &StrategyFilter::set_fits_only);

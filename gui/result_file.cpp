@@ -12,10 +12,11 @@ constexpr std::array<EnumName<CommCategory>, 5> kCommNames{{
     {"tp", CommCategory::kTensorParallel}, {"dp", CommCategory::kDataParallel},
     {"zero", CommCategory::kZero}, {"pp", CommCategory::kPipelineP2P},
     {"embedding", CommCategory::kEmbeddingSync}}};
-constexpr std::array<EnumName<EventKind>, 6> kEventNames{{
+constexpr std::array<EnumName<EventKind>, 7> kEventNames{{
     {"forward", EventKind::kForward}, {"backward", EventKind::kBackward},
     {"recompute", EventKind::kRecompute}, {"comm", EventKind::kComm},
-    {"idle", EventKind::kIdle}, {"optimizer", EventKind::kOptimizer}}};
+    {"idle", EventKind::kIdle}, {"optimizer", EventKind::kOptimizer},
+    {"weight_grad", EventKind::kWeightGrad}}};
 
 MemoryBreakdown read_memory(const JsonNode& n) {
   MemoryBreakdown m;

@@ -79,6 +79,9 @@ void fill_timeline(Prediction& p, const Plan& plan, const StageCosts& costs) {
       const std::string id = std::to_string(mb);
       if (op.op.kind == PipeOpKind::kForward) {
         p.timeline.push_back({int(r), EventKind::kForward, mb, chunk, op.start_s, op.end_s, "F" + id});
+      } else if (op.op.kind == PipeOpKind::kWeight) {
+        p.timeline.push_back(
+            {int(r), EventKind::kWeightGrad, mb, chunk, op.start_s, op.end_s, "W" + id});
       } else {
         const double rec = costs.stages[schedule.virtual_stage(int(r), chunk)].recompute_s;
         const double split = std::min(op.end_s, op.start_s + rec);
@@ -108,6 +111,7 @@ const ScheduleTiming& memoized_timing(ScheduleKind kind, int p, int m, int v,
   std::vector<double> key = d.forward_s;
   key.insert(key.end(), d.backward_s.begin(), d.backward_s.end());
   key.insert(key.end(), d.p2p_s.begin(), d.p2p_s.end());
+  key.insert(key.end(), d.weight_s.begin(), d.weight_s.end());
   for (const Entry& e : recent) {
     if (e.kind == kind && e.p == p && e.m == m && e.v == v && e.key == key) return e.timing;
   }
@@ -136,7 +140,8 @@ StageTotals sum_stages(Prediction& p, const Plan& plan, const StageCosts& costs)
   for (size_t i = 0; i < plan.stages.size(); ++i) {
     const StageCost& c = costs.stages[i];
     const int r = plan.stages[i].rank;
-    rank_compute[r] += m * (c.forward_s + c.backward_s - c.tp_exposed_s - c.zero_exposed_s);
+    rank_compute[r] +=
+        m * (c.forward_s + c.backward_s + c.weight_step_s - c.tp_exposed_s - c.zero_exposed_s);
     rank_recompute[r] += m * c.recompute_s;
     t.model_flops += c.model_flops;
     t.hardware_flops += c.hardware_flops;

@@ -9,7 +9,8 @@ namespace stratasim {
 namespace {
 
 struct PhaseSums {
-  double time_s = 0, recompute_s = 0, comm_total_s = 0, comm_exposed_s = 0, comm_bytes = 0;
+  double time_s = 0, recompute_s = 0, weight_s = 0, comm_total_s = 0, comm_exposed_s = 0,
+         comm_bytes = 0;
   double model_flops = 0, hardware_flops = 0;
 };
 
@@ -40,6 +41,10 @@ PhaseSums sum_kernels(const std::vector<Kernel>& ks, const Plan& plan) {
     }
     sum.time_s += t;
     if (k.phase == Phase::kRecompute) sum.recompute_s += t;
+    // W: the weight-gradient GEMM's share of the backward kernel, by FLOPs.
+    if (k.phase == Phase::kBackward && k.weight_grad_flops > 0 && k.matmul_flops > 0) {
+      sum.weight_s += t * k.weight_grad_flops / k.matmul_flops;
+    }
   }
   return sum;
 }
@@ -85,6 +90,7 @@ BlockCost block_cost(const Block& b, const Plan& plan) {
   c.forward_s = f.time_s;
   c.backward_s = bw.time_s;
   c.recompute_s = bw.recompute_s;
+  c.weight_s = bw.weight_s;
   c.comm_total_s = f.comm_total_s + bw.comm_total_s;
   c.comm_exposed_s = f.comm_exposed_s + bw.comm_exposed_s;
   c.comm_bytes = f.comm_bytes + bw.comm_bytes;

@@ -9,7 +9,8 @@ namespace stratasim {
 
 struct BlockCost {
   double forward_s = 0;
-  double backward_s = 0;    // incl. recomputation
+  double backward_s = 0;    // incl. recomputation and the weight gradients
+  double weight_s = 0;      // the weight-gradient part of backward_s (W)
   double recompute_s = 0;
   double comm_total_s = 0;  // tp collectives, forward + recompute + backward
   double comm_exposed_s = 0;

@@ -13,6 +13,7 @@ void add_block(StageCost& c, const BlockCost& b, double times) {
   c.forward_s += times * b.forward_s;
   c.backward_s += times * b.backward_s;
   c.recompute_s += times * b.recompute_s;
+  c.weight_s += times * b.weight_s;
   c.tp_total_s += times * b.comm_total_s;
   c.tp_exposed_s += times * b.comm_exposed_s;
   c.tp_bytes += times * b.comm_bytes;
@@ -24,19 +25,27 @@ void add_block(StageCost& c, const BlockCost& b, double times) {
 // collectives before, beside or after it, and the send to the neighbouring stage. A blocking
 // send (Megatron's default p2p) keeps the sender busy until its message has arrived, so the
 // transfer joins the step; a non-blocking one is a latency on the receiver's dependency.
+// A schedule that splits the backward has a third step, W (weight gradients, then their ZeRO
+// reduce-scatter), timed the same way; the backward step is then B alone.
 void time_steps(StageCost& c, const StageProgram& program, const Plan& plan, double* forward_s,
                 double* backward_s, double* forward_lat_s, double* backward_lat_s) {
-  const ComputeDurations compute{c.forward_s, c.recompute_s, c.backward_s - c.recompute_s};
+  const bool split = !program.weight.ops.empty();
+  const double w = split ? c.weight_s : 0.0;
+  const ComputeDurations compute{c.forward_s, c.recompute_s, c.backward_s - c.recompute_s - w, w};
   const StepTiming f = time_step(program.forward, compute, plan);
   const StepTiming b = time_step(program.backward, compute, plan);
+  const StepTiming ws = split ? time_step(program.weight, compute, plan) : StepTiming{};
   c.compute_forward_s = c.forward_s;
-  c.compute_backward_s = c.backward_s;
+  c.compute_backward_s = c.backward_s - w;
+  c.compute_weight_s = w;
   c.zero_forward_total_s = f.zero_total_s;
   c.zero_forward_exposed_s = f.span_s - f.compute_s;
-  c.zero_total_s = f.zero_total_s + b.zero_total_s;
-  c.zero_exposed_s = c.zero_forward_exposed_s + (b.span_s - b.compute_s);
+  c.zero_total_s = f.zero_total_s + b.zero_total_s + ws.zero_total_s;
+  c.zero_exposed_s =
+      c.zero_forward_exposed_s + (b.span_s - b.compute_s) + (ws.span_s - ws.compute_s);
   c.forward_s = f.span_s;
   c.backward_s = b.span_s;
+  c.weight_step_s = ws.span_s;
   auto finish = [](const StepTiming& t, double* duration, double* lat) {
     const double transfer = std::max(0.0, t.send_end_s - t.span_s);
     *duration = t.span_s + (t.send_blocking ? transfer : 0);
@@ -79,6 +88,11 @@ StageCosts stage_costs(const Plan& plan) {
                &out.durations.backward_s[i], &forward_lat, &backward_lat);
     out.compute_only.forward_s[i] = c.forward_s;
     out.compute_only.backward_s[i] = c.backward_s;
+    if (!plan.iteration.stages[i].weight.ops.empty()) {
+      out.durations.weight_s.resize(n, 0.0);
+      out.compute_only.weight_s.resize(n, 0.0);
+      out.durations.weight_s[i] = out.compute_only.weight_s[i] = c.weight_step_s;
+    }
     // The schedule executor has one latency per boundary, for both directions: the
     // activation of stage i and the gradient of stage i + 1 cross the same boundary.
     if (i + 1 < n) out.durations.p2p_s[i] = forward_lat;

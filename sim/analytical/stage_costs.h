@@ -13,7 +13,11 @@ struct StageCost {
   // Forward and backward of one micro-batch with their exposed ZeRO collectives (without the
   // point-to-point transfers); the backward includes recomputation.
   double forward_s = 0, backward_s = 0, recompute_s = 0;
-  double compute_forward_s = 0, compute_backward_s = 0;  // the blocks' kernels alone
+  // The blocks' kernels alone; with a split backward, compute_backward_s is B (with
+  // recomputation) and compute_weight_s W.
+  double compute_forward_s = 0, compute_backward_s = 0, compute_weight_s = 0;
+  double weight_s = 0;       // W inside the backward (BlockCost::weight_s, summed)
+  double weight_step_s = 0;  // a split backward's W step with its exposed ZeRO collectives
   double tp_total_s = 0, tp_exposed_s = 0, tp_bytes = 0;
   double zero_total_s = 0, zero_exposed_s = 0, zero_bytes = 0;
   double zero_forward_total_s = 0, zero_forward_exposed_s = 0;  // the forward's share of them

@@ -24,6 +24,7 @@ double compute_op_s(const IterOp& op, const ComputeDurations& c) {
     case IterOpKind::kForward: return c.forward_s;
     case IterOpKind::kRecompute: return c.recompute_s;
     case IterOpKind::kBackward: return c.backward_s;
+    case IterOpKind::kWeightGradient: return c.weight_s;
     default: return 0;
   }
 }

@@ -13,7 +13,9 @@ double comm_op_s(const IterOp& op, const Plan& plan);
 
 // Durations of a stage's compute ops for one micro-batch (the blocks' kernels).
 struct ComputeDurations {
-  double forward_s = 0, recompute_s = 0, backward_s = 0;  // backward without recomputation
+  double forward_s = 0, recompute_s = 0;
+  double backward_s = 0;  // without recomputation (and without W when the backward is split)
+  double weight_s = 0;    // W of a split backward
 };
 
 struct StepTiming {

@@ -22,6 +22,7 @@ std::string_view event_kind_name(EventKind k) {
     case EventKind::kComm: return "comm";
     case EventKind::kIdle: return "idle";
     case EventKind::kOptimizer: return "optimizer";
+    case EventKind::kWeightGrad: return "weight_grad";
   }
   return "?";
 }

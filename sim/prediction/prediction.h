@@ -37,7 +37,8 @@ struct CommStat {
   double exposed_s = 0;     // part of it not hidden behind computation
 };
 
-enum class EventKind { kForward, kBackward, kRecompute, kComm, kIdle, kOptimizer };
+// kWeightGrad: the W pass (weight gradients) of a schedule that splits the backward.
+enum class EventKind { kForward, kBackward, kRecompute, kComm, kIdle, kOptimizer, kWeightGrad };
 std::string_view event_kind_name(EventKind k);
 
 struct TimelineEvent {

@@ -100,10 +100,9 @@ double Simulation::hierarchical(const CollectiveSpec& c, int rank, int replica) 
 // each reducing then broadcasting half of S in `chunks` pipelined pieces sent eagerly (the
 // receiving member is the mailbox's permanent receiver, so latencies overlap transfers). Every
 // member's port carries S per direction and phase: 2 S / B + the pipeline's fill, which
-// collective_cost.h's closed form counts as 2 log2(n) (alpha + chunk / B) with the same chunks.
+// collective_cost.h's closed form counts as 2 log2(n) (alpha + 2 chunk / B) with the same chunks.
 double Simulation::tree(const CollectiveSpec& c, int rank, int replica) {
   const int n = static_cast<int>(c.members.size());
-  const int depth = static_cast<int>(std::ceil(std::log2(n)));
   const int chunks = tree_chunks(c.bytes / c.repeats, n);  // the plan's chunking (collective_cost.h)
   std::vector<int> mirrored(c.members.rbegin(), c.members.rend());
   const double start = sg4::Engine::get_clock();

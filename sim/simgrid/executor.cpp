@@ -47,17 +47,18 @@ void Simulation::run_op(int rank, int replica, const PipeOp& op, bool keep) {
   auto record = [&](EventKind kind, double start, std::string name) {
     if (keep) Simulation::record(rank, replica, kind, shown_mb, op.chunk, start, std::move(name));
   };
+  const bool weight = op.kind == PipeOpKind::kWeight;  // W of a split backward
   const double start = sg4::Engine::get_clock();
-  const StepProgram& step =
-      fwd ? plan_.iteration.stages[vs].forward : plan_.iteration.stages[vs].backward;
+  const StageProgram& program = plan_.iteration.stages[vs];
+  const StepProgram& step = fwd ? program.forward : weight ? program.weight : program.backward;
   StepState state(step.ops.size());
   sg4::ActorPtr comm;  // the step's comm stream, when it has collectives
   const bool collectives = std::any_of(step.ops.begin(), step.ops.end(), [](const IterOp& o) {
     return o.stream == Stream::kComm && !is_send(o);
   });
   if (collectives) {
-    const std::string tag = std::string(fwd ? "zf" : "zb") + std::to_string(vs) + "-" +
-                            std::to_string(op.micro_batch);
+    const std::string tag = std::string(fwd ? "zf" : weight ? "zw" : "zb") + std::to_string(vs) +
+                            "-" + std::to_string(op.micro_batch);
     comm = sg4::Actor::create("comm-stream", hosts_[host_index(rank, replica)],
                               [this, rank, replica, &step, &state, tag] {
                                 comm_stream(rank, replica, step, state, tag);
@@ -71,15 +72,17 @@ void Simulation::run_op(int rank, int replica, const PipeOp& op, bool keep) {
   if (first_compute != step.ops.end()) state.wait(*first_compute);
   const double compute_start = sg4::Engine::get_clock();
   BucketSignal* signal = fwd ? nullptr : bucket_signal_[host_index(rank, replica)].get();
-  for (const Piece& piece : fwd ? pieces_[vs].forward : pieces_[vs].backward) {
+  const OpPieces& pieces = pieces_[vs];
+  for (const Piece& piece : fwd ? pieces.forward : weight ? pieces.weight : pieces.backward) {
     const double t = sg4::Engine::get_clock();
     for (const Segment& seg : piece.segments) {
       compute_tracked(seg.compute_s, signal);
       exchange(host_index(rank, replica), seg.comm);
     }
-    const char* prefix = piece.kind == EventKind::kForward     ? "F"
-                         : piece.kind == EventKind::kRecompute ? "R"
-                                                               : "B";
+    const char* prefix = piece.kind == EventKind::kForward      ? "F"
+                         : piece.kind == EventKind::kRecompute  ? "R"
+                         : piece.kind == EventKind::kWeightGrad ? "W"
+                                                                : "B";
     record(piece.kind, t,
            prefix + id + (piece.layer < 0 ? "" : "/L" + std::to_string(piece.layer)));
   }
@@ -98,7 +101,7 @@ void Simulation::run_op(int rank, int replica, const PipeOp& op, bool keep) {
         std::max(0.0, sg4::Engine::get_clock() - start - (compute_end - compute_start));
   }
   const int to = fwd ? vs + 1 : vs - 1;
-  if (to >= 0 && to < vstages_) {
+  if (!weight && to >= 0 && to < vstages_) {
     sg4::Mailbox* out = box(fwd ? 'f' : 'b', replica, to);
     void* payload = &micro_batch_ids_[op.micro_batch];
     const double send_start = sg4::Engine::get_clock();
@@ -155,7 +158,7 @@ void Simulation::worker(int rank, int replica) {
     const int vs = op.chunk * p_ + rank;
     const bool fwd = op.kind == PipeOpKind::kForward;
     const int from = fwd ? vs - 1 : vs + 1;
-    if (from >= 0 && from < vstages_) {
+    if (op.kind != PipeOpKind::kWeight && from >= 0 && from < vstages_) {
       int* got = nullptr;
       sg4::CommPtr c = box(fwd ? 'f' : 'b', replica, vs)->get_async<int>(&got);
       c->wait();
@@ -173,7 +176,9 @@ void Simulation::worker(int rank, int replica) {
     if (reduce && reduce->overlaps_last_backward && j + 1 == ops.size() && !fwd) {
       auto signal = std::make_unique<BucketSignal>();
       signal->buckets = std::clamp(reduce->repeats, 1, options_.max_dp_buckets);
-      for (const Piece& piece : pieces_[vs].backward) {
+      const OpPieces& pieces = pieces_[vs];
+      for (const Piece& piece :
+           op.kind == PipeOpKind::kWeight ? pieces.weight : pieces.backward) {
         for (const Segment& seg : piece.segments) signal->total_s += seg.compute_s;
       }
       BucketSignal* raw = signal.get();

@@ -198,6 +198,7 @@ double nominal_s(const Piece& piece) { return nominal(piece.segments); }
 std::vector<OpPieces> op_pieces(const Plan& plan, const std::vector<double>& forward_s,
                                 const std::vector<double>& backward_s,
                                 const std::vector<double>& recompute_s,
+                                const std::vector<double>& weight_s,
                                 const SimgridOptions& options) {
   const BlockSegments b = block_segments(plan, tp_as_messages(plan, options));
   const bool layer_granularity = options.granularity == SimGranularity::kLayer;
@@ -207,6 +208,9 @@ std::vector<OpPieces> op_pieces(const Plan& plan, const std::vector<double>& for
     out.push_back(layer_granularity
                       ? layer_pieces(plan, st, b, forward_s[vs], backward_s[vs])
                       : stage_pieces(plan, st, b, forward_s[vs], backward_s[vs], recompute_s[vs]));
+    if (vs < weight_s.size() && weight_s[vs] > 0) {
+      out.back().weight.push_back({EventKind::kWeightGrad, -1, {Segment{weight_s[vs], {}}}});
+    }
     for (auto* ops : {&out.back().forward, &out.back().backward}) {
       std::erase_if(*ops, [](const Piece& p) { return nominal_s(p) <= 0; });
     }

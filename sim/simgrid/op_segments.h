@@ -46,6 +46,7 @@ struct Piece {
 
 struct OpPieces {
   std::vector<Piece> forward, backward;  // per virtual stage
+  std::vector<Piece> weight;             // W of a split backward: one compute piece
 };
 
 // Whether tensor-parallel collectives run as messages: tp > 1, the group inside one NVLink
@@ -58,9 +59,12 @@ double nominal_s(const Piece& piece);
 
 // Per virtual stage: its forward and backward ops as pieces, summing to `forward_s[vs]` and
 // `backward_s[vs]` (the durations the analytical schedule uses, without transfers).
+// `weight_s` (W per virtual stage, empty when the backward is not split) becomes one compute
+// piece each.
 std::vector<OpPieces> op_pieces(const Plan& plan, const std::vector<double>& forward_s,
                                 const std::vector<double>& backward_s,
                                 const std::vector<double>& recompute_s,
+                                const std::vector<double>& weight_s,
                                 const SimgridOptions& options);
 
 }  // namespace stratasim::simgrid_detail

@@ -114,13 +114,14 @@ class Simulation {
     for (int i = 0; i < stream_micro_batches_; ++i) micro_batch_ids_[i] = i;
     sync_phase_.assign(p_, !async_);
     // The compute ops run as pieces; ZeRO collectives and sends are ops of their own.
-    std::vector<double> forward, backward, recompute;
+    std::vector<double> forward, backward, recompute, weight;
     for (const StageCost& c : costs_.stages) {
       forward.push_back(c.compute_forward_s);
       backward.push_back(c.compute_backward_s);
       recompute.push_back(c.recompute_s);
+      weight.push_back(c.compute_weight_s);
     }
-    pieces_ = op_pieces(plan, forward, backward, recompute, options);
+    pieces_ = op_pieces(plan, forward, backward, recompute, weight, options);
     steady_begin_s_.assign(p_, 0);
     steady_end_s_.assign(p_, 0);
   }

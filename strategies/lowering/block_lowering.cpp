@@ -118,6 +118,11 @@ Kernel backward_of(const LayerGraph& g, const Kernel& f) {
   // (and weight gradient): about twice the forward traffic.
   b.bytes = f.bytes * 2;
   b.launches = f.cls == OpClass::kMatmul ? 2 * f.launches : f.launches;  // dgrad + wgrad
+  // The weight gradient of a linear layer costs what its forward GEMM does (2 m n k).
+  for (int i = f.first_op; i <= f.last_op; ++i) {
+    const LayerOp& op = g.ops[i];
+    if (op.cls == OpClass::kMatmul && op.weight_bytes > 0) b.weight_grad_flops += op.matmul_flops;
+  }
   b.reads_input_fused = false;
   return b;
 }

@@ -23,6 +23,20 @@ Work phase_work(const Block* b, Phase phase, const std::vector<Kernel> Block::*l
   return w;
 }
 
+// The weight-gradient FLOPs of a stage's backward (Kernel::weight_grad_flops).
+Work weight_work(const Plan& plan, const VirtualStage& st) {
+  auto of = [](const Block* b) {
+    double f = 0;
+    if (b == nullptr) return f;
+    for (const Kernel& k : b->backward) f += k.phase == Phase::kBackward ? k.weight_grad_flops : 0;
+    return f;
+  };
+  double flops = of(plan.layer.get()) * st.layers * plan.block_repeat;
+  if (st.has_embedding) flops += of(plan.embedding.get());
+  if (st.has_head) flops += of(plan.head.get());
+  return Work{flops, 0};
+}
+
 Work stage_work(const Plan& plan, const VirtualStage& st, Phase phase) {
   const auto list = phase == Phase::kForward ? &Block::forward : &Block::backward;
   const Work layer = phase_work(plan.layer.get(), phase, list);
@@ -141,10 +155,19 @@ StageProgram stage_program(const Plan& plan, int vs) {
       dep = push(b, compute_op(IterOpKind::kRecompute, vs, stage_work(plan, st, Phase::kRecompute),
                                dep));
     }
-    const int backward =
-        push(b, compute_op(IterOpKind::kBackward, vs, stage_work(plan, st, Phase::kBackward), dep));
-    const int last = add_zero_reduce_scatter(b, plan, st, vs, backward);
+    const bool split = splits_backward(plan.strategy.schedule);
+    const Work all = stage_work(plan, st, Phase::kBackward);
+    const Work weights = split ? weight_work(plan, st) : Work{};
+    const int backward = push(b, compute_op(IterOpKind::kBackward, vs,
+                                            {all.flops - weights.flops, all.bytes}, dep));
+    // Split: the gradient leaves after B; W and the gradients' reduce-scatter follow later.
+    const int last = split ? backward : add_zero_reduce_scatter(b, plan, st, vs, backward);
     if (vs > 0) add_send(b, plan, IterOpKind::kSendGradient, vs, last);
+    if (split) {
+      StepProgram& w = p.weight;
+      const int weight = push(w, compute_op(IterOpKind::kWeightGradient, vs, weights, -1));
+      add_zero_reduce_scatter(w, plan, st, vs, weight);
+    }
   }
   return p;
 }
@@ -201,6 +224,7 @@ std::string_view iter_op_kind_name(IterOpKind k) {
     case IterOpKind::kForward: return "forward";
     case IterOpKind::kRecompute: return "recompute";
     case IterOpKind::kBackward: return "backward";
+    case IterOpKind::kWeightGradient: return "weight_gradient";
     case IterOpKind::kZeroGather: return "zero_gather";
     case IterOpKind::kZeroReduceScatter: return "zero_reduce_scatter";
     case IterOpKind::kSendActivation: return "send_activation";

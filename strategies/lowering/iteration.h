@@ -30,7 +30,9 @@ struct Plan;
 enum class IterOpKind : uint8_t {
   kForward,            // compute: the virtual stage's forward kernels for one micro-batch
   kRecompute,          // compute: the recomputed forward before the backward
-  kBackward,           // compute: the backward kernels (without recomputation)
+  kBackward,           // compute: the backward kernels (without recomputation; without the
+                       // weight gradients when the schedule splits the backward)
+  kWeightGradient,     // compute: the weight gradients (W) of a schedule that splits them off
   kZeroGather,         // ZeRO-3: all-gather of the stage's weight shards, one per layer
   kZeroReduceScatter,  // ZeRO-2/3: reduce-scatter of the stage's gradients, one per layer
   kSendActivation,     // to the next virtual stage
@@ -77,8 +79,10 @@ struct StepProgram {
   std::vector<IterOp> ops;
 };
 
+// `weight`: the W step of a schedule that splits the backward (its weight gradients, then the
+// ZeRO-2/3 reduce-scatter of them); empty otherwise.
 struct StageProgram {
-  StepProgram forward, backward;
+  StepProgram forward, backward, weight;
 };
 
 struct IterationProgram {

@@ -79,7 +79,7 @@ std::string message_tag(bool activation, int from_vstage, int micro_batch) {
 // backward ops and the receives before them, per rank its tail), with its attributes; nodes
 // name their template, so a micro-batch's node carries only its id, micro-batch and edges.
 struct Templates {
-  std::vector<int> forward, backward;  // per virtual stage: index of its first op
+  std::vector<int> forward, backward, weight;  // per virtual stage: index of its first op
   std::vector<int> recv_activation, recv_gradient;  // per virtual stage (-1: none)
   std::vector<int> tail;                            // per rank: index of its first tail op
   int count = 0;
@@ -110,6 +110,10 @@ class GraphWriter {
       for (const IterOp& op : plan_.iteration.stages[vs].backward.ops) {
         sep(), op_template(t.count++, op, "backward");
       }
+      t.weight.push_back(t.count);
+      for (const IterOp& op : plan_.iteration.stages[vs].weight.ops) {
+        sep(), op_template(t.count++, op, "weight");
+      }
     }
     for (int r = 0; r < plan_.pp; ++r) {
       t.tail.push_back(t.count);
@@ -124,10 +128,12 @@ class GraphWriter {
     for (const PipeOp& pop : schedule.per_rank[r]) {
       const int vs = schedule.virtual_stage(r, pop.chunk);
       const bool fwd = pop.kind == PipeOpKind::kForward;
-      const StepProgram& step =
-          fwd ? plan_.iteration.stages[vs].forward : plan_.iteration.stages[vs].backward;
+      const bool weight = pop.kind == PipeOpKind::kWeight;
+      const StageProgram& program = plan_.iteration.stages[vs];
+      const StepProgram& step = fwd ? program.forward : weight ? program.weight : program.backward;
       long long recv = -1;
-      const int recv_template = fwd ? t.recv_activation[vs] : t.recv_gradient[vs];
+      const int recv_template =
+          weight ? -1 : fwd ? t.recv_activation[vs] : t.recv_gradient[vs];
       if (recv_template >= 0) {
         recv = next_id_;
         begin_node(recv_template, pop.micro_batch);
@@ -135,7 +141,7 @@ class GraphWriter {
         out_.raw(",\"comm_tag\":").str(message_tag(fwd, fwd ? vs - 1 : vs + 1, pop.micro_batch))
             .raw("}");
       }
-      const int base = fwd ? t.forward[vs] : t.backward[vs];
+      const int base = fwd ? t.forward[vs] : weight ? t.weight[vs] : t.backward[vs];
       std::vector<long long> ids(step.ops.size(), -1);
       bool first_compute = true;
       long long step_last_compute = step_end_compute;

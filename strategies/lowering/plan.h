@@ -41,6 +41,9 @@ struct Kernel {
   // A linear layer's GEMM: runs in fp8 when the strategy's dtype is fp8 (attention's batched
   // GEMMs and the output projection stay in 16 bit, as Transformer Engine and torchao do).
   bool fp8_eligible = false;
+  // Backward of a GEMM with weights: the part of matmul_flops that computes the weight
+  // gradient (the W pass of zero-bubble schedules; the rest is the input gradient, B).
+  double weight_grad_flops = 0;
   double gemm_m = 0, gemm_n = 0, gemm_k = 0, gemm_batch = 1;  // forward GEMM shape, if any
 };
 

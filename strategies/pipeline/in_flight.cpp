@@ -13,6 +13,8 @@ std::vector<int> peak_in_flight(ScheduleKind kind, int p, int m, int v) {
       case ScheduleKind::kGPipe: peak[r] = m; break;  // every forward before any backward
       case ScheduleKind::k1F1B: peak[r] = std::min(p - r, m); break;  // warm-up p - r - 1, +1
       case ScheduleKind::kPipeDreamAsync: peak[r] = p - r; break;  // the stream never drains
+      // p - r - 1 warm-up forwards, one more, and r micro-batches whose W waits (B done).
+      case ScheduleKind::kZeroBubbleH1: peak[r] = std::min(p, m); break;
       case ScheduleKind::kInterleaved1F1B: {
         // Warm-up of Megatron's interleaved schedule, then one more forward before a backward.
         const long long total = static_cast<long long>(m) * v;
@@ -31,6 +33,8 @@ double uniform_bubble_fraction(ScheduleKind kind, int p, int m, int v) {
     case ScheduleKind::k1F1B: return double(p - 1) / (m + p - 1);
     case ScheduleKind::kInterleaved1F1B: return double(p - 1) / (double(v) * m + p - 1);
     case ScheduleKind::kPipeDreamAsync: return 0;
+    // F = B = W = 1: makespan 3m + (p - 1)(F + B - W) = 3m + p - 1 (Qi et al. 2024, Sec. 3.1).
+    case ScheduleKind::kZeroBubbleH1: return double(p - 1) / (3.0 * m + p - 1);
   }
   return 0;
 }

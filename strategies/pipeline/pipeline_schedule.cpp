@@ -12,6 +12,8 @@ std::string_view schedule_name(ScheduleKind k) {
       return "interleaved";
     case ScheduleKind::kPipeDreamAsync:
       return "pipedream_async";
+    case ScheduleKind::kZeroBubbleH1:
+      return "zb_h1";
   }
   return "unknown";
 }

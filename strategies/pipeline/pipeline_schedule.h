@@ -13,10 +13,15 @@
 
 namespace stratasim {
 
-enum class ScheduleKind { kGPipe, k1F1B, kInterleaved1F1B, kPipeDreamAsync };
+enum class ScheduleKind { kGPipe, k1F1B, kInterleaved1F1B, kPipeDreamAsync, kZeroBubbleH1 };
 std::string_view schedule_name(ScheduleKind k);
+// Whether the schedule runs the weight gradients (W) as ops of their own (zero-bubble).
+inline bool splits_backward(ScheduleKind k) { return k == ScheduleKind::kZeroBubbleH1; }
 
-enum class PipeOpKind : uint8_t { kForward, kBackward };
+// kBackward is the whole backward pass, or only its input-gradient part (B) in a schedule that
+// splits the backward (PipelineSchedule::split_backward), which then runs kWeight (W, the
+// weight gradients) as an op of its own.
+enum class PipeOpKind : uint8_t { kForward, kBackward, kWeight };
 
 struct PipeOp {
   PipeOpKind kind;
@@ -31,6 +36,7 @@ struct PipelineSchedule {
   int micro_batches = 1;   // m
   int chunks = 1;          // v
   bool flush = true;       // false for PipeDream's asynchronous schedule (no flush)
+  bool split_backward = false;  // B and W are separate ops (zero-bubble schedules)
   std::vector<std::vector<PipeOp>> per_rank;  // size p
 
   int virtual_stages() const { return stages * chunks; }

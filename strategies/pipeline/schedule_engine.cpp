@@ -11,10 +11,17 @@ CompiledOp compile_op(const PipeOp& op, int r, int p, int m, int v) {
   const int vstages = p * v;
   const int vs = op.chunk * p + r;
   const int bwd_base = vstages * m;
-  const int zero = 2 * vstages * m;
+  const int weight_base = 2 * vstages * m;
+  const int zero = 3 * vstages * m;
   CompiledOp c;
   c.rank = r;
-  if (op.kind == PipeOpKind::kForward) {
+  if (op.kind == PipeOpKind::kWeight) {  // after its own B, on the same rank
+    c.self = weight_base + vs * m + op.micro_batch;
+    c.dep = zero;
+    c.fwd = bwd_base + vs * m + op.micro_batch;
+    c.dur = 2 * vstages + vs;
+    c.lat = vstages - 1;
+  } else if (op.kind == PipeOpKind::kForward) {
     c.self = vs * m + op.micro_batch;
     c.dep = vs > 0 ? (vs - 1) * m + op.micro_batch : zero;
     c.fwd = zero;
@@ -38,6 +45,7 @@ int consumer_rank(const CompiledSchedule& cs, int slot) {
     const int vs = slot / cs.m;
     return vs + 1 < vstages ? (vs + 1) % cs.p : -1;
   }
+  if (slot >= 2 * fwd_slots) return -1;  // W: nothing on another rank waits for it
   const int vs = (slot - fwd_slots) / cs.m;
   return vs > 0 ? (vs - 1) % cs.p : -1;
 }
@@ -117,8 +125,12 @@ CompiledSchedule compile_schedule(const PipelineSchedule& s) {
     }
     cs.begin.push_back(static_cast<int32_t>(cs.ops.size()));
   }
-  SS_ASSERT(static_cast<int>(cs.ops.size()) == cs.slots(),
-            "pipeline schedule misses a forward or backward op");
+  const int ops_per_slot_group = s.split_backward ? 3 : 2;
+  SS_ASSERT(static_cast<int>(cs.ops.size()) == ops_per_slot_group * p * v * m,
+            "pipeline schedule misses a forward, backward or weight op");
+  for (const CompiledOp& op : cs.ops) {
+    SS_ASSERT(s.split_backward || op.self < 2 * p * v * m, "W ops need a split schedule");
+  }
   order_ops(cs);
   order_by_wavefront(cs);
   return cs;
@@ -130,12 +142,15 @@ void fill_duration_tables(int p, int v, const StageDurations& d, DurationTables&
             "stage durations need one forward and one backward time per virtual stage");
   SS_ASSERT(d.p2p_s.empty() || d.p2p_s.size() == vstages - 1,
             "stage durations need one p2p time per stage boundary (or none)");
-  t.dur.resize(2 * vstages);
+  SS_ASSERT(d.weight_s.empty() || d.weight_s.size() == vstages,
+            "stage durations need one W time per virtual stage (or none)");
+  t.dur.assign(3 * vstages, 0.0);
   t.lat.assign(vstages, 0.0);
   for (size_t i = 0; i < vstages; ++i) {
     SS_ASSERT(d.forward_s[i] >= 0 && d.backward_s[i] >= 0, "stage durations must be >= 0");
     t.dur[i] = d.forward_s[i];
     t.dur[vstages + i] = d.backward_s[i];
+    if (!d.weight_s.empty()) t.dur[2 * vstages + i] = d.weight_s[i];
   }
   for (size_t i = 0; i < d.p2p_s.size(); ++i) {
     SS_ASSERT(d.p2p_s[i] >= 0, "p2p times must be >= 0");

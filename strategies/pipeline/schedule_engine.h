@@ -2,8 +2,9 @@
 // that runs it. Used by schedule_timing.cpp; not part of the public API.
 //
 // Every op of a schedule completes one "slot": the forward of (micro-batch mb, virtual stage
-// i) is slot i * m + mb, its backward is V * m + i * m + mb (V = p * v virtual stages). One
-// extra slot, V * 2m, always holds 0 and stands for "no dependency".
+// i) is slot i * m + mb, its backward (B in a split schedule) is V * m + i * m + mb and its W
+// is 2 V m + i * m + mb (V = p * v virtual stages). One extra slot, 3 V m, always holds 0 and
+// stands for "no dependency".
 //
 // Compiling finds a dependency-respecting order of all ops once (the list scheduler proper:
 // ranks run their lists in order, an op waits for its inputs); every later run with new
@@ -45,7 +46,7 @@ struct CompiledSchedule {
   std::vector<CompiledOp> order;  // the same ops in an order that respects every dependency
   std::vector<PeriodicStructure> periodic;  // for increasing periods; empty for GPipe
 
-  int slots() const { return 2 * p * v * m; }  // the zero slot is slots()
+  int slots() const { return 3 * p * v * m; }  // F, B, W slots; the zero slot is slots()
   int rank_ops(int r) const { return begin[r + 1] - begin[r]; }
 };
 
@@ -58,7 +59,7 @@ PeriodicStructure analyze_periodicity(const CompiledSchedule& cs, int period);
 
 // Per-call duration tables in the layout CompiledOp indexes.
 struct DurationTables {
-  std::vector<double> dur;  // 2V
+  std::vector<double> dur;  // 3V: forward, backward (B), W
   std::vector<double> lat;  // V (the last entry is 0, for ops without a transfer)
 };
 void fill_duration_tables(int p, int v, const StageDurations& d, DurationTables& t);

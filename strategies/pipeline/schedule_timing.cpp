@@ -42,11 +42,13 @@ const CompiledSchedule& cached_schedule(ScheduleKind kind, int p, int m, int v) 
   thread_local uint64_t last_key = ~uint64_t{0};
   thread_local const CompiledSchedule* last = nullptr;
   if (kind == ScheduleKind::kPipeDreamAsync || v == 1) {
-    if (kind != ScheduleKind::kGPipe) kind = ScheduleKind::k1F1B;
+    if (kind != ScheduleKind::kGPipe && kind != ScheduleKind::kZeroBubbleH1) {
+      kind = ScheduleKind::k1F1B;
+    }
   }
   SS_ASSERT(p < (1 << 20) && m < (1 << 24) && v < (1 << 16), "pipeline size out of range");
   const uint64_t key =
-      (uint64_t(kind) << 62) | (uint64_t(v) << 44) | (uint64_t(p) << 24) | uint64_t(m);
+      (uint64_t(kind) << 60) | (uint64_t(v) << 44) | (uint64_t(p) << 24) | uint64_t(m);
   if (key == last_key) return *last;
   auto it = cache.find(key);
   if (it == cache.end()) {
@@ -56,7 +58,8 @@ const CompiledSchedule& cached_schedule(ScheduleKind kind, int p, int m, int v) 
     }
     auto cs = std::make_unique<CompiledSchedule>(
         pipeline_detail::compile_schedule(make_schedule(kind, p, m, v)));
-    for (int k = 1; kind != ScheduleKind::kGPipe && k <= kMaxPeriods; ++k) {
+    const bool periodic = kind != ScheduleKind::kGPipe && kind != ScheduleKind::kZeroBubbleH1;
+    for (int k = 1; periodic && k <= kMaxPeriods; ++k) {
       cs->periodic.push_back(pipeline_detail::analyze_periodicity(*cs, k * p));
     }
     cached_ops += cs->ops.size();
@@ -203,13 +206,16 @@ void finish_timing(int p, int m, int v, const StageDurations& d, ScheduleTiming&
   t.makespan_s = max_of(t.rank_finish_s);
   t.rank_busy_s.assign(p, 0.0);
   t.rank_last_backward_s.assign(p, 0.0);
+  const bool split = !d.weight_s.empty();
   for (int r = 0; r < p; ++r) {
     for (int c = 0; c < v; ++c) {
-      t.rank_busy_s[r] += d.forward_s[c * p + r] + d.backward_s[c * p + r];
+      t.rank_busy_s[r] += d.forward_s[c * p + r] + d.backward_s[c * p + r] +
+                          (split ? d.weight_s[c * p + r] : 0.0);
     }
     t.rank_busy_s[r] *= m;
-    // Every schedule here ends each rank with the backward of its chunk 0 (virtual stage r).
-    t.rank_last_backward_s[r] = d.backward_s[r];
+    // Every schedule here ends each rank with the backward of its chunk 0 (virtual stage r),
+    // or, when it splits the backward, with that chunk's W.
+    t.rank_last_backward_s[r] = split ? d.weight_s[r] : d.backward_s[r];
   }
   t.bubble_fraction = 0;
   if (t.makespan_s <= 0) return;
@@ -241,6 +247,9 @@ ScheduleTiming time_schedule(ScheduleKind kind, int p, int m, int v, const Stage
         timing_full(kind, p, m, v, s, t.rank_finish_s);
       }
       break;
+    case ScheduleKind::kZeroBubbleH1:  // O(ops) list schedule; no periodic shortcut yet
+      timing_full(kind, p, m, v, s, t.rank_finish_s);
+      break;
   }
   finish_timing(p, m, v, d, t);
   return t;
@@ -269,9 +278,13 @@ Timeline execute_schedule(const PipelineSchedule& schedule, const StageDurations
 std::vector<int> peak_in_flight(const PipelineSchedule& schedule) {
   std::vector<int> peak(schedule.per_rank.size(), 0);
   for (size_t r = 0; r < schedule.per_rank.size(); ++r) {
+    // A micro-batch's activations are held from its forward to its backward, or to its W
+    // when the schedule splits the backward (W needs the layers' inputs).
+    const PipeOpKind frees = schedule.split_backward ? PipeOpKind::kWeight : PipeOpKind::kBackward;
     int held = 0;
     for (const PipeOp& op : schedule.per_rank[r]) {
-      held += op.kind == PipeOpKind::kForward ? 1 : -1;
+      if (op.kind == PipeOpKind::kForward) ++held;
+      if (op.kind == frees) --held;
       peak[r] = std::max(peak[r], held);
     }
     // No flush: the next iteration's warm-up forwards arrive before this one drains.

@@ -11,7 +11,10 @@ namespace stratasim {
 
 struct StageDurations {
   std::vector<double> forward_s;   // per virtual stage, one micro-batch
-  std::vector<double> backward_s;  // per virtual stage, one micro-batch (recompute included)
+  std::vector<double> backward_s;  // per virtual stage, one micro-batch (recompute included);
+                                   // in a split schedule only B (input gradients)
+  std::vector<double> weight_s;    // per virtual stage: W (weight gradients) of a split
+                                   // schedule; empty otherwise
   std::vector<double> p2p_s;       // per boundary i -> i+1 (size vstages - 1): transfer time
 };
 
@@ -30,7 +33,7 @@ struct ScheduleTiming {
   double makespan_s = 0;                 // one iteration (for async: steady-state period * m)
   std::vector<double> rank_finish_s;     // when each rank ends its last op
   std::vector<double> rank_busy_s;       // compute time of each rank in the iteration
-  std::vector<double> rank_last_backward_s;  // duration of each rank's last backward op
+  std::vector<double> rank_last_backward_s;  // duration of each rank's last op (a backward, or W)
   double bubble_fraction = 0;            // idle / makespan, averaged over ranks
 };
 
@@ -58,7 +61,7 @@ TimingMethod last_timing_method();
 
 // Bubble fraction of the makespan with equal stages and free transfers (closed forms the
 // schedule tests derive): (p-1)/(m+p-1) for GPipe and 1F1B, (p-1)/(v m + p - 1) interleaved,
-// 0 for PipeDream's asynchronous steady state.
+// 0 for PipeDream's asynchronous steady state, (p-1)/(3m + p - 1) for ZB-H1 with F = B = W.
 double uniform_bubble_fraction(ScheduleKind kind, int p, int m, int v);
 
 // Activation memory driver: the most chunk-micro-batches a rank holds at once (forwards run,

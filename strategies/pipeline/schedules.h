@@ -20,6 +20,9 @@ PipelineSchedule schedule_interleaved(int p, int m, int v);
 // PipeDream asynchronous (Narayanan et al. SOSP19) with weight stashing: 1F1B order without
 // a flush; consecutive iterations overlap, so the steady state has no bubble.
 PipelineSchedule schedule_pipedream_async(int p, int m);
+// ZB-H1 (Qi et al. ICLR 2024): 1F1B with the backward split into B and W, each rank running its
+// W r micro-batches late to fill the cool-down (schedule_zb_h1.cpp).
+PipelineSchedule schedule_zb_h1(int p, int m);
 
 PipelineSchedule make_schedule(ScheduleKind kind, int p, int m, int v);
 

@@ -35,7 +35,7 @@ TEST_CASE("search window: the table holds the top-k of run_search, best first") 
 
   MainWindow w;
   REQUIRE(run_job(w, [&] { return w.load_scenario(QString::fromStdString(scenario_path(kGpt3))); }));
-  CHECK(w.table()->model()->rowCount() == 8);  // base + 7 variants
+  CHECK(w.table()->model()->rowCount() == 9);  // base + 8 variants
   REQUIRE(run_job(w, [&] { return w.run_search(); }));
   CHECK_FALSE(w.last_job().cancelled);
   const QAbstractItemModel* table = w.table()->model();

@@ -41,7 +41,7 @@ Strategy pipeline(ScheduleKind kind, int pp, int gb, int v, int zero, bool overl
 const std::set<std::string> kTypes = {"COMP_NODE", "COMM_COLL_NODE", "COMM_SEND_NODE",
                                       "COMM_RECV_NODE"};
 const std::set<std::string> kKinds = {
-    "forward",         "recompute",        "backward",        "zero_gather",
+    "forward",         "recompute",        "backward",        "weight_gradient", "zero_gather",
     "zero_reduce_scatter", "send_activation", "send_gradient", "recv_activation",
     "recv_gradient",   "gradient_reduce",  "parameter_gather", "embedding_sync",
     "optimizer_step"};
@@ -70,7 +70,7 @@ std::map<std::string, int> check_schema(const json& g, const Plan& plan) {
     CHECK(kTypes.count(type) == 1);
     CHECK(kKinds.count(op.at("kind").get<std::string>()) == 1);
     const std::string step = op.at("step");
-    CHECK((step == "forward" || step == "backward" || step == "tail"));
+    CHECK((step == "forward" || step == "backward" || step == "weight" || step == "tail"));
     CHECK(op.contains("vstage") == (step != "tail"));
     const std::string stream = op.at("stream");
     CHECK(stream == (type == "COMP_NODE" ? "compute" : "comm"));
@@ -136,7 +136,8 @@ TEST_CASE("iteration graph: the documented schema, for every schedule") {
   for (const Case& c : {Case{ScheduleKind::k1F1B, 4, 16, 1, 0, true},
                         Case{ScheduleKind::kGPipe, 2, 4, 1, 1, false},
                         Case{ScheduleKind::kInterleaved1F1B, 2, 8, 2, 3, true},
-                        Case{ScheduleKind::kPipeDreamAsync, 4, 8, 1, 2, false}}) {
+                        Case{ScheduleKind::kPipeDreamAsync, 4, 8, 1, 2, false},
+                        Case{ScheduleKind::kZeroBubbleH1, 4, 16, 1, 2, true}}) {
     const Plan plan = plan_of(pipeline(c.kind, c.pp, c.gb, c.v, c.zero, c.overlap), 8);
     CAPTURE(schedule_name(c.kind));
     const json g = json::parse(iteration_graph_json(plan));
@@ -147,6 +148,8 @@ TEST_CASE("iteration graph: the documented schema, for every schedule") {
     CHECK(counts.at("forward") == m * vstages);
     CHECK(counts.at("recompute") == m * vstages);
     CHECK(counts.at("backward") == m * vstages);
+    // A split backward runs each micro-batch's W as a node of its own.
+    CHECK(counts["weight_gradient"] == (splits_backward(c.kind) ? m * vstages : 0));
     CHECK(counts.at("send_activation") == m * (vstages - 1));
     CHECK(counts.at("recv_gradient") == m * (vstages - 1));
     CHECK(counts.at("optimizer_step") == plan.pp);
