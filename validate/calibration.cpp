@@ -191,7 +191,7 @@ Calibration fit_calibration(const std::vector<Measurement>& micro,
   h.name = info.device_name;
   h.num_devices = 1;
   h.node.devices = 1;
-  h.node.device_link = {"shared-memory", mem.rate, c.sync_s, 1.0,
+  h.node.device_link = {"shared-memory", mem.rate, c.sync_s, 1.0, {},
                         "Measured by stratasim calibrate: DRAM copy bandwidth and one thread "
                         "barrier round trip (threads of one process share memory)."};
   h.node.nics = 0;

@@ -296,7 +296,8 @@ void apply(const JsonNode& n, DeviceSpec& d, bool partial, int /*depth*/) {
 }
 
 void allow_link_keys(const JsonNode& n) {
-  n.allow_keys({"name", "bandwidth", "latency", "efficiency", "source", "preset", "file"});
+  n.allow_keys({"name", "bandwidth", "latency", "efficiency", "size_efficiency", "source",
+                "preset", "file"});
 }
 
 void apply(const JsonNode& n, LinkSpec& l, bool partial, int /*depth*/) {
@@ -306,6 +307,20 @@ void apply(const JsonNode& n, LinkSpec& l, bool partial, int /*depth*/) {
   field(n, "latency", partial,
         [&](const JsonNode& c) { l.latency_s = c.as_quantity(Dimension::kTime); });
   field(n, "efficiency", partial, [&](const JsonNode& c) { l.efficiency = fraction(c); });
+  optional_field(n, "size_efficiency", [&](const JsonNode& c) {
+    // [["1MiB", 0.34], ["2MiB", 0.39], ...]: ascending sizes, factors in (0, 1]
+    if (!c.is_array() || c.size() == 0) c.fail("must be a list of [size, factor] pairs");
+    l.size_efficiency.clear();
+    for (size_t i = 0; i < c.size(); ++i) {
+      const JsonNode e = c.element(i);
+      if (!e.is_array() || e.size() != 2) e.fail("must be a [size, factor] pair");
+      const double bytes = positive_quantity(e.element(0), Dimension::kBytes);
+      if (!l.size_efficiency.empty() && bytes <= l.size_efficiency.back().first) {
+        e.element(0).fail("must be larger than the size before it (ascending sizes)");
+      }
+      l.size_efficiency.emplace_back(bytes, fraction(e.element(1)));
+    }
+  });
   optional_field(n, "source", [&](const JsonNode& c) { l.source = c.as_string(); });
 }
 
@@ -475,6 +490,13 @@ Json to_json(const LinkSpec& l) {
   j["bandwidth"] = quantity_text(l.bandwidth_Bps, Dimension::kBandwidth);
   j["latency"] = quantity_text(l.latency_s, Dimension::kTime);
   j["efficiency"] = l.efficiency;
+  if (!l.size_efficiency.empty()) {
+    Json curve = Json::array();
+    for (const auto& [bytes, factor] : l.size_efficiency) {
+      curve.push_back(Json::array({quantity_text(bytes, Dimension::kBytes), factor}));
+    }
+    j["size_efficiency"] = curve;
+  }
   if (!l.source.empty()) j["source"] = l.source;
   return j;
 }

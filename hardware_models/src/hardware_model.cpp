@@ -1,5 +1,8 @@
 #include "hardware_models/src/hardware_model.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace stratasim {
 
 std::string_view dtype_name(DType d) {
@@ -27,6 +30,18 @@ double dtype_bytes(DType d) {
 double EfficiencyCurve::at(double size) const {
   if (half_size <= 0) return max_fraction;
   return max_fraction * size / (size + half_size);
+}
+
+double size_efficiency_at(const LinkSpec& l, double bytes) {
+  const auto& c = l.size_efficiency;
+  if (c.empty()) return 1.0;
+  if (bytes <= c.front().first) return c.front().second;
+  if (bytes >= c.back().first) return c.back().second;
+  auto hi = std::upper_bound(c.begin(), c.end(), bytes,
+                             [](double b, const std::pair<double, double>& p) { return b < p.first; });
+  auto lo = hi - 1;
+  const double t = std::log(bytes / lo->first) / std::log(hi->first / lo->first);
+  return lo->second + t * (hi->second - lo->second);
 }
 
 double memory_pass_s(const DeviceSpec& d, double bytes) {

@@ -5,6 +5,8 @@
 #include <array>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace stratasim {
 
@@ -69,9 +71,17 @@ struct LinkSpec {
   double bandwidth_Bps = 0;  // per direction, per port
   double latency_s = 0;      // per message (alpha)
   double efficiency = 1.0;   // achievable fraction of bandwidth for collectives (NCCL bus bw)
+  // NCCL's bandwidth below its plateau, by collective buffer size (bytes, factor on
+  // bandwidth * efficiency), beyond the per-step latency: it uses fewer channels and shorter
+  // pipelines for mid-size messages (nccl-tests busbw rises from ~1 MiB to ~1 GiB). Ascending
+  // sizes; log-linear in between; the first factor below, the last above. Empty: 1 everywhere.
+  std::vector<std::pair<double, double>> size_efficiency;
   std::string source;
   bool operator==(const LinkSpec&) const = default;
 };
+
+// The factor of l.size_efficiency at a collective buffer of `bytes`.
+double size_efficiency_at(const LinkSpec& l, double bytes);
 
 struct NodeSpec {
   int devices = 1;      // devices in one NVLink/NVSwitch (or PCIe) domain

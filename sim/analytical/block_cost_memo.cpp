@@ -7,6 +7,13 @@
 namespace stratasim {
 namespace {
 
+// A number that changes with any point of a link's size_efficiency curve.
+double curve_checksum(const LinkSpec& l) {
+  double sum = static_cast<double>(l.size_efficiency.size());
+  for (const auto& [bytes, factor] : l.size_efficiency) sum = sum * 31 + bytes * factor + factor;
+  return sum;
+}
+
 // Every number block_cost() reads from the plan besides the block itself.
 using Signature = std::array<double, 48>;
 
@@ -32,7 +39,8 @@ Signature signature_of(const Plan& plan) {
                    d.flash2.backward.half_size, d.flash3.forward.max_fraction,
                    d.flash3.forward.half_size, d.flash3.backward.max_fraction,
                    d.flash3.backward.half_size, double(s.fusion.flash_attention_version),
-                   d.overlap_slowdown}) {
+                   d.overlap_slowdown, curve_checksum(hw.node.device_link),
+                   curve_checksum(hw.node.nic)}) {
     sig[i++] = v;
   }
   return sig;

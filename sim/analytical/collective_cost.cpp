@@ -19,7 +19,8 @@ double flat_time(CommKind kind, double bytes, int n, LinkLevel link, bool tree) 
 LinkLevel spanning_level(const HardwareModel& hw) {
   LinkLevel intra = intra_node_level(hw), inter = inter_node_level(hw);
   return LinkLevel{std::min(intra.bandwidth_Bps, inter.bandwidth_Bps),
-                   std::max(intra.latency_s, inter.latency_s)};
+                   std::max(intra.latency_s, inter.latency_s),
+                   intra.bandwidth_Bps < inter.bandwidth_Bps ? intra.spec : inter.spec};
 }
 
 // Intra-node phase over k ranks, inter-node phase over the nodes on S/k each.
@@ -36,7 +37,7 @@ double hierarchical_time(CommKind kind, double bytes, const CommGroup& g, const 
 
 LinkLevel intra_node_level(const HardwareModel& hw) {
   const LinkSpec& l = hw.node.device_link;
-  return LinkLevel{l.bandwidth_Bps * l.efficiency, l.latency_s};
+  return LinkLevel{l.bandwidth_Bps * l.efficiency, l.latency_s, &l};
 }
 
 LinkLevel inter_node_level(const HardwareModel& hw) {
@@ -45,17 +46,17 @@ LinkLevel inter_node_level(const HardwareModel& hw) {
   const double node_bw = hw.node.nics * nic.bandwidth_Bps * nic.efficiency;
   // Up to the top of the fat tree and back: 2 * (levels - 1) + 1 switch hops.
   const double hops = 2.0 * std::max(0, hw.network.levels - 1) + 1;
-  return LinkLevel{node_bw / active, nic.latency_s + hops * hw.network.switch_latency_s};
+  return LinkLevel{node_bw / active, nic.latency_s + hops * hw.network.switch_latency_s, &nic};
 }
 
 double ring_all_reduce_s(double bytes, int n, LinkLevel link) {
   if (n <= 1) return 0;
-  return 2.0 * (n - 1) / n * bytes / link.bandwidth_Bps + 2.0 * (n - 1) * link.latency_s;
+  return 2.0 * (n - 1) / n * bytes / link.bandwidth_at(bytes) + 2.0 * (n - 1) * link.latency_s;
 }
 
 double ring_gather_s(double bytes, int n, LinkLevel link) {
   if (n <= 1) return 0;
-  return double(n - 1) / n * bytes / link.bandwidth_Bps + double(n - 1) * link.latency_s;
+  return double(n - 1) / n * bytes / link.bandwidth_at(bytes) + double(n - 1) * link.latency_s;
 }
 
 int tree_chunks(double bytes, int n) {
@@ -67,8 +68,9 @@ int tree_chunks(double bytes, int n) {
 double tree_all_reduce_s(double bytes, int n, LinkLevel link) {
   if (n <= 1) return 0;
   const double depth = std::ceil(std::log2(n));
-  const double chunk_s = bytes / 2 / tree_chunks(bytes, n) / link.bandwidth_Bps;
-  return 2.0 * depth * (link.latency_s + 2.0 * chunk_s) + 2.0 * bytes / link.bandwidth_Bps;
+  const double bw = link.bandwidth_at(bytes);
+  const double chunk_s = bytes / 2 / tree_chunks(bytes, n) / bw;
+  return 2.0 * depth * (link.latency_s + 2.0 * chunk_s) + 2.0 * bytes / bw;
 }
 
 CollectiveChoice collective_time(CommKind kind, double bytes, const CommGroup& g,

@@ -10,8 +10,13 @@
 namespace stratasim {
 
 struct LinkLevel {
-  double bandwidth_Bps = 0;  // per rank, per direction, achievable
+  double bandwidth_Bps = 0;  // per rank, per direction, achievable at the plateau
   double latency_s = 0;
+  const LinkSpec* spec = nullptr;  // its size_efficiency curve (null: none)
+  // Bandwidth for a collective buffer of `bytes` (LinkSpec::size_efficiency).
+  double bandwidth_at(double bytes) const {
+    return spec ? bandwidth_Bps * size_efficiency_at(*spec, bytes) : bandwidth_Bps;
+  }
 };
 
 // NVLink/NVSwitch (or PCIe) port of one device.

@@ -57,8 +57,17 @@ double Simulation::collective(const CollectiveSpec& c, int rank, int replica) {
           .algorithm;
   const bool all_reduce = c.kind == CommKind::kAllReduce;
   if (a == CollectiveAlgorithm::kHierarchical) return hierarchical(c, rank, replica);
-  if (a == CollectiveAlgorithm::kTree && all_reduce) return tree(c, rank, replica);
-  RingSpec r{c.tag, c.members, c.position, c.bytes / c.repeats / n,
+  // Below NCCL's plateau the same bytes move at a fraction of the link bandwidth
+  // (LinkSpec::size_efficiency): the messages carry bytes / factor, as collective_cost.h's
+  // closed forms divide the bandwidth.
+  const bool one_node = std::all_of(c.members.begin(), c.members.end(), [&](int h) {
+    return host_node_[h] == host_node_[c.members.front()];
+  });
+  const LinkSpec& link = one_node ? plan_.hardware.node.device_link : plan_.hardware.node.nic;
+  CollectiveSpec scaled = c;
+  scaled.bytes = c.bytes / size_efficiency_at(link, c.bytes / c.repeats);
+  if (a == CollectiveAlgorithm::kTree && all_reduce) return tree(scaled, rank, replica);
+  RingSpec r{c.tag, c.members, c.position, scaled.bytes / c.repeats / n,
              c.repeats * (all_reduce ? 2 : 1) * (n - 1)};
   return ring(r, rank, replica, c.what, c.serial);
 }
@@ -82,10 +91,13 @@ double Simulation::hierarchical(const CollectiveSpec& c, int rank, int replica) 
   const bool all_reduce = c.kind == CommKind::kAllReduce;
   const double per = c.bytes / c.repeats;
   const std::string node = std::to_string(host_node_[me]);
+  // Each phase below its link's plateau (LinkSpec::size_efficiency), as collective_cost.h.
+  const double intra_factor = size_efficiency_at(plan_.hardware.node.device_link, per);
+  const double inter_factor = size_efficiency_at(plan_.hardware.node.nic, per / k);
   double t = 0;
-  RingSpec intra{c.tag + "/n" + node, local, index, per / k, c.repeats * (k - 1)};
+  RingSpec intra{c.tag + "/n" + node, local, index, per / k / intra_factor, c.repeats * (k - 1)};
   t += ring(intra, rank, replica, c.what, c.serial);
-  RingSpec inter{c.tag + "/x" + std::to_string(index), cross, pos, per / k / nodes,
+  RingSpec inter{c.tag + "/x" + std::to_string(index), cross, pos, per / k / nodes / inter_factor,
                  c.repeats * (all_reduce ? 2 : 1) * (nodes - 1)};
   t += ring(inter, rank, replica, c.what, c.serial);
   if (all_reduce) {

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "hardware_models/src/hardware_json.h"
 #include "sim/analytical/analytical_engine.h"
 #include "sim/analytical/block_cost.h"
@@ -43,12 +45,34 @@ TEST_CASE("collectives: ring all-reduce is 2(n-1)/n * S/B + 2(n-1) * alpha") {
   // All-gather: (n-1)/n * S/B + (n-1) * alpha.
   CHECK(ring_gather_s(1e9, 8, link) == doctest::Approx(0.00875 + 35e-6));
   CHECK(ring_all_reduce_s(1e9, 1, link) == 0);
-  // Within one DGX A100 node the ring runs at NVLink3 x efficiency.
+  // Within one DGX A100 node the ring runs at NVLink3 x efficiency, times the size factor
+  // of nvlink3's size_efficiency at 1 GB = 953.7 MiB, between 512 MiB (0.963) and 1 GiB
+  // (0.988), log-linear: 0.963 + 0.025 ln(953.7/512)/ln 2 = 0.98543.
   const HardwareModel hw = cluster(8);
   const CommGroup g{GroupKind::kTensor, 8, 8};
-  const double B = 300e9 * hw.node.device_link.efficiency, a = hw.node.device_link.latency_s;
+  const double B = 300e9 * hw.node.device_link.efficiency * 0.98543;
+  const double a = hw.node.device_link.latency_s;
   CHECK(collective_time(CommKind::kAllReduce, 1e9, g, hw, CollectiveAlgorithm::kRing).time_s ==
-        doctest::Approx(2.0 * 7 / 8 * 1e9 / B + 14 * a));
+        doctest::Approx(2.0 * 7 / 8 * 1e9 / B + 14 * a).epsilon(1e-4));
+}
+
+TEST_CASE("collectives: below NCCL's plateau the bandwidth follows the link's size curve") {
+  // nvlink3 (A100) from nccl-tests: 16 MiB at 0.526 of the plateau, so a 16 MiB all-reduce
+  // over 8 GPUs takes 14 alpha + 1.75 x 16 MiB / (231 GB/s x 0.526) = 28 + 241.6 = 269.6 us,
+  // which is 1.75 x 16 MiB / 109.2 GB/s, the measured busbw (mechanism_facts.md, 4a).
+  const HardwareModel hw = cluster(8);
+  const CommGroup g{GroupKind::kTensor, 8, 8};
+  const double S = 16.0 * (1 << 20);
+  const double t = collective_time(CommKind::kAllReduce, S, g, hw, CollectiveAlgorithm::kRing).time_s;
+  CHECK(t == doctest::Approx(1.75 * S / 109.22e9).epsilon(0.01));
+  // Log-linear between the points, flat outside them.
+  const LinkSpec& l = hw.node.device_link;
+  CHECK(size_efficiency_at(l, 1) == doctest::Approx(0.35));
+  CHECK(size_efficiency_at(l, 1e12) == doctest::Approx(1.0));
+  CHECK(size_efficiency_at(l, std::sqrt(16.0 * 32.0) * (1 << 20)) ==
+        doctest::Approx((0.526 + 0.612) / 2));
+  // A link without a curve is at its plateau for every size.
+  CHECK(size_efficiency_at(LinkSpec{}, 1e6) == 1.0);
 }
 
 TEST_CASE("collectives: hierarchical beats a flat ring across nodes with many ranks per node") {

@@ -314,6 +314,24 @@ TEST_CASE("error messages name the file, the JSON path, the value and the rule")
                          "in bytes (accepted: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)",
                          InputError);
   }
+  SUBCASE("size efficiency curve") {
+    const char* base = R"({"name": "x", "bandwidth": "300GBps", "latency": "2us", "efficiency": 0.8, )";
+    const LinkSpec ok = link_from(std::string(base) + R"("size_efficiency": [["1MiB", 0.5], ["1GiB", 1]]})");
+    REQUIRE(ok.size_efficiency.size() == 2);
+    CHECK(ok.size_efficiency[0].first == 1048576.0);
+    CHECK(link_from(to_json(ok).dump()) == ok);  // round-trips
+    CHECK_THROWS_WITH_AS(
+        link_from(std::string(base) + R"("size_efficiency": [["1GiB", 1], ["1MiB", 0.5]]})"),
+        "hw.json: link.size_efficiency[1][0]: \"1MiB\" must be larger than the size before it "
+        "(ascending sizes)",
+        InputError);
+    CHECK_THROWS_WITH_AS(
+        link_from(std::string(base) + R"("size_efficiency": [["1MiB", 1.5]]})"),
+        "hw.json: link.size_efficiency[0][1]: 1.5 must be a fraction in (0, 1]", InputError);
+    CHECK_THROWS_WITH_AS(link_from(std::string(base) + R"("size_efficiency": [["1MiB"]]})"),
+                         "hw.json: link.size_efficiency[0]: [\"1MiB\"] must be a [size, factor] pair",
+                         InputError);
+  }
   SUBCASE("missing required field") {
     CHECK_THROWS_WITH_AS(link_from(R"({"name": "x", "bandwidth": "300GBps", "efficiency": 0.8})"),
                          "hw.json: link.latency: (missing) is a required field", InputError);
