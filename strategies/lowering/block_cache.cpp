@@ -15,7 +15,7 @@ struct BlockKey {
   int micro_batch, tp, pp_gt_1;
   bool sp, causal;
   double element_bytes;
-  bool fusion[5];
+  bool fusion[6];
   Recompute recompute;
 
   bool operator==(const BlockKey& o) const {
@@ -34,7 +34,8 @@ struct BlockKeyHash {
       mix(v);
     }
     mix(static_cast<int>(k.t.activation) | static_cast<int>(k.t.norm) << 4 |
-        k.t.tied_embeddings << 8 | k.t.learned_positions << 9 | k.t.linear_bias << 10);
+        k.t.tied_embeddings << 8 | k.t.learned_positions << 9 | k.t.linear_bias << 10 |
+        k.t.rotary << 11);
     mix(k.micro_batch);
     mix(k.tp);
     mix(k.pp_gt_1 | k.sp << 1 | k.causal << 2 | static_cast<int>(k.recompute) << 3);
@@ -77,7 +78,7 @@ TransformerBlocks transformer_blocks(const TransformerSpec& t, const LayerShape&
   BlockKey key{t, shape.micro_batch, shape.tp, pp > 1, shape.sequence_parallel, shape.causal,
                shape.element_bytes,
                {f.elementwise_epilogue, f.bias_dropout_residual, f.norm_residual, f.fused_softmax,
-                f.flash_attention},
+                f.flash_attention, f.fused_norm},
                recompute};
   thread_local std::unordered_map<BlockKey, TransformerBlocks, BlockKeyHash> cache;
   auto it = cache.find(key);

@@ -85,6 +85,8 @@ Kernel make_kernel(const LayerGraph& g, const Usage& u, const std::vector<bool>&
       if (!seen) k.bytes += g.tensors[t].bytes;
     }
     if (op.rereads_input && op.inputs[0] >= 0) k.bytes += g.tensors[op.inputs[0]].bytes;
+    k.bytes += op.eager_bytes;
+    k.launches += op.eager_launches;
     const int out = op.output;
     if (out >= 0 && (u.last_consumer[out] > last || saved[out] || out == g.output_tensor)) {
       k.bytes += g.tensors[out].bytes;

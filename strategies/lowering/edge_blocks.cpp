@@ -73,6 +73,10 @@ LayerGraph build_head(const TransformerSpec& t, const LayerShape& sh) {
   LayerOp& norm = add_op(g, "final_norm", OpClass::kMemoryBound, g.input_tensor, y);
   norm.saves = kSaveInput0;
   norm.other_flops = 5 * nr * h;
+  if (t.norm == NormKind::kRMSNorm && !sh.fusion.fused_norm) {  // eager: see transformer_layer
+    norm.eager_bytes = nr * h * (2 * e + 28);
+    norm.eager_launches = 5;
+  }
   if (sh.sequence_parallel) {
     int gathered = add_tensor(g, n * h * e, nr * h * e);
     LayerOp& ag = add_op(g, "sp_all_gather_head", OpClass::kCollective, y, gathered);

@@ -59,6 +59,10 @@ struct LayerOp {
   // Batch norm in training needs the statistics of its whole input before normalizing it, so
   // its input is read a second time, fused with its producer or not.
   bool rereads_input = false;
+  // An op that runs as several eager PyTorch kernels: the memory traffic of their intermediate
+  // tensors beyond the op's own input and output, and the kernels beyond one.
+  double eager_bytes = 0;
+  int16_t eager_launches = 0;
   bool high_precision = false;  // a GEMM kept 16-bit under fp8 training (attention, logits)
   bool attention_core = false;  // recomputed by selective recomputation (Korthikanti 2022)
   FusionRule fusion = FusionRule::kNone;  // group rule this op may join

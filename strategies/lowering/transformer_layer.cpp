@@ -91,13 +91,21 @@ Dims dims_of(const TransformerSpec& t, const LayerShape& sh) {
 }
 
 // norm -> (SP all-gather) ; returns the tensor the column-parallel GEMM reads.
-int norm_and_gather(Builder& B, const Dims& d, const LayerShape& sh, std::string_view norm_name,
-                    std::string_view gather_name, int x, bool fused_input) {
+int norm_and_gather(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSpec& t,
+                    std::string_view norm_name, std::string_view gather_name, int x,
+                    bool fused_input) {
   int y = B.tensor(d.nr * d.h * d.e);
   LayerOp& ln = B.elementwise(norm_name, {x}, y, 5, FusionRule::kNone, -1);
   ln.saves = kSaveInput0;  // LayerNorm input: 2sbh (/t under SP)
   ln.reads_input_fused = fused_input;
   ln.weight_bytes = 2 * d.h * d.e;
+  if (t.norm == NormKind::kRMSNorm && !sh.fusion.fused_norm) {
+    // Eager RMSNorm (torchtitan norms.py, Llama's reference RMSNorm): x.float() [read e, write
+    // 4], pow(2) [4, 4], mean [4], x * rsqrt [4, 4], type_as [4, e], * weight [e, e] per
+    // element: 4e + 28 bytes and 6 kernels where one fused kernel moves 2e.
+    ln.eager_bytes = d.nr * d.h * (2 * d.e + 28);
+    ln.eager_launches = 5;
+  }
   if (!sh.sequence_parallel) return y;  // column-parallel GEMM input 2sbh, replicated
   // SP: the gathered input is saved as its shard (2sbh/t) and re-gathered in backward.
   return B.collective(gather_name, CommKind::kAllGather, y, d.n * d.h * d.e, d.nr * d.h * d.e,
@@ -131,6 +139,23 @@ int reduce_and_residual(Builder& B, const Dims& d, const LayerShape& sh, const T
   int out = B.tensor(region);
   B.elementwise("residual_add", {x, residual}, out, 1, FusionRule::kBiasDropoutResidual, group);
   return out;
+}
+
+// Rotary position embedding on q and k (Su et al. 2021): the attention reads the rotated q, k
+// (with v passed along; the copy of v is a small overcount). Fused (Transformer Engine,
+// Megatron-Core): one pass over q and k. Eager (torchtitan apply_rotary_emb): xq.float()
+// [read e, write 4], complex multiply by freqs_cis [4, 4], type_as [4, e] per element of q and
+// k: 16 more bytes per element and 2 more kernels for each of q and k.
+int rotary(Builder& B, const Dims& d, const LayerShape& sh, int qkv) {
+  int rotated = B.tensor(d.n * (d.h + 2 * d.kv) / d.t * d.e);
+  const double qk_elements = d.n * (d.h + d.kv) / d.t;
+  LayerOp& rope = B.elementwise("rope", {qkv}, rotated, 0, FusionRule::kNone, -1);
+  rope.other_flops = 6 * qk_elements;
+  if (!sh.fusion.fused_norm) {
+    rope.eager_bytes = 16 * qk_elements;
+    rope.eager_launches = 4;
+  }
+  return rotated;
 }
 
 int attention_core(Builder& B, const Dims& d, const LayerShape& sh, bool dropout, int qkv) {
@@ -205,16 +230,17 @@ LayerGraph build_transformer_layer(const TransformerSpec& t, const LayerShape& s
   const bool add_norm = sh.fusion.norm_residual;
   g.input_tensor = B.tensor(d.nr * d.h * d.e);  // residual stream, 2sbh (/t under SP)
 
-  int x = norm_and_gather(B, d, sh, "norm1", "sp_all_gather1", g.input_tensor, add_norm);
+  int x = norm_and_gather(B, d, sh, t, "norm1", "sp_all_gather1", g.input_tensor, add_norm);
   int qkv = B.tensor(d.n * (d.h + 2 * d.kv) / d.t * d.e);
   B.matmul("qkv", x, qkv, d.h * (d.h + 2 * d.kv) / d.t * d.e, d.n, (d.h + 2 * d.kv) / d.t,
            d.h);  // saves its input: 2sbh
+  if (t.rotary) qkv = rotary(B, d, sh, qkv);
   int context = attention_core(B, d, sh, t.dropout, qkv);
   int proj = B.tensor(d.n * d.h * d.e);
   B.matmul("attn_proj", context, proj, d.h * d.h / d.t * d.e, d.n, d.h, d.h / d.t);
   int mid = reduce_and_residual(B, d, sh, t, "tp_reduce1", proj, g.input_tensor, 1);
 
-  x = norm_and_gather(B, d, sh, "norm2", "sp_all_gather2", mid, add_norm);
+  x = norm_and_gather(B, d, sh, t, "norm2", "sp_all_gather2", mid, add_norm);
   int up = B.tensor(d.n * d.f_in / d.t * d.e);
   B.matmul("fc1", x, up, d.h * d.f_in / d.t * d.e, d.n, d.f_in / d.t, d.h);
   int act = mlp_activation(B, d, t, up);

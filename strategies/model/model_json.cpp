@@ -31,6 +31,7 @@ void read_transformer_fields(const JsonNode& n, TransformerSpec& t) {
   t.vocab = static_cast<int>(n.integer_or("vocab", t.vocab, 1, 100000000));
   t.tied_embeddings = n.bool_or("tied_embeddings", t.tied_embeddings);
   t.learned_positions = n.bool_or("learned_positions", t.learned_positions);
+  t.rotary = n.bool_or("rotary", t.rotary);
   t.linear_bias = n.bool_or("linear_bias", t.linear_bias);
   t.dropout = n.bool_or("dropout", t.dropout);
 }
@@ -100,7 +101,8 @@ ModelSpec read_model(const JsonNode& n) {
   if (n.is_string()) return preset_for(n);
   n.allow_keys({"preset", "name", "family", "layers", "hidden", "heads", "kv_heads",
                 "ffn_hidden", "activation", "norm", "seq_len", "vocab", "tied_embeddings",
-                "learned_positions", "linear_bias", "dropout", "ops", "repeat", "description"});
+                "learned_positions", "rotary", "linear_bias", "dropout", "ops", "repeat",
+                "description"});
   ModelSpec m;
   if (auto preset = n.find("preset")) {
     m = preset_for(*preset);
@@ -118,7 +120,7 @@ ModelSpec read_model(const JsonNode& n) {
   }
   n.allow_keys({"preset", "name", "family", "layers", "hidden", "heads", "kv_heads", "ffn_hidden",
                 "activation", "norm", "seq_len", "vocab", "tied_embeddings", "learned_positions",
-                "linear_bias", "dropout", "description"});
+                "rotary", "linear_bias", "dropout", "description"});
   read_transformer_fields(n, m.transformer);
   check_transformer(n, m.transformer);
   return m;
@@ -149,7 +151,8 @@ Json to_json(const ModelSpec& m) {
             {"activation", std::string(activation_name(t.activation))},
             {"norm", t.norm == NormKind::kLayerNorm ? "layernorm" : "rmsnorm"},
             {"seq_len", t.seq_len}, {"vocab", t.vocab}, {"tied_embeddings", t.tied_embeddings},
-            {"learned_positions", t.learned_positions}, {"linear_bias", t.linear_bias},
+            {"learned_positions", t.learned_positions}, {"rotary", t.rotary},
+            {"linear_bias", t.linear_bias},
             {"dropout", t.dropout}});
   return j;
 }

@@ -25,7 +25,8 @@ ModelSpec llama(std::string name, int layers, int hidden, int heads, int kv_head
                                   .kv_heads = kv_heads, .ffn_hidden = ffn,
                                   .activation = Activation::kSwiGLU, .norm = NormKind::kRMSNorm,
                                   .seq_len = seq, .vocab = vocab, .tied_embeddings = false,
-                                  .learned_positions = false, .linear_bias = false,
+                                  .learned_positions = false, .rotary = true,
+                                  .linear_bias = false,
                                   .dropout = false};
   return m;
 }

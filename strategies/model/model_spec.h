@@ -24,6 +24,7 @@ struct TransformerSpec {
   int vocab = 1;
   bool tied_embeddings = true;
   bool learned_positions = true;  // learned position embedding table (GPT-2/3, BERT)
+  bool rotary = false;            // rotary position embedding on q and k (RoPE: Llama, NeoX)
   bool linear_bias = true;        // biases in linear layers (GPT-3 yes, Llama no)
   bool dropout = true;            // attention and residual dropout (GPT/BERT yes, Llama no)
 

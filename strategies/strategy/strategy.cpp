@@ -30,10 +30,11 @@ bool fusion_preset(std::string_view name, FusionPlan* out) {
   } else if (name == "epilogues") {
     f.elementwise_epilogue = f.bias_dropout_residual = true;
   } else if (name == "megatron") {
-    // Megatron-LM (2021) defaults: fused bias+GeLU, bias+dropout+add, scale+mask+softmax.
-    f.elementwise_epilogue = f.bias_dropout_residual = f.fused_softmax = true;
+    // Megatron-LM (2021) defaults: fused bias+GeLU, bias+dropout+add, scale+mask+softmax,
+    // apex's fused norms.
+    f.elementwise_epilogue = f.bias_dropout_residual = f.fused_softmax = f.fused_norm = true;
   } else if (name == "all") {
-    f.elementwise_epilogue = f.bias_dropout_residual = f.fused_softmax = true;
+    f.elementwise_epilogue = f.bias_dropout_residual = f.fused_softmax = f.fused_norm = true;
     f.norm_residual = f.flash_attention = true;
   } else {
     return false;
@@ -60,6 +61,7 @@ std::string describe_fusion(const FusionPlan& f) {
   add(f.bias_dropout_residual, "bias+dropout+add");
   add(f.norm_residual, "add+norm");
   add(f.fused_softmax, "softmax");
+  add(f.fused_norm, "norm/rope");
   add(f.flash_attention, "flash-attention");
   if (!f.graph_groups.empty()) add(true, (std::to_string(f.graph_groups.size()) + " op groups").c_str());
   return s.empty() ? "none" : s;

@@ -26,6 +26,10 @@ struct FusionPlan {
   bool norm_residual = false;          // residual add fused into the following LayerNorm
   bool fused_softmax = false;          // scale + mask + softmax in one kernel
   bool flash_attention = false;        // tiled attention, no s x s scores in memory
+  // RMSNorm and rotary embedding as one kernel each (apex, Transformer Engine, Triton). Without,
+  // they run as eager PyTorch ops through fp32 intermediates (LayerNorm is one native kernel
+  // either way).
+  bool fused_norm = false;
   // Which fused attention kernel: 2 = FlashAttention-2 (PyTorch SDPA, flash-attn 2), 3 =
   // FlashAttention-3 / cuDNN fused attention on Hopper (Transformer Engine). Costed with the
   // device's flash2/flash3 efficiency curves.

@@ -73,3 +73,46 @@ TEST_CASE("op_selective and grad_reduce_fp32 are strategy keys; fp32 reduction d
   CHECK(a.bytes == doctest::Approx(bf16.iteration.rank_params[0] * 2));
   CHECK(b.bytes == doctest::Approx(fp32.iteration.rank_params[0] * 4));
 }
+
+TEST_CASE("eager RMSNorm and rotary embedding move their fp32 intermediates; fused ones do not") {
+  // A Llama-style layer (RMSNorm, RoPE), b s = 512 tokens, h = 1024, 16 heads (MHA), bf16.
+  auto layer_of = [](bool fused) {
+    ModelSpec m;
+    m.family = ModelFamily::kDecoder;
+    m.name = "llama4l";
+    TransformerSpec& t = m.transformer;
+    t.layers = 4, t.hidden = 1024, t.heads = 16, t.seq_len = 512, t.vocab = 32000;
+    t.norm = NormKind::kRMSNorm, t.activation = Activation::kSwiGLU, t.rotary = true;
+    t.learned_positions = false, t.linear_bias = false, t.dropout = false;
+    HardwareModel hw = catalog_cluster("dgx_a100");
+    hw.num_devices = 8;
+    Strategy s;
+    s.global_batch = 8;
+    s.fusion.flash_attention = true;
+    s.fusion.fused_norm = fused;
+    Expected<Plan> p = lower(m, s, hw);
+    REQUIRE(p.has_value());
+    return *p;
+  };
+  const Plan eager = layer_of(false), fused = layer_of(true);
+  auto kernel = [](const Plan& p, std::string_view name) {
+    for (const Kernel& k : p.layer->forward) {
+      if (p.layer->graph.ops[k.first_op].name == name) return k;
+    }
+    FAIL("no kernel " << name);
+    return Kernel{};
+  };
+  const double tokens = 512, h = 1024, e = 2;
+  // RMSNorm: fused reads and writes 2 bytes per element (+ its weight); eager also moves
+  // 4e + 28 - 2e = 2e + 28 = 32 bytes per element through fp32 intermediates, in 6 kernels.
+  CHECK(kernel(eager, "norm1").bytes - kernel(fused, "norm1").bytes ==
+        doctest::Approx(tokens * h * (2 * e + 28)));
+  CHECK(kernel(eager, "norm1").launches == 6);
+  CHECK(kernel(fused, "norm1").launches == 1);
+  // RoPE on q and k (2 h per token): eager adds 16 bytes per element and 4 kernels.
+  CHECK(kernel(eager, "rope").bytes - kernel(fused, "rope").bytes ==
+        doctest::Approx(16 * tokens * 2 * h));
+  CHECK(kernel(eager, "rope").launches == 5);
+  // Activations saved for the backward do not change: the attention saves the rotated q, k, v.
+  CHECK(eager.layer->saved_activation_B == doctest::Approx(fused.layer->saved_activation_B));
+}
