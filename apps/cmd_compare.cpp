@@ -13,6 +13,7 @@
 #include "sim/prediction/prediction_json.h"
 #include "strategies/lowering/lower.h"
 #include "strategies/strategy/strategy_json.h"
+#include "validate/intervals.h"
 
 namespace stratasim {
 namespace {
@@ -50,9 +51,22 @@ ScenarioResult evaluate_scenario(const std::string& file, const std::vector<std:
   return r;
 }
 
+// The variants with their 80% intervals (validate/intervals.h) beside each prediction.
 Json rows_json(const ScenarioResult& r) {
-  return Json{{"scenario", r.scenario.name}, {"file", r.scenario.file},
-              {"variants", variants_json(r.variants)}};
+  Json variants = variants_json(r.variants);
+  for (size_t i = 0; i < r.variants.size() && i < variants.size(); ++i) {
+    const VariantResult& v = r.variants[i];
+    if (!v.feasible()) continue;
+    const PredictionInterval in =
+        prediction_interval(development_errors(), v.prediction.iteration_s,
+                            device_generation(v.plan->hardware.device.name));
+    variants[i]["interval"] = {{"coverage", in.coverage},
+                               {"iteration_low_s", in.low_s},
+                               {"iteration_high_s", in.high_s},
+                               {"cases", in.cases},
+                               {"basis", in.basis}};
+  }
+  return Json{{"scenario", r.scenario.name}, {"file", r.scenario.file}, {"variants", variants}};
 }
 
 // "why: ..." lines: why the fastest variant that fits beats the next (sim/compare/why.h).

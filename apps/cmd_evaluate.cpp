@@ -10,6 +10,7 @@
 #include "strategies/lowering/iteration_graph.h"
 #include "strategies/lowering/lower.h"
 #include "strategies/strategy/strategy_json.h"
+#include "validate/intervals.h"
 
 namespace stratasim {
 namespace {
@@ -66,10 +67,20 @@ int cmd_evaluate(int argc, char** argv) {
   }
   const Prediction p = predict_analytical(*plan, options);
   std::fputs(evaluation_report(l.scenario, *plan, p).c_str(), stdout);
+  // How sure: the errors of the development cases on this device generation.
+  const PredictionInterval interval = prediction_interval(
+      development_errors(), p.iteration_s, device_generation(plan->hardware.device.name));
+  std::printf("  %.0f%% interval     %.4g - %.4g s (errors of %s, validate --published)\n",
+              100 * interval.coverage, interval.low_s, interval.high_s, interval.basis.c_str());
   if (args.has("kernels")) std::fputs(("\n" + kernel_time_table(*plan)).c_str(), stdout);
   if (!args.option("json").empty()) {
     Json out{{"scenario", l.scenario.name}, {"file", l.scenario.file},
-             {"strategy", to_json(l.strategy)}, {"prediction", to_json(p)}};
+             {"strategy", to_json(l.strategy)}, {"prediction", to_json(p)},
+             {"interval", {{"coverage", interval.coverage},
+                           {"iteration_low_s", interval.low_s},
+                           {"iteration_high_s", interval.high_s},
+                           {"cases", interval.cases},
+                           {"basis", interval.basis}}}};
     write_file_atomically(args.option("json"), out.dump(1) + "\n");
   }
   return 0;

@@ -1,4 +1,4 @@
-// stratasim validate --published [--data FILE ...] [--data-only] [--json OUT] [--csv OUT]
+// stratasim validate --published [--data FILE ...] [--data-only] [--cross] [--json OUT] [--csv OUT]
 //                    [--scenarios DIR]
 // stratasim validate --hardware FILE [--kernels] [--runtime] [--device cpu|cuda:N] [--quick]
 //                    [--json OUT]
@@ -16,6 +16,7 @@
 #include "kernels/microbench.h"
 #include "sim/core/atomic_file.h"
 #include "validate/kernel_validation.h"
+#include "validate/intervals.h"
 #include "validate/published.h"
 
 namespace stratasim {
@@ -49,8 +50,14 @@ int validate_published_cases(const CliArgs& args) {
   if (!args.option("scenarios").empty()) write_case_scenarios(set, args.option("scenarios"));
   const ValidationReport report = validate_published(set);
   std::fputs(format_validation(report).c_str(), stdout);
+  Json json = validation_json(report);
+  if (args.has("cross")) {  // leave-one-source-out: how well the intervals cover
+    const CrossValidation cross = cross_validate(case_errors(report));
+    std::fputs(format_cross_validation(cross).c_str(), stdout);
+    json["cross"] = cross_validation_json(cross);
+  }
   if (!args.option("json").empty()) {
-    write_file_atomically(args.option("json"), validation_json(report).dump(1) + "\n");
+    write_file_atomically(args.option("json"), json.dump(1) + "\n");
   }
   if (!args.option("csv").empty()) {
     write_file_atomically(args.option("csv"), validation_csv(report));
@@ -105,7 +112,7 @@ int validate_calibrated(const CliArgs& args) {
 
 int cmd_validate(int argc, char** argv) {
   const CliArgs args = parse_cli(argc, argv, 2, {"data", "json", "csv", "scenarios", "hardware", "device"},
-                                 {"published", "data-only", "kernels", "runtime", "quick"});
+                                 {"published", "data-only", "cross", "kernels", "runtime", "quick"});
   const bool calibrated =
       args.has("kernels") || args.has("runtime") || !args.option("hardware").empty();
   if (args.has("published") && calibrated) {

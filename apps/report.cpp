@@ -6,6 +6,7 @@
 #include "sim/analytical/kernel_cost.h"
 #include "sim/core/text.h"
 #include "sim/core/units.h"
+#include "validate/intervals.h"
 
 namespace stratasim {
 namespace {
@@ -183,20 +184,25 @@ std::string compare_table(const std::string& title, const std::vector<CompareRow
 std::string compare_csv(const std::vector<CompareRow>& rows) {
   std::string out =
       "scenario,variant,feasible,tp,pp,dp,interleave,micro_batch,schedule,recompute,"
-      "iteration_s,tokens_per_s,mfu,bubble_fraction,comm_exposed_s,peak_memory_B,fits,reason\n";
+      "iteration_s,iteration_low_s,iteration_high_s,tokens_per_s,mfu,bubble_fraction,"
+      "comm_exposed_s,peak_memory_B,fits,reason\n";
   for (const CompareRow& r : rows) {
     if (!r.plan) {
-      out += format_text("\"%s\",\"%s\",0,,,,,,,,,,,,,,,\"%s\"\n", r.scenario.c_str(), r.variant.c_str(),
+      out += format_text("\"%s\",\"%s\",0,,,,,,,,,,,,,,,,,\"%s\"\n", r.scenario.c_str(), r.variant.c_str(),
                  r.infeasible.c_str());
       continue;
     }
     const Strategy& s = r.plan->strategy;
     const Prediction& p = r.prediction;
-    out += format_text("\"%s\",\"%s\",1,%d,%d,%d,%d,%d,%s,%s,%.9g,%.9g,%.6f,%.6f,%.9g,%.9g,%d,\n",
-               r.scenario.c_str(), r.variant.c_str(), s.tp, s.pp, r.plan->dp, s.interleave,
-               s.micro_batch, std::string(schedule_name(s.schedule)).c_str(),
-               std::string(recompute_name(s.recompute)).c_str(), p.iteration_s, p.tokens_per_s,
-               p.mfu, p.bubble_fraction, p.comm_exposed_s, p.peak_memory_B, p.fits ? 1 : 0);
+    // The 80% interval from the development cases' errors on this device generation.
+    const PredictionInterval in = prediction_interval(
+        development_errors(), p.iteration_s, device_generation(r.plan->hardware.device.name));
+    out += format_text(
+        "\"%s\",\"%s\",1,%d,%d,%d,%d,%d,%s,%s,%.9g,%.9g,%.9g,%.9g,%.6f,%.6f,%.9g,%.9g,%d,\n",
+        r.scenario.c_str(), r.variant.c_str(), s.tp, s.pp, r.plan->dp, s.interleave, s.micro_batch,
+        std::string(schedule_name(s.schedule)).c_str(), std::string(recompute_name(s.recompute)).c_str(),
+        p.iteration_s, in.low_s, in.high_s, p.tokens_per_s, p.mfu, p.bubble_fraction,
+        p.comm_exposed_s, p.peak_memory_B, p.fits ? 1 : 0);
   }
   return out;
 }

@@ -1,0 +1,138 @@
+#include "validate/intervals.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+namespace stratasim {
+namespace {
+
+// Linear interpolation between order statistics (the "type 7" sample quantile).
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const double at = q * (v.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(at));
+  const size_t hi = std::min(v.size() - 1, lo + 1);
+  return v[lo] + (at - lo) * (v[hi] - v[lo]);
+}
+
+std::vector<double> errors_of(const std::vector<CaseError>& errors, const std::string& hardware,
+                              const std::string& exclude_source) {
+  std::vector<double> e;
+  for (const CaseError& c : errors) {
+    if (c.source != exclude_source && (hardware.empty() || c.hardware == hardware)) {
+      e.push_back(c.error);
+    }
+  }
+  return e;
+}
+
+}  // namespace
+
+std::vector<CaseError> case_errors(const ValidationReport& report) {
+  std::vector<CaseError> out;
+  for (const CaseResult& c : report.cases) {
+    if (!c.failure.empty() || c.group.find(":memory") != std::string::npos) continue;
+    out.push_back({c.group, c.hardware, c.error, c.predicted, c.published});
+  }
+  return out;
+}
+
+const std::vector<CaseError>& development_errors() {
+  static const std::vector<CaseError> errors =
+      case_errors(validate_published(load_validation_set({}, true)));
+  return errors;
+}
+
+std::string device_generation(const std::string& device_name) {
+  for (const char* g : {"A100", "H100", "H200", "H800", "B200", "GB200", "V100", "MI300X", "MI250"}) {
+    if (device_name.find(g) != std::string::npos) return g;
+  }
+  return "";
+}
+
+PredictionInterval prediction_interval(const std::vector<CaseError>& errors, double predicted_s,
+                                       const std::string& hardware, double coverage,
+                                       const std::string& exclude_source) {
+  PredictionInterval p;
+  p.coverage = coverage;
+  std::vector<double> e = errors_of(errors, hardware, exclude_source);
+  p.basis = std::to_string(e.size()) + " " + hardware + " development cases";
+  if (hardware.empty() || static_cast<int>(e.size()) < kMinCases) {
+    e = errors_of(errors, "", exclude_source);
+    p.basis = std::to_string(e.size()) + " development cases (all device generations)";
+  }
+  p.cases = static_cast<int>(e.size());
+  if (e.empty()) {
+    p.low_s = p.high_s = predicted_s;
+    p.basis = "no development cases";
+    return p;
+  }
+  const double tail = (1 - coverage) / 2;
+  p.low_s = predicted_s / (1 + quantile(e, 1 - tail));   // the model was too slow there
+  p.high_s = predicted_s / (1 + quantile(e, tail));      // the model was too fast there
+  return p;
+}
+
+CrossValidation cross_validate(const std::vector<CaseError>& errors, double coverage) {
+  CrossValidation out;
+  out.coverage = coverage;
+  std::map<std::string, SourceCrossResult> by_source;
+  int covered = 0;
+  for (const CaseError& c : errors) {
+    SourceCrossResult& s = by_source[c.source];
+    s.source = c.source;
+    const PredictionInterval p =
+        prediction_interval(errors, c.predicted, c.hardware, coverage, c.source);
+    const bool in = c.measured >= p.low_s && c.measured <= p.high_s;
+    ++s.cases;
+    s.mape += std::fabs(c.error);
+    s.mean_signed_error += c.error;
+    s.covered += in;
+    covered += in;
+  }
+  for (auto& [name, s] : by_source) {
+    s.mape /= s.cases;
+    s.mean_signed_error /= s.cases;
+    s.covered /= s.cases;
+    out.sources.push_back(s);
+  }
+  out.cases = static_cast<int>(errors.size());
+  out.covered = out.cases > 0 ? double(covered) / out.cases : 0;
+  return out;
+}
+
+std::string format_cross_validation(const CrossValidation& c) {
+  std::string s;
+  char line[160];
+  std::snprintf(line, sizeof line,
+                "\nleave-one-source-out (each source's %.0f%% intervals from the other sources' "
+                "errors; nothing is fitted):\n",
+                100 * c.coverage);
+  s += line;
+  std::snprintf(line, sizeof line, "%-20s %6s %9s %10s %10s\n", "source left out", "cases", "MAPE",
+                "mean err", "covered");
+  s += line;
+  for (const SourceCrossResult& r : c.sources) {
+    std::snprintf(line, sizeof line, "%-20s %6d %8.2f%% %+9.2f%% %9.1f%%\n", r.source.c_str(),
+                  r.cases, 100 * r.mape, 100 * r.mean_signed_error, 100 * r.covered);
+    s += line;
+  }
+  std::snprintf(line, sizeof line, "%-20s %6d %9s %10s %9.1f%%\n", "all", c.cases, "", "",
+                100 * c.covered);
+  s += line;
+  return s;
+}
+
+Json cross_validation_json(const CrossValidation& c) {
+  Json sources = Json::array();
+  for (const SourceCrossResult& r : c.sources) {
+    sources.push_back({{"source", r.source}, {"cases", r.cases}, {"mape", r.mape},
+                       {"mean_signed_error", r.mean_signed_error}, {"covered", r.covered}});
+  }
+  return Json{{"coverage", c.coverage}, {"cases", c.cases}, {"covered", c.covered},
+              {"sources", sources}};
+}
+
+}  // namespace stratasim

@@ -1,0 +1,70 @@
+// How sure a prediction is: an interval from the errors the model makes on the development
+// cases most like it (validate/data), and the leave-one-source-out check that the interval
+// means what it says (`stratasim validate --published --cross`).
+//
+// A case's error is e = (predicted - measured) / measured, so measured = predicted / (1 + e).
+// For a new prediction T the 80% interval is [T / (1 + e_90), T / (1 + e_10)], e_q the q-th
+// percentile of the errors of the development cases on the same device generation (all cases
+// when fewer than kMinCases are on it). Nothing is fitted to the cases; leaving a source out
+// therefore changes only which errors form the interval.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "validate/published.h"
+
+namespace stratasim {
+
+struct CaseError {
+  std::string source;    // the case's group (one published source)
+  std::string hardware;  // device generation: "A100", "H100", ...
+  double error = 0;      // (predicted - measured) / measured, iteration time
+  double predicted = 0, measured = 0;
+};
+
+// The iteration-time errors of a validation report (cases with a prediction).
+std::vector<CaseError> case_errors(const ValidationReport& report);
+
+// The built-in development cases' errors, evaluated once per process (about 0.2 s).
+const std::vector<CaseError>& development_errors();
+
+// The device generation a device name belongs to ("NVIDIA H100 SXM5 80GB" -> "H100"), or "".
+std::string device_generation(const std::string& device_name);
+
+struct PredictionInterval {
+  double coverage = 0.8;
+  double low_s = 0, high_s = 0;
+  int cases = 0;      // development cases whose errors formed it
+  std::string basis;  // "38 H100 development cases" / "225 development cases (all generations)"
+};
+
+inline constexpr int kMinCases = 12;
+
+// The interval for a prediction of `predicted_s` on `hardware` (a generation), from `errors`
+// less those of `exclude_source` (leave-one-source-out).
+PredictionInterval prediction_interval(const std::vector<CaseError>& errors, double predicted_s,
+                                       const std::string& hardware, double coverage = 0.8,
+                                       const std::string& exclude_source = "");
+
+struct SourceCrossResult {
+  std::string source;
+  int cases = 0;
+  double mape = 0, mean_signed_error = 0;
+  double covered = 0;  // fraction of its cases whose measurement lies in their interval
+};
+
+struct CrossValidation {
+  double coverage = 0.8;
+  std::vector<SourceCrossResult> sources;
+  int cases = 0;
+  double covered = 0;  // over all cases
+};
+
+// Every source left out in turn: its cases' intervals come from the other sources' errors.
+CrossValidation cross_validate(const std::vector<CaseError>& errors, double coverage = 0.8);
+
+std::string format_cross_validation(const CrossValidation& c);
+Json cross_validation_json(const CrossValidation& c);
+
+}  // namespace stratasim
