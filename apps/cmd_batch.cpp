@@ -34,6 +34,18 @@ BatchPlan plan_batch(const std::string& input, const std::string& out, bool resu
                      BatchMode mode) {
   BatchPlan plan;
   std::set<ResultKey> done;
+  // The results file must not be one of the inputs: starting it empty would destroy a scenario.
+  const std::vector<std::string> inputs = batch_inputs(input);
+  std::error_code ec;
+  const std::filesystem::path out_path = std::filesystem::weakly_canonical(out, ec);
+  for (const std::string& file : inputs) {
+    std::error_code ec2;
+    if (!ec && std::filesystem::weakly_canonical(file, ec2) == out_path && !ec2) {
+      throw InputError("command line", "--out", out,
+                       "is one of the scenarios the batch reads (" + file +
+                           "); write the results elsewhere");
+    }
+  }
   if (resume) {
     ExistingResults existing = read_results(out);
     plan.torn = existing.torn;
@@ -47,7 +59,7 @@ BatchPlan plan_batch(const std::string& input, const std::string& out, bool resu
   } else {
     ResultsFile empty(out, true);  // start a new, empty results file
   }
-  for (const std::string& file : batch_inputs(input)) {
+  for (const std::string& file : inputs) {
     if (done.insert({file, content_hash_of_file(file), std::string(batch_mode_name(mode))})
             .second) {
       plan.pending.push_back(file);

@@ -60,6 +60,26 @@ double positive_quantity(const JsonNode& n, Dimension dim) {
   return v;
 }
 
+// A device or link figure within physical bounds, so that no prediction divides by an absurdly
+// small number (1e-300 FLOP/s would give infinite times): one table, the rule in the message.
+double plausible_quantity(const JsonNode& n, Dimension dim) {
+  const double v = positive_quantity(n, dim);
+  struct Bound {
+    Dimension dim;
+    double lo, hi;
+    const char* rule;
+  };
+  static constexpr Bound kBounds[] = {
+      {Dimension::kFlopRate, 1e6, 1e18, "must be between 1 MFLOP/s and 1 EFLOP/s per device"},
+      {Dimension::kBandwidth, 1e3, 1e14, "must be between 1 kB/s and 100 TB/s"},
+      {Dimension::kBytes, 1e6, 1e14, "must be between 1 MB and 100 TB"},
+  };
+  for (const Bound& b : kBounds) {
+    if (b.dim == dim && (v < b.lo || v > b.hi)) n.fail(b.rule);
+  }
+  return v;
+}
+
 double fraction(const JsonNode& n) {
   double v = n.as_number();
   if (!(v > 0 && v <= 1)) n.fail("must be a fraction in (0, 1]");
@@ -218,6 +238,7 @@ std::array<double, kNumDTypes> read_peak(const JsonNode& n) {
       if (!(v > 0)) {
         c->fail("must be greater than zero; leave out a dtype the device does not support");
       }
+      v = plausible_quantity(*c, Dimension::kFlopRate);
       peak[static_cast<size_t>(t)] = v;
       any = true;
     }
@@ -244,11 +265,11 @@ void apply(const JsonNode& n, DeviceSpec& d, bool partial, int /*depth*/) {
   field(n, "name", partial, [&](const JsonNode& c) { d.name = name_string(c); });
   field(n, "peak", partial, [&](const JsonNode& c) { d.peak_flops = read_peak(c); });
   field(n, "vector_flops", partial,
-        [&](const JsonNode& c) { d.vector_flops = positive_quantity(c, Dimension::kFlopRate); });
+        [&](const JsonNode& c) { d.vector_flops = plausible_quantity(c, Dimension::kFlopRate); });
   field(n, "memory", partial,
-        [&](const JsonNode& c) { d.memory_B = positive_quantity(c, Dimension::kBytes); });
+        [&](const JsonNode& c) { d.memory_B = plausible_quantity(c, Dimension::kBytes); });
   field(n, "memory_bandwidth", partial, [&](const JsonNode& c) {
-    d.memory_bandwidth_Bps = positive_quantity(c, Dimension::kBandwidth);
+    d.memory_bandwidth_Bps = plausible_quantity(c, Dimension::kBandwidth);
   });
   field(n, "efficiency", partial, [&](const JsonNode& e) {
     e.allow_keys({"matmul", "memory", "matmul_fp8", "flash2", "flash3"});
@@ -303,7 +324,7 @@ void allow_link_keys(const JsonNode& n) {
 void apply(const JsonNode& n, LinkSpec& l, bool partial, int /*depth*/) {
   field(n, "name", partial, [&](const JsonNode& c) { l.name = name_string(c); });
   field(n, "bandwidth", partial,
-        [&](const JsonNode& c) { l.bandwidth_Bps = positive_quantity(c, Dimension::kBandwidth); });
+        [&](const JsonNode& c) { l.bandwidth_Bps = plausible_quantity(c, Dimension::kBandwidth); });
   field(n, "latency", partial,
         [&](const JsonNode& c) { l.latency_s = c.as_quantity(Dimension::kTime); });
   field(n, "efficiency", partial, [&](const JsonNode& c) { l.efficiency = fraction(c); });

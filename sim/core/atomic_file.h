@@ -1,5 +1,7 @@
-// Writes a whole file so that readers see either the old or the new content, never half:
-// write to "<path>.tmp.<pid>", flush, fsync, rename over <path>.
+// Writes a whole file so that readers see either the old or the new content, never half: a
+// temp file created exclusively (mkstemp) beside the target, flushed, fsynced, renamed over
+// it. A symlink writes the file it names; a device, FIFO or socket is written through, never
+// replaced; a directory is refused.
 #pragma once
 
 #include <string>

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <unordered_set>
 #include <vector>
 
 namespace stratasim {
@@ -44,24 +47,33 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 }  // namespace
 
 Json parse_json_text(std::string_view text, const std::string& source_name) {
-  // JSON objects with a repeated key would silently keep the last value: reject them.
-  std::vector<std::vector<std::string>> open_objects;
-  auto reject_duplicates = [&](int, Json::parse_event_t event, Json& parsed) {
+  // JSON objects with a repeated key would silently keep the last value: reject them (a hash
+  // set per open object, so 40,000 keys stay linear). Nesting is bounded, so that no reader
+  // recurses without end; numbers must be finite (1e999 overflows to inf).
+  std::vector<std::unordered_set<std::string>> open_objects;
+  auto check = [&](int depth, Json::parse_event_t event, Json& parsed) {
+    if (depth > kMaxJsonDepth) {
+      throw InputError(source_name + ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
+                       " levels (at most " + std::to_string(kMaxJsonDepth) + " are read)");
+    }
     if (event == Json::parse_event_t::object_start) open_objects.emplace_back();
     if (event == Json::parse_event_t::object_end && !open_objects.empty()) open_objects.pop_back();
     if (event == Json::parse_event_t::key && !open_objects.empty()) {
       const std::string key = parsed.get<std::string>();
-      auto& keys = open_objects.back();
-      if (std::find(keys.begin(), keys.end(), key) != keys.end()) {
+      if (!open_objects.back().insert(key).second) {
         throw InputError(source_name + ": key \"" + key +
                          "\" appears twice in one object (JSON keys must be unique)");
       }
-      keys.push_back(key);
+    }
+    if (event == Json::parse_event_t::value && parsed.is_number_float() &&
+        !std::isfinite(parsed.get<double>())) {
+      throw InputError(source_name + ": a number overflows a double (JSON numbers here must be "
+                                     "finite, at most about 1.8e308)");
     }
     return true;
   };
   try {
-    return Json::parse(text, reject_duplicates);
+    return Json::parse(text, check);
   } catch (const Json::parse_error& e) {
     auto [line, column] = line_and_column(text, e.byte == 0 ? 0 : e.byte - 1);
     std::string what = e.what();
@@ -71,10 +83,32 @@ Json parse_json_text(std::string_view text, const std::string& source_name) {
     std::string detail = pos == std::string::npos ? what : what.substr(pos);
     throw InputError(source_name + ":" + std::to_string(line) + ":" + std::to_string(column) +
                      ": malformed JSON: " + detail);
+  } catch (const Json::out_of_range& e) {  // "number overflow parsing '1e999'"
+    std::string what = e.what();
+    const auto pos = what.find("] ");
+    throw InputError(source_name + ": malformed JSON: " +
+                     (pos == std::string::npos ? what : what.substr(pos + 2)) +
+                     " (JSON numbers here must be finite, at most about 1.8e308)");
   }
 }
 
 Json load_json_file(const std::string& path) {
+  // Only regular files of sane size: a directory, a FIFO or /dev/zero would never parse (or
+  // never end), and each gets its own message.
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(st)) {
+    throw InputError(path + ": cannot open file for reading: " +
+                     (ec ? ec.message() : std::string("it does not exist")));
+  }
+  if (std::filesystem::is_directory(st)) throw InputError(path + ": is a directory, not a JSON file");
+  if (!std::filesystem::is_regular_file(st)) {
+    throw InputError(path + ": is not a regular file (a device, FIFO or socket); give a JSON file");
+  }
+  constexpr std::uintmax_t kMaxBytes = std::uintmax_t{256} << 20;
+  if (std::filesystem::file_size(path, ec) > kMaxBytes) {
+    throw InputError(path + ": is larger than 256 MiB; JSON inputs are read whole");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path + ": cannot open file for reading");
   std::stringstream buffer;

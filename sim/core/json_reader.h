@@ -24,6 +24,8 @@ using Json = nlohmann::ordered_json;  // keeps the order of keys as written
 
 // Parses a whole file. Malformed JSON throws InputError "file:line:column: malformed JSON: ...".
 Json load_json_file(const std::string& path);
+// Deepest nesting of arrays and objects parse_json_text accepts.
+inline constexpr int kMaxJsonDepth = 256;
 Json parse_json_text(std::string_view text, const std::string& source_name);
 
 template <class E>

@@ -478,3 +478,18 @@ TEST_CASE("overrides edit nested descriptions field by field; multi-node cluster
                        "network interface (node.nics must be at least 1)",
                        InputError);
 }
+
+TEST_CASE("hostile input: absurd but positive hardware figures are refused with the rule") {
+  // 1e-300 FLOP/s would give infinite iteration times and inf throughput ranked best (issue 14).
+  CHECK_THROWS_WITH_AS(device_from(R"({"preset": "A100-SXM4-80GB", "peak": {"bf16": "1e-300TFlops"}})"),
+                       "hw.json: device.peak.bf16: \"1e-300TFlops\" must be between 1 MFLOP/s and "
+                       "1 EFLOP/s per device",
+                       InputError);
+  CHECK_THROWS_WITH_AS(
+      device_from(R"({"preset": "A100-SXM4-80GB", "memory_bandwidth": "1e-300TBps"})"),
+      "hw.json: device.memory_bandwidth: \"1e-300TBps\" must be between 1 kB/s and 100 TB/s",
+      InputError);
+  CHECK_THROWS_WITH_AS(device_from(R"({"preset": "A100-SXM4-80GB", "memory": "1e30GB"})"),
+                       "hw.json: device.memory: \"1e30GB\" must be between 1 MB and 100 TB",
+                       InputError);
+}

@@ -1,0 +1,141 @@
+// Hostile input (issue 14): files that are not what they seem, JSON that would recurse without
+// end or overflow, output paths that are devices, symlinks or planted temp files. Each case
+// asserts the message.
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "sim/core/atomic_file.h"
+#include "sim/core/error.h"
+#include "sim/core/json_reader.h"
+#include "tests/support/run_cli.h"
+
+using namespace stratasim;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A fresh directory under the test's working directory.
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::current_path() / ("hostile_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+TEST_CASE("hostile input: JSON nested 100,000 deep is refused, not a stack overflow") {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  CHECK_THROWS_WITH_AS(parse_json_text(deep, "deep.json"),
+                       "deep.json: JSON nested deeper than 256 levels (at most 256 are read)",
+                       InputError);
+  const std::string ok = std::string(200, '[') + std::string(200, ']');
+  CHECK(parse_json_text(ok, "ok.json").is_array());
+}
+
+TEST_CASE("hostile input: a number that overflows a double is bad input") {
+  CHECK_THROWS_WITH_AS(parse_json_text(R"({"tp": 1e999})", "big.json"),
+                       "big.json: malformed JSON: number overflow parsing '1e999' (JSON numbers "
+                       "here must be finite, at most about 1.8e308)",
+                       InputError);
+}
+
+TEST_CASE("hostile input: 40,000 keys are checked for duplicates in linear time") {
+  std::string text = "{";
+  for (int i = 0; i < 40000; ++i) text += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":1";
+  CHECK(parse_json_text(text + "}", "keys.json").size() == 40000);
+  CHECK_THROWS_WITH_AS(parse_json_text(text + ",\"k7\":2}", "keys.json"),
+                       "keys.json: key \"k7\" appears twice in one object (JSON keys must be unique)",
+                       InputError);
+}
+
+TEST_CASE("hostile input: directories, FIFOs and devices are not read as JSON") {
+  const fs::path dir = scratch("read");
+  CHECK_THROWS_WITH_AS(load_json_file(dir.string()),
+                       (dir.string() + ": is a directory, not a JSON file").c_str(), InputError);
+  const fs::path fifo = dir / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_THROWS_WITH_AS(load_json_file(fifo.string()),
+                       (fifo.string() + ": is not a regular file (a device, FIFO or socket); give a "
+                                        "JSON file").c_str(),
+                       InputError);
+  CHECK_THROWS_WITH_AS(load_json_file("/dev/zero"),
+                       "/dev/zero: is not a regular file (a device, FIFO or socket); give a JSON file",
+                       InputError);
+  CHECK_THROWS_WITH_AS(load_json_file((dir / "missing.json").string()),
+                       ((dir / "missing.json").string() +
+                        ": cannot open file for reading: No such file or directory").c_str(),
+                       InputError);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("hostile input: output files: devices written through, symlinks followed, temp files fresh") {
+  const fs::path dir = scratch("write");
+  // A device stays a device.
+  write_file_atomically("/dev/null", "{}\n");
+  struct stat st {};
+  REQUIRE(::stat("/dev/null", &st) == 0);
+  CHECK(S_ISCHR(st.st_mode));
+  // A symlink writes the file it names and stays a symlink, also when that file does not exist.
+  const fs::path real = dir / "real.json", link = dir / "link.json";
+  fs::create_symlink("real.json", link);
+  write_file_atomically(link.string(), "one\n");
+  CHECK(fs::is_symlink(fs::symlink_status(link)));
+  CHECK(read(real) == "one\n");
+  write_file_atomically(link.string(), "two\n");
+  CHECK(read(real) == "two\n");
+  // A planted PATH.tmp.<pid> symlink (the old temp-file name) is never followed.
+  const fs::path out = dir / "out.json", victim = dir / "victim";
+  fs::create_symlink(victim, dir / ("out.json.tmp." + std::to_string(::getpid())));
+  write_file_atomically(out.string(), "result\n");
+  CHECK(read(out) == "result\n");
+  CHECK_FALSE(fs::exists(victim));
+  // No temp file is left behind.
+  int temps = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    temps += e.path().filename().string().rfind("out.json.tmp.", 0) == 0 &&
+             !fs::is_symlink(fs::symlink_status(e.path()));
+  }
+  CHECK(temps == 0);
+  // A directory is refused with its reason.
+  CHECK_THROWS_WITH_AS(write_file_atomically(dir.string(), "x"),
+                       (dir.string() + ": cannot write file: it is a directory").c_str(), InputError);
+  // /dev/full reports the write error instead of being replaced.
+  if (fs::exists("/dev/full")) {
+    CHECK_THROWS_WITH_AS(write_file_atomically("/dev/full", "x"),
+                         "/dev/full: cannot write file: No space left on device", InputError);
+    REQUIRE(::stat("/dev/full", &st) == 0);
+    CHECK(S_ISCHR(st.st_mode));
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("hostile input: batch --out naming one of its scenarios is refused, the scenario kept") {
+  const fs::path dir = scratch("batch");
+  const fs::path scenario = dir / "tiny.json";
+  fs::copy_file(fs::path(STRATASIM_SOURCE_DIR) / "scenarios" / "tiny_2gpu_1layer.json", scenario);
+  const std::string before = read(scenario);
+  const testing::CliRun r =
+      testing::run_cli("batch " + dir.string() + " --out " + (dir / "." / "tiny.json").string());
+  CHECK(r.code == 2);
+  CHECK(r.output.find("is one of the scenarios the batch reads") != std::string::npos);
+  CHECK(read(scenario) == before);
+  // An evaluate --json into /dev/null leaves it a device (exit 0).
+  const testing::CliRun n = testing::run_cli("evaluate " + scenario.string() + " --json /dev/null");
+  CHECK(n.code == 0);
+  struct stat st {};
+  REQUIRE(::stat("/dev/null", &st) == 0);
+  CHECK(S_ISCHR(st.st_mode));
+  fs::remove_all(dir);
+}
