@@ -1,6 +1,9 @@
 #include "apps/cli_args.h"
 
+#include <cmath>
+
 #include "sim/core/error.h"
+#include "sim/core/units.h"
 
 namespace stratasim {
 
@@ -39,6 +42,21 @@ CliArgs parse_cli(int argc, char** argv, int first, const std::set<std::string>&
     args.repeated[name].push_back(value);
   }
   return args;
+}
+
+long long integer_option(const CliArgs& args, const std::string& name, long long fallback,
+                         long long min, long long max) {
+  const std::string text = args.option(name);
+  if (text.empty()) return fallback;
+  std::string rule;
+  const auto v = parse_quantity(text, Dimension::kCount, &rule);
+  if (!v) throw InputError("command line", "--" + name, "\"" + text + "\"", rule);
+  if (!(*v >= double(min) && *v <= double(max)) || *v != std::floor(*v)) {
+    throw InputError("command line", "--" + name, "\"" + text + "\"",
+                     "must be a whole number from " + std::to_string(min) + " to " +
+                         std::to_string(max));
+  }
+  return static_cast<long long>(*v);
 }
 
 }  // namespace stratasim

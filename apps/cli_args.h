@@ -28,6 +28,11 @@ struct CliArgs {
   }
 };
 
+// A whole-number option within [min, max] (`fallback` when absent): "--top 1e10" or
+// "--threads 2.5" is an InputError naming the option and the range, never an undefined cast.
+long long integer_option(const CliArgs& args, const std::string& name, long long fallback,
+                         long long min, long long max);
+
 // `valued` lists options that take a value; `switches` lists options that do not.
 CliArgs parse_cli(int argc, char** argv, int first, const std::set<std::string>& valued,
                   const std::set<std::string>& switches);

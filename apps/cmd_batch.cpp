@@ -136,16 +136,9 @@ std::string totals_line(const BatchPlan& plan, int failures, double seconds) {
 BatchOptions batch_options(const CliArgs& args, const Ranks& ranks) {
   BatchOptions o;
   o.mode = args.has("search") ? BatchMode::kSearch : BatchMode::kEvaluate;
-  auto count = [&](const char* name, double fallback) {
-    const std::string text = args.option(name);
-    if (text.empty()) return fallback;
-    std::string rule;
-    auto v = parse_quantity(text, Dimension::kCount, &rule);
-    if (!v) throw InputError("command line", std::string("--") + name, "\"" + text + "\"", rule);
-    return *v;
-  };
-  o.search.top_k = static_cast<int>(count("top", 10));
-  o.search.threads = static_cast<int>(count("threads", ranks.threads_per_rank()));
+  o.search.top_k = static_cast<int>(integer_option(args, "top", 10, 1, 1000000));
+  o.search.threads =
+      static_cast<int>(integer_option(args, "threads", ranks.threads_per_rank(), 0, 4096));
   return o;
 }
 

@@ -215,8 +215,8 @@ int search_command(const Ranks& ranks, int argc, char** argv) {
   }
   SearchOptions o;
   o.objective = parse_objective(args.option("objective", "throughput"));
-  o.top_k = static_cast<int>(number_option(args, "top", Dimension::kCount, 10));
-  o.threads = static_cast<int>(number_option(args, "threads", Dimension::kCount, 0));
+  o.top_k = static_cast<int>(integer_option(args, "top", 10, 1, 1000000));
+  o.threads = static_cast<int>(integer_option(args, "threads", 0, 0, 4096));
   o.train_tokens = number_option(args, "train-tokens", Dimension::kCount, 0);
   o.price_per_device_hour = number_option(args, "price", Dimension::kCount, 0);
   if (o.objective == Objective::kTimeToTrain && o.train_tokens <= 0) {

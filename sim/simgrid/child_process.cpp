@@ -1,9 +1,11 @@
 #include "sim/simgrid/child_process.h"
 
 #include <sys/wait.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -31,6 +33,7 @@ std::string run_in_child(const std::function<std::string()>& work) {
   std::fflush(stderr);
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(fds[0]);
@@ -39,6 +42,9 @@ std::string run_in_child(const std::function<std::string()>& work) {
   }
   if (pid == 0) {  // child: first byte says whether the rest is a result or an error message
     ::close(fds[0]);
+    // Dies with its parent: a killed `simulate` (the GUI's Cancel) leaves no simulation behind.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(5);  // the parent died before prctl took effect
     int code = 0;
     std::string out;
     try {

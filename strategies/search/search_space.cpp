@@ -167,6 +167,13 @@ SearchSpace read_search_space(const JsonNode& n) {
     }
     space.axes.push_back(read_axis(static_cast<Axis>(k), n.at(it.key())));
   }
+  // Points are indexed by a 64-bit integer: a product that overflows would report 0 points.
+  uint64_t points = 1;
+  for (const AxisValues& a : space.axes) {
+    if (__builtin_mul_overflow(points, a.values.size(), &points) || points > (uint64_t{1} << 62)) {
+      n.fail("spans more than 2^62 strategies; give fewer values per axis");
+    }
+  }
   return space;
 }
 

@@ -139,3 +139,46 @@ TEST_CASE("hostile input: batch --out naming one of its scenarios is refused, th
   CHECK(S_ISCHR(st.st_mode));
   fs::remove_all(dir);
 }
+
+TEST_CASE("hostile input: counts are whole numbers in range; search spaces fit 64 bits") {
+  const std::string gpt3 = std::string(STRATASIM_SOURCE_DIR) + "/scenarios/gpt3_175b_1024_a100.json";
+  const testing::CliRun top = testing::run_cli("search " + gpt3 + " --top 1e10");
+  CHECK(top.code == 2);
+  CHECK(top.output.find("--top: \"1e10\" must be a whole number from 1 to 1000000") !=
+        std::string::npos);
+  const testing::CliRun threads = testing::run_cli("search " + gpt3 + " --threads 2.5");
+  CHECK(threads.code == 2);
+  CHECK(threads.output.find("--threads: \"2.5\" must be a whole number from 0 to 4096") !=
+        std::string::npos);
+  // 10^6 x 10^6 x 10^6 x 10^5 points overflow 64 bits: refused, not "0 points".
+  const fs::path dir = scratch("space");
+  const fs::path huge = dir / "huge.json";
+  std::ofstream(huge) << R"({"name": "huge", "model": "gpt3-175b",
+    "cluster": {"preset": "dgx_a100", "devices": 1024},
+    "strategy": {"tp": 8, "pp": 8, "global_batch": 1536},
+    "search": {"micro_batch": {"from": 1, "to": 1000000, "step": 1},
+               "pp": {"from": 1, "to": 1000000, "step": 1},
+               "interleave": {"from": 1, "to": 1000000, "step": 1},
+               "tp": {"from": 1, "to": 100000, "step": 1}}})";
+  const testing::CliRun space = testing::run_cli("search " + huge.string());
+  CHECK(space.code == 2);
+  CHECK(space.output.find("spans more than 2^62 strategies; give fewer values per axis") !=
+        std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("hostile input: a killed simulate leaves no simulation process behind") {
+  // The SimGrid run is a forked child; with PR_SET_PDEATHSIG it dies with its parent. Megatron
+  // 1T at layer granularity runs for many seconds: kill -9 the parent after one.
+  const fs::path dir = scratch("orphan");
+  const fs::path scenario = dir / "orphan_probe_1t.json";
+  fs::copy_file(fs::path(STRATASIM_SOURCE_DIR) / "scenarios" / "megatron_1t_3072_a100.json", scenario);
+  const std::string cmd = std::string(STRATASIM_BINARY) + " simulate " + scenario.string() +
+                          " --granularity layer > /dev/null 2>&1 & pid=$!; sleep 1.5; "
+                          "kill -9 $pid; wait $pid 2>/dev/null; sleep 0.5; "
+                          "for p in $(pgrep -x stratasim); do "
+                          "grep -l orphan_probe /proc/$p/cmdline 2>/dev/null; done | wc -l";
+  const testing::CliRun r = testing::run_command(cmd);
+  CHECK(r.output.find_first_not_of(" \n0") == std::string::npos);  // "0": no process left
+  fs::remove_all(dir);
+}
