@@ -2,8 +2,8 @@
 
 #include <cstdio>
 
-#include "sim/analytical/collective_cost.h"
-#include "sim/analytical/kernel_cost.h"
+#include "sim/cost/collective_cost.h"
+#include "sim/cost/kernel_cost.h"
 #include "sim/core/text.h"
 #include "sim/core/units.h"
 #include "validate/intervals.h"

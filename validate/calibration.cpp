@@ -7,7 +7,7 @@
 #include <map>
 
 #include "hardware_models/src/hardware_json.h"
-#include "sim/analytical/kernel_cost.h"
+#include "sim/cost/kernel_cost.h"
 #include "sim/core/atomic_file.h"
 #include "sim/core/error.h"
 #include "sim/core/units.h"

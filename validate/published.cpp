@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "sim/analytical/analytical_engine.h"
-#include "sim/analytical/block_cost.h"
+#include "sim/cost/block_cost.h"
 #include "sim/scenario/scenario.h"
 #include "sim/search/search.h"
 #include "strategies/lowering/lower.h"

@@ -6,7 +6,7 @@
 #include <simgrid/s4u.hpp>
 #include <string>
 
-#include "sim/analytical/collective_cost.h"
+#include "sim/cost/collective_cost.h"
 #include "sim/simgrid/simulation.h"
 
 namespace stratasim::simgrid_detail {

@@ -30,7 +30,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "sim/analytical/block_cost_memo.h"
+#include "sim/cost/block_cost_memo.h"
 #include "sim/simgrid/platform.h"
 #include "sim/simgrid/simulation.h"
 

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sim/analytical/block_cost.h"
-#include "sim/analytical/block_cost_memo.h"
-#include "sim/analytical/collective_cost.h"
+#include "sim/cost/block_cost.h"
+#include "sim/cost/block_cost_memo.h"
+#include "sim/cost/collective_cost.h"
 
 namespace stratasim::simgrid_detail {
 namespace {

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "sim/analytical/analytical_engine.h"
-#include "sim/analytical/stage_costs.h"
+#include "sim/cost/accounting.h"
+#include "sim/cost/stage_costs.h"
 #include "sim/core/error.h"
 #include "sim/simgrid/child_process.h"
 #include "sim/simgrid/executor.h"
@@ -38,9 +38,11 @@ void add_comm(Prediction& p, CommCategory c, const char* what, const CommGroup* 
 }
 
 // Data-parallel, point-to-point and embedding communication as simulated: the busiest host's
-// time in each, and the part of it that lengthened the host's iteration.
+// time in each, and the part of it that lengthened the host's iteration. Tensor-parallel
+// collectives inside the op durations (not simulated as messages) and the bytes come from the
+// cost model (accounting.h), as for the analytical engine.
 void measured_comms(Prediction& p, const Plan& plan, const SimgridOptions& options,
-                    const SimRun& run, const Prediction& ref) {
+                    const SimRun& run, const StageCosts& costs, const StageTotals& totals) {
   const HostResult* dp = &run.hosts[0];
   const HostResult* p2p = &run.hosts[0];
   const HostResult* emb = &run.hosts[0];
@@ -49,24 +51,21 @@ void measured_comms(Prediction& p, const Plan& plan, const SimgridOptions& optio
     if (h.p2p_s > p2p->p2p_s) p2p = &h;
     if (h.embedding_s > emb->embedding_s) emb = &h;
   }
-  const bool tp_messages = simgrid_detail::tp_as_messages(plan, options);
-  for (const CommStat& c : ref.comms) {
-    if (c.category == CommCategory::kTensorParallel && tp_messages) {  // rank 0, as analytical
-      add_comm(p, c.category, "tp collectives (simulated messages)", &plan.tp_group, c.bytes,
-               run.hosts[0].tp_s, run.hosts[0].tp_exposed_s);
-    } else if (c.category == CommCategory::kZero) {  // rank 0, as analytical
-      add_comm(p, c.category, "zero per-micro-batch collectives (simulated messages)",
-               &plan.dp_group, c.bytes, run.hosts[0].zero_s, run.hosts[0].zero_exposed_s);
-    } else if (c.category == CommCategory::kTensorParallel) {
-      // inside the compute durations (stage_costs), as the analytical engine has them
-      add_comm(p, c.category, c.what, &plan.tp_group, c.bytes, c.total_s, c.exposed_s);
+  if (totals.tp_total > 0) {
+    if (simgrid_detail::tp_as_messages(plan, options)) {  // rank 0, as the analytical engine
+      add_comm(p, CommCategory::kTensorParallel, "tp collectives (simulated messages)",
+               &plan.tp_group, totals.tp_bytes, run.hosts[0].tp_s, run.hosts[0].tp_exposed_s);
+    } else {  // inside the compute durations (stage_costs)
+      add_comm(p, CommCategory::kTensorParallel, "tp collectives", &plan.tp_group,
+               totals.tp_bytes, totals.tp_total, totals.tp_exposed);
     }
   }
-  double dp_bytes = 0;
-  for (const CommStat& c : ref.comms)
-    dp_bytes += c.category == CommCategory::kDataParallel ? c.bytes : 0;
-  add_comm(p, CommCategory::kDataParallel, "dp gradient sync", &plan.dp_group, dp_bytes, dp->dp_s,
-           dp->dp_end_s - dp->pipeline_end_s);
+  if (totals.zero_total > 0) {  // rank 0, as the analytical engine
+    add_comm(p, CommCategory::kZero, "zero per-micro-batch collectives (simulated messages)",
+             &plan.dp_group, totals.zero_bytes, run.hosts[0].zero_s, run.hosts[0].zero_exposed_s);
+  }
+  add_comm(p, CommCategory::kDataParallel, "dp gradient sync", &plan.dp_group, dp_sync_bytes(plan),
+           dp->dp_s, dp->dp_end_s - dp->pipeline_end_s);
   add_comm(p, CommCategory::kEmbeddingSync, "tied embedding all-reduce (first/last stage)", nullptr,
            double(plan.model.transformer.vocab) * plan.model.transformer.hidden / plan.tp *
                plan.grad_bytes_per_param,
@@ -74,7 +73,6 @@ void measured_comms(Prediction& p, const Plan& plan, const SimgridOptions& optio
   if (plan.pp > 1) {
     // Blocking sends are exposed by definition; detached ones only where they lengthen the
     // pipeline compared with free transfers.
-    const StageCosts costs = stage_costs(plan);
     const double free_makespan = time_schedule(plan.strategy.schedule, plan.pp, plan.micro_batches,
                                                plan.chunks, costs.compute_only)
                                      .makespan_s;
@@ -85,16 +83,17 @@ void measured_comms(Prediction& p, const Plan& plan, const SimgridOptions& optio
 }
 
 Prediction assemble(const Plan& plan, const SimgridOptions& options, const SimRun& run) {
-  // Quantities the simulation does not change (FLOP, per-op durations, memory, which is not
-  // simulated: memory_model.h through the analytical engine) come from the analytical
-  // prediction; every time that depends on ordering or on the network is measured.
-  const Prediction ref = predict_analytical(plan);
-  Prediction p = ref;
+  // What does not depend on the order of the ops (FLOP, per-op durations, memory, which is not
+  // simulated: memory_model.h) comes from the cost model's accounting, as in the analytical
+  // engine; every time that depends on ordering or on the network is measured.
+  Prediction p;
   p.engine = "simgrid";
-  p.comms.clear();
-  p.comm_total_s = p.comm_exposed_s = 0;
+  const StageCosts costs = stage_costs(plan);
+  const StageTotals totals = sum_stages(p, plan, costs);
+  fill_memory(p, plan);
+  p.uniform_bubble_fraction =
+      uniform_bubble_fraction(plan.strategy.schedule, plan.pp, plan.micro_batches, plan.chunks);
   p.timeline = run.events;
-  p.pipeline_s = p.iteration_s = p.optimizer_s = 0;
   for (const HostResult& h : run.hosts) {
     p.pipeline_s = std::max(p.pipeline_s, h.pipeline_end_s);
     p.iteration_s = std::max(p.iteration_s, h.finish_s);
@@ -104,18 +103,9 @@ Prediction assemble(const Plan& plan, const SimgridOptions& options, const SimRu
   for (const HostResult& h : run.hosts) idle += std::max(0.0, p.pipeline_s - h.busy_s);
   p.bubble_fraction = p.pipeline_s > 0 ? idle / run.hosts.size() / p.pipeline_s : 0;
   p.bubble_s = p.bubble_fraction * p.pipeline_s;
-  measured_comms(p, plan, options, run, ref);
+  measured_comms(p, plan, options, run, costs, totals);
+  fill_rates(p, plan, totals);
 
-  const double devices = plan.hardware.num_devices;
-  p.samples_per_s = plan.samples_per_iteration / p.iteration_s;
-  p.tokens_per_s = ref.tokens_per_s * ref.iteration_s / p.iteration_s;
-  p.model_flops_per_device_s = p.model_flops / (p.iteration_s * devices);
-  p.hardware_flops_per_device_s = p.hardware_flops / (p.iteration_s * devices);
-  const double peak = plan.hardware.device.peak_flops[static_cast<int>(plan.strategy.dtype)];
-  p.mfu = p.model_flops_per_device_s / peak;
-  p.hfu = p.hardware_flops_per_device_s / peak;
-
-  p.notes = ref.notes;
   char note[512];
   std::snprintf(note, sizeof note,
                 "simgrid: %zu hosts simulated for %d devices, %d nodes, %lld activities",

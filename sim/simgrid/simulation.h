@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/analytical/stage_costs.h"
+#include "sim/cost/stage_costs.h"
 #include "sim/simgrid/op_segments.h"
 #include "sim/simgrid/sim_run.h"
 #include "sim/simgrid/simgrid_engine.h"

@@ -3,7 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "hardware_models/src/hardware_json.h"
-#include "sim/analytical/kernel_cost.h"
+#include "sim/cost/kernel_cost.h"
 #include "strategies/lowering/lower.h"
 #include "strategies/model/model_json.h"
 

@@ -6,9 +6,9 @@
 
 #include "hardware_models/src/hardware_json.h"
 #include "sim/analytical/analytical_engine.h"
-#include "sim/analytical/collective_cost.h"
-#include "sim/analytical/stage_costs.h"
-#include "sim/analytical/step_timing.h"
+#include "sim/cost/collective_cost.h"
+#include "sim/cost/stage_costs.h"
+#include "sim/cost/step_timing.h"
 #include "strategies/lowering/lower.h"
 #include "strategies/model/model_json.h"
 

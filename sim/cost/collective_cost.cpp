@@ -1,4 +1,4 @@
-#include "sim/analytical/collective_cost.h"
+#include "sim/cost/collective_cost.h"
 
 #include <algorithm>
 #include <cmath>

@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "sim/analytical/block_cost.h"
+#include "sim/cost/block_cost.h"
 
 namespace stratasim {
 

@@ -1,4 +1,4 @@
-#include "sim/analytical/block_cost_memo.h"
+#include "sim/cost/block_cost_memo.h"
 
 #include <array>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "sim/analytical/kernel_cost.h"
+#include "sim/cost/kernel_cost.h"
 
 #include <algorithm>
 #include <cmath>

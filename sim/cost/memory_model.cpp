@@ -1,4 +1,4 @@
-#include "sim/analytical/memory_model.h"
+#include "sim/cost/memory_model.h"
 
 #include <algorithm>
 

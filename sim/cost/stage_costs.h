@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "sim/analytical/block_cost.h"
+#include "sim/cost/block_cost.h"
 #include "strategies/pipeline/schedule_timing.h"
 
 namespace stratasim {

@@ -1,9 +1,9 @@
-#include "sim/analytical/block_cost.h"
+#include "sim/cost/block_cost.h"
 
 #include <algorithm>
 
-#include "sim/analytical/collective_cost.h"
-#include "sim/analytical/kernel_cost.h"
+#include "sim/cost/collective_cost.h"
+#include "sim/cost/kernel_cost.h"
 
 namespace stratasim {
 namespace {

@@ -1,10 +1,10 @@
-#include "sim/analytical/stage_costs.h"
+#include "sim/cost/stage_costs.h"
 
 #include <algorithm>
 
-#include "sim/analytical/block_cost_memo.h"
-#include "sim/analytical/collective_cost.h"
-#include "sim/analytical/step_timing.h"
+#include "sim/cost/block_cost_memo.h"
+#include "sim/cost/collective_cost.h"
+#include "sim/cost/step_timing.h"
 
 namespace stratasim {
 namespace {

@@ -1,0 +1,82 @@
+#include "sim/cost/accounting.h"
+
+#include <algorithm>
+
+#include "sim/cost/memory_model.h"
+#include "strategies/pipeline/schedule_timing.h"
+
+namespace stratasim {
+
+StageTotals sum_stages(Prediction& p, const Plan& plan, const StageCosts& costs) {
+  const double m = plan.micro_batches;
+  StageTotals t;
+  std::vector<double> rank_compute(plan.pp, 0), rank_recompute(plan.pp, 0);
+  for (size_t i = 0; i < plan.stages.size(); ++i) {
+    const StageCost& c = costs.stages[i];
+    const int r = plan.stages[i].rank;
+    rank_compute[r] +=
+        m * (c.forward_s + c.backward_s + c.weight_step_s - c.tp_exposed_s - c.zero_exposed_s);
+    rank_recompute[r] += m * c.recompute_s;
+    t.model_flops += c.model_flops;
+    t.hardware_flops += c.hardware_flops;
+    p.forward_s = std::max(p.forward_s, c.forward_s);
+    p.backward_s = std::max(p.backward_s, c.backward_s);
+    if (r == 0) {  // communication per device is reported for rank 0's chunks
+      t.tp_total += m * c.tp_total_s, t.tp_exposed += m * c.tp_exposed_s;
+      t.tp_bytes += m * c.tp_bytes;
+      t.zero_total += m * c.zero_total_s, t.zero_exposed += m * c.zero_exposed_s;
+      t.zero_bytes += m * c.zero_bytes;
+    }
+  }
+  const auto busiest = std::max_element(rank_compute.begin(), rank_compute.end());
+  p.compute_s = *busiest;
+  p.recompute_s = rank_recompute[busiest - rank_compute.begin()];
+  return t;
+}
+
+void fill_rates(Prediction& p, const Plan& plan, const StageTotals& t) {
+  const double m = plan.micro_batches, devices = plan.hardware.num_devices;
+  const double replicas = double(plan.dp) * plan.tp;  // stage FLOPs are per device
+  p.model_flops = t.model_flops * m * replicas;
+  p.hardware_flops = t.hardware_flops * m * replicas;
+  p.samples_per_s = plan.samples_per_iteration / p.iteration_s;
+  // Tokens: sequence positions (an RNN's time steps); a CNN's sample is one image.
+  p.tokens_per_s = p.samples_per_s * (plan.model.family == ModelFamily::kOpGraph
+                                          ? plan.block_repeat
+                                          : plan.model.transformer.seq_len);
+  p.model_flops_per_device_s = p.model_flops / (p.iteration_s * devices);
+  p.hardware_flops_per_device_s = p.hardware_flops / (p.iteration_s * devices);
+  const double peak = plan.hardware.device.peak_flops[static_cast<int>(plan.strategy.dtype)];
+  p.mfu = p.model_flops_per_device_s / peak;
+  p.hfu = p.hardware_flops_per_device_s / peak;
+}
+
+void fill_memory(Prediction& p, const Plan& plan) {
+  const Strategy& s = plan.strategy;
+  p.rank_memory =
+      rank_memory(plan, peak_in_flight(s.schedule, plan.pp, plan.micro_batches, plan.chunks));
+  for (int r = 0; r < plan.pp; ++r) {
+    if (p.rank_memory[r].total() > p.peak_memory_B) {
+      p.peak_memory_B = p.rank_memory[r].total();
+      p.peak_rank = r;
+    }
+  }
+  p.capacity_B = plan.hardware.device.memory_B;
+  p.fits = p.peak_memory_B <= p.capacity_B;
+}
+
+double dp_sync_bytes(const Plan& plan) {
+  double most = 0;
+  for (const auto& tail : plan.iteration.tail) {
+    double bytes = 0;
+    for (const IterOp& op : tail) {
+      if (op.kind == IterOpKind::kGradientReduce || op.kind == IterOpKind::kParameterGather) {
+        bytes += op.bytes;
+      }
+    }
+    most = std::max(most, bytes);
+  }
+  return most;
+}
+
+}  // namespace stratasim

@@ -1,0 +1,32 @@
+// What a prediction holds that does not depend on the order in which an engine runs the ops:
+// FLOPs, the longest forward/backward step, each rank's compute, tensor-parallel and ZeRO
+// communication per device, memory per pipeline rank, and the rates once the iteration time is
+// known. Both engines fill these through here, so they report them alike.
+#pragma once
+
+#include "sim/cost/stage_costs.h"
+#include "sim/prediction/prediction.h"
+
+namespace stratasim {
+
+// Sums over virtual stages: per-rank compute, FLOPs, and rank 0's per-device communication.
+struct StageTotals {
+  double tp_total = 0, tp_exposed = 0, tp_bytes = 0;
+  double zero_total = 0, zero_exposed = 0, zero_bytes = 0;
+  double model_flops = 0, hardware_flops = 0;
+};
+
+// Fills p.forward_s, backward_s, compute_s, recompute_s; returns the sums.
+StageTotals sum_stages(Prediction& p, const Plan& plan, const StageCosts& costs);
+
+// Memory per pipeline rank (memory_model.h), the peak, the capacity and whether it fits.
+void fill_memory(Prediction& p, const Plan& plan);
+
+// FLOPs, throughput, MFU and HFU from p.iteration_s.
+void fill_rates(Prediction& p, const Plan& plan, const StageTotals& t);
+
+// The data-parallel bytes per device of the rank that moves the most (gradient buckets and
+// parameter gather, iteration.h).
+double dp_sync_bytes(const Plan& plan);
+
+}  // namespace stratasim
