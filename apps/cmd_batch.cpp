@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <set>
 #include <thread>
@@ -26,6 +27,7 @@ struct BatchPlan {
   std::vector<std::string> pending;  // scenario files still to run, in batch order
   int skipped = 0;                   // already in the results file (--resume)
   int torn = 0, retried = 0;
+  int stale = 0;  // lines of scenarios edited since (dropped, run again)
 };
 
 // Rank 0 reads the inputs and, with --resume, the results file (rewritten without a torn last
@@ -50,12 +52,27 @@ BatchPlan plan_batch(const std::string& input, const std::string& out, bool resu
     ExistingResults existing = read_results(out);
     plan.torn = existing.torn;
     plan.retried = existing.retried;
-    if (existing.torn > 0 || existing.retried > 0) {
+    // A scenario edited since its line was written runs again; its old line goes.
+    std::map<std::string, std::string> current;
+    for (const std::string& file : inputs) current[file] = content_hash_of_file(file);
+    std::vector<std::string> kept;
+    done.clear();
+    for (const std::string& line : existing.kept) {
+      const Json j = Json::parse(line);
+      const std::string file = j.at("file").get<std::string>(), hash = j.at("hash").get<std::string>();
+      const auto it = current.find(file);
+      if (it != current.end() && it->second != hash) {
+        ++plan.stale;
+        continue;
+      }
+      kept.push_back(line);
+      done.insert({file, hash, j.at("mode").get<std::string>()});
+    }
+    if (existing.torn > 0 || existing.retried > 0 || plan.stale > 0) {
       std::string text;
-      for (const std::string& line : existing.kept) text += line + "\n";
+      for (const std::string& line : kept) text += line + "\n";
       write_file_atomically(out, text);
     }
-    done = std::move(existing.done);
   } else {
     ResultsFile empty(out, true);  // start a new, empty results file
   }
@@ -71,13 +88,13 @@ BatchPlan plan_batch(const std::string& input, const std::string& out, bool resu
 }
 
 Json plan_json(const BatchPlan& p) {
-  return Json{
-      {"pending", p.pending}, {"skipped", p.skipped}, {"torn", p.torn}, {"retried", p.retried}};
+  return Json{{"pending", p.pending}, {"skipped", p.skipped}, {"torn", p.torn},
+              {"retried", p.retried}, {"stale", p.stale}};
 }
 
 BatchPlan plan_from_json(const Json& j) {
   return BatchPlan{j.at("pending").get<std::vector<std::string>>(), j.at("skipped").get<int>(),
-                   j.at("torn").get<int>(), j.at("retried").get<int>()};
+                   j.at("torn").get<int>(), j.at("retried").get<int>(), j.at("stale").get<int>()};
 }
 
 // A test hook: STRATASIM_BATCH_DELAY_MS=N waits N ms after each scenario, so a test can kill
@@ -130,6 +147,7 @@ std::string totals_line(const BatchPlan& plan, int failures, double seconds) {
                   plan.pending.size(), seconds, failures, plan.skipped);
   if (plan.torn > 0) line += format_text(", %d torn line(s) dropped", plan.torn);
   if (plan.retried > 0) line += format_text(", %d earlier failure(s) retried", plan.retried);
+  if (plan.stale > 0) line += format_text(", %d edited scenario(s) run again", plan.stale);
   return line;
 }
 

@@ -1,5 +1,7 @@
 #include <unistd.h>
 
+#include <atomic>
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 
@@ -199,6 +201,11 @@ SearchResult search_on_ranks(const Ranks& ranks, const Scenario& sc, const Searc
   return r;
 }
 
+// Ctrl-C (SIGINT) or SIGTERM during a search: stop at the next point and report what was found,
+// marked partial, instead of dying with nothing.
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_interrupt(int) { g_interrupted.store(true); }
+
 int search_command(const Ranks& ranks, int argc, char** argv) {
   const CliArgs args = parse_cli(argc, argv, 2,
                                  {"objective", "top", "threads", "train-tokens", "price", "json",
@@ -233,12 +240,22 @@ int search_command(const Ranks& ranks, int argc, char** argv) {
   }
   if (o.threads == 0 && ranks.size() > 1) o.threads = ranks.threads_per_rank();
   if (isatty(STDERR_FILENO) && ranks.root()) o.progress = Progress{};
+  o.cancel = &g_interrupted;
+  struct sigaction stop {};
+  stop.sa_handler = on_interrupt;
+  sigemptyset(&stop.sa_mask);
+  ::sigaction(SIGINT, &stop, nullptr);
+  ::sigaction(SIGTERM, &stop, nullptr);
   std::vector<double> rank_seconds;
   const SearchResult r = search_on_ranks(ranks, sc, o, rank_seconds);
   if (!ranks.root()) return 0;
+  if (r.cancelled) {
+    std::printf("interrupted: %llu of %llu points evaluated; the results below are partial\n",
+                static_cast<unsigned long long>(r.points), static_cast<unsigned long long>(sc.search.size()));
+  }
   std::printf("search %s [%s]\n  space: %s = %llu points, objective %s\n", sc.name.c_str(),
               sc.file.c_str(), space_text(sc.search).c_str(),
-              static_cast<unsigned long long>(r.points),
+              static_cast<unsigned long long>(sc.search.size()),
               std::string(objective_name(o.objective)).c_str());
   if (ranks.size() > 1) {
     std::printf("  spread over %d MPI ranks, %d thread(s) each; search time per rank:",
@@ -261,7 +278,7 @@ int search_command(const Ranks& ranks, int argc, char** argv) {
   }
   if (!args.option("csv").empty()) write_file_atomically(args.option("csv"), candidates_csv(r.top, o, sc.hardware));
   if (!args.option("json").empty()) {
-    Json out{{"scenario", sc.name}};
+    Json out{{"scenario", sc.name}, {"partial", r.cancelled}};
     out.update(search_result_json(r, sc.search, o, sc.hardware));
     write_file_atomically(args.option("json"), out.dump(1) + "\n");
   }

@@ -35,12 +35,20 @@ std::string trimmed(const std::string& s) {
 
 }  // namespace
 
+// Scenario paths are keys of the results file: "scenarios" and "./scenarios/" must give the
+// same ones, so each is made absolute and free of ".", ".." and symlinks where it exists.
+std::string canonical_or_as_is(const fs::path& p) {
+  std::error_code ec;
+  const fs::path c = fs::weakly_canonical(p, ec);
+  return ec ? p.string() : c.string();
+}
+
 std::vector<std::string> batch_inputs(const std::string& dir_or_list) {
   std::error_code ec;
   std::vector<std::string> files;
   if (fs::is_directory(dir_or_list, ec)) {
     for (const auto& entry : fs::directory_iterator(dir_or_list)) {
-      if (entry.path().extension() == ".json") files.push_back(entry.path().string());
+      if (entry.path().extension() == ".json") files.push_back(canonical_or_as_is(entry.path()));
     }
     std::sort(files.begin(), files.end());
     return files;
@@ -56,7 +64,7 @@ std::vector<std::string> batch_inputs(const std::string& dir_or_list) {
     line = trimmed(line);
     if (line.empty() || line[0] == '#') continue;
     const fs::path p(line);
-    files.push_back(p.is_absolute() || base.empty() ? p.string() : (base / p).string());
+    files.push_back(canonical_or_as_is(p.is_absolute() || base.empty() ? p : base / p));
   }
   return files;
 }

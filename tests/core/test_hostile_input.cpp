@@ -182,3 +182,57 @@ TEST_CASE("hostile input: a killed simulate leaves no simulation process behind"
   CHECK(r.output.find_first_not_of(" \n0") == std::string::npos);  // "0": no process left
   fs::remove_all(dir);
 }
+
+TEST_CASE("hostile input: batch --resume keys scenarios by canonical path and content") {
+  const fs::path dir = scratch("resume");
+  fs::create_directories(dir / "sc");
+  fs::copy_file(fs::path(STRATASIM_SOURCE_DIR) / "scenarios" / "tiny_2gpu_1layer.json",
+                dir / "sc" / "tiny.json");
+  const std::string out = (dir / "r.jsonl").string();
+  auto lines = [&] {
+    std::ifstream in(out);
+    int n = 0;
+    for (std::string l; std::getline(in, l);) n += !l.empty();
+    return n;
+  };
+  REQUIRE(testing::run_cli("batch " + (dir / "sc").string() + " --out " + out).code == 0);
+  // The same directory spelled differently: nothing runs again, the file is not doubled.
+  const testing::CliRun again =
+      testing::run_cli("batch " + (dir / "." / "sc").string() + "/ --out " + out + " --resume");
+  CHECK(again.code == 0);
+  CHECK(again.output.find("0 scenario(s) run") != std::string::npos);
+  CHECK(lines() == 1);
+  // An edited scenario runs again and its old line goes: one line per scenario.
+  {
+    std::ofstream edit(dir / "sc" / "tiny.json", std::ios::app);
+    edit << "\n";
+  }
+  const testing::CliRun edited =
+      testing::run_cli("batch " + (dir / "sc").string() + " --out " + out + " --resume");
+  CHECK(edited.code == 0);
+  CHECK(edited.output.find("1 edited scenario(s) run again") != std::string::npos);
+  CHECK(lines() == 1);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("hostile input: Ctrl-C during a search reports what it found, marked partial") {
+  const fs::path dir = scratch("sigint");
+  const fs::path sc = dir / "big_search.json";
+  std::ofstream(sc) << R"({"name": "big search", "model": "gpt3-175b",
+    "cluster": {"preset": "dgx_a100", "devices": 1024},
+    "strategy": {"tp": 8, "pp": 8, "global_batch": 1536},
+    "search": {"micro_batch": {"from": 1, "to": 2000000, "step": 1},
+               "pp": [1, 2, 4, 8, 16, 32, 64], "tp": [1, 2, 4, 8], "interleave": [1, 2, 3, 4],
+               "recompute": ["none", "selective", "full"], "zero_stage": [0, 1, 2, 3]}})";
+  const std::string json = (dir / "out.json").string();
+  const testing::CliRun r = testing::run_command(
+      std::string(STRATASIM_BINARY) + " search " + sc.string() + " --threads 1 --json " + json +
+      " & pid=$!; sleep 1; kill -INT $pid; wait $pid; echo \"exit $?\"");
+  CHECK(r.output.find("exit 0") != std::string::npos);
+  CHECK(r.output.find("interrupted: ") != std::string::npos);
+  CHECK(r.output.find("the results below are partial") != std::string::npos);
+  std::ifstream in(json);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text.find("\"partial\": true") != std::string::npos);
+  fs::remove_all(dir);
+}
