@@ -1,5 +1,6 @@
 // stratasim: predict the iteration time, throughput, communication and memory of a training
 // strategy, compare strategies, and validate the predictions against published results.
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -65,19 +66,27 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, stdout);  // `stratasim COMMAND --help`: the usage lists every command
     return 0;
   }
+  // Output that could not be written is an error, not a silent exit 0 (`> /dev/full`).
+  auto flushed = [](int code) {
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+      std::fprintf(stderr, "error: cannot write to standard output: %s\n", std::strerror(errno));
+      return 2;
+    }
+    return code;
+  };
   try {
-    if (command == "evaluate") return stratasim::cmd_evaluate(argc, argv);
-    if (command == "simulate") return stratasim::cmd_simulate(argc, argv);
-    if (command == "explain") return stratasim::cmd_explain(argc, argv);
-    if (command == "compare") return stratasim::cmd_compare(argc, argv);
-    if (command == "validate") return stratasim::cmd_validate(argc, argv);
-    if (command == "presets") return stratasim::cmd_presets(argc, argv);
-    if (command == "search") return stratasim::cmd_search(argc, argv);
-    if (command == "batch") return stratasim::cmd_batch(argc, argv);
-    if (command == "plot") return stratasim::cmd_plot(argc, argv);
-    if (command == "kernels") return stratasim::cmd_kernels(argc, argv);
-    if (command == "calibrate") return stratasim::cmd_calibrate(argc, argv);
-    if (command == "runtime") return stratasim::cmd_runtime(argc, argv);
+    if (command == "evaluate") return flushed(stratasim::cmd_evaluate(argc, argv));
+    if (command == "simulate") return flushed(stratasim::cmd_simulate(argc, argv));
+    if (command == "explain") return flushed(stratasim::cmd_explain(argc, argv));
+    if (command == "compare") return flushed(stratasim::cmd_compare(argc, argv));
+    if (command == "validate") return flushed(stratasim::cmd_validate(argc, argv));
+    if (command == "presets") return flushed(stratasim::cmd_presets(argc, argv));
+    if (command == "search") return flushed(stratasim::cmd_search(argc, argv));
+    if (command == "batch") return flushed(stratasim::cmd_batch(argc, argv));
+    if (command == "plot") return flushed(stratasim::cmd_plot(argc, argv));
+    if (command == "kernels") return flushed(stratasim::cmd_kernels(argc, argv));
+    if (command == "calibrate") return flushed(stratasim::cmd_calibrate(argc, argv));
+    if (command == "runtime") return flushed(stratasim::cmd_runtime(argc, argv));
     std::fprintf(stderr, "stratasim: unknown command '%s'\n\n%s", command.c_str(), kUsage);
     return 2;
   } catch (const stratasim::InputError& e) {

@@ -5,14 +5,47 @@
 
 namespace stratasim {
 
+std::string printable_text(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  auto escape = [&](unsigned char c) {
+    static const char* hex = "0123456789abcdef";
+    out += "\\x";
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  };
+  for (size_t i = 0; i < text.size();) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      if (c < 0x20 && c != '\n' && c != '\t') escape(c); else out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    // A well-formed UTF-8 sequence (no overlong 2-byte lead, continuation bytes 10xxxxxx).
+    const int n = (c >= 0xC2 && c <= 0xDF) ? 2 : (c >= 0xE0 && c <= 0xEF) ? 3
+                  : (c >= 0xF0 && c <= 0xF4) ? 4 : 0;
+    bool ok = n > 0 && i + n <= text.size();
+    for (int k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
+    if (ok) {
+      out.append(text.substr(i, n));
+      i += n;
+    } else {
+      escape(c);
+      ++i;
+    }
+  }
+  return out;
+}
+
 InputError::InputError(std::string file, std::string path, std::string value, std::string rule)
-    : std::runtime_error(file + ": " + path + ": " + value + " " + rule),
+    : std::runtime_error(printable_text(file + ": " + path + ": " + value + " " + rule)),
       file_(std::move(file)),
       path_(std::move(path)),
       value_(std::move(value)),
       rule_(std::move(rule)) {}
 
-InputError::InputError(std::string whole_message) : std::runtime_error(std::move(whole_message)) {}
+InputError::InputError(std::string whole_message)
+    : std::runtime_error(printable_text(whole_message)) {}
 
 std::string_view reason_name(InfeasibleReason r) {
   switch (r) {

@@ -72,6 +72,12 @@ Json parse_json_text(std::string_view text, const std::string& source_name) {
     }
     return true;
   };
+  // The parser would stop at a NUL and ignore the bytes after it.
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    auto [line, column] = line_and_column(text, nul);
+    throw InputError(source_name + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                     ": malformed JSON: a NUL byte (JSON text must not contain one)");
+  }
   try {
     return Json::parse(text, check);
   } catch (const Json::parse_error& e) {

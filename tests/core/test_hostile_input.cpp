@@ -236,3 +236,22 @@ TEST_CASE("hostile input: Ctrl-C during a search reports what it found, marked p
   CHECK(text.find("\"partial\": true") != std::string::npos);
   fs::remove_all(dir);
 }
+
+TEST_CASE("hostile input: invalid UTF-8 is not echoed raw, a NUL byte is an error, stdout errors count") {
+  CHECK_THROWS_WITH_AS(parse_json_text(std::string("{\"name\": \"a\xff\"}"), "u.json"),
+                       "u.json:1:12: malformed JSON: syntax error while parsing value - invalid "
+                       "string: ill-formed UTF-8 byte; last read: '\"a\\xff'",
+                       InputError);
+  CHECK(printable_text("ok \xc3\xa9 \x01 \xe2\x82") == "ok \xc3\xa9 \\x01 \\xe2\\x82");
+  CHECK_THROWS_WITH_AS(parse_json_text(std::string("{\"a\": 1}\0junk", 13), "n.json"),
+                       "n.json:1:9: malformed JSON: a NUL byte (JSON text must not contain one)",
+                       InputError);
+  if (fs::exists("/dev/full")) {
+    const testing::CliRun r = testing::run_command(  // stderr to the pipe, stdout to /dev/full
+        "(" + std::string(STRATASIM_BINARY) + " evaluate " + STRATASIM_SOURCE_DIR +
+        "/scenarios/tiny_2gpu_1layer.json > /dev/full)");
+    CHECK(r.code == 2);
+    CHECK(r.output.find("error: cannot write to standard output: No space left on device") !=
+          std::string::npos);
+  }
+}
