@@ -9,10 +9,6 @@
 namespace stratasim {
 namespace {
 
-bool is_send(const IterOp& op) {
-  return op.kind == IterOpKind::kSendActivation || op.kind == IterOpKind::kSendGradient;
-}
-
 // The pipeline rank on the lower side of the boundary a send crosses.
 int boundary_rank(const IterOp& op, const Plan& plan) {
   const int from = op.kind == IterOpKind::kSendActivation ? op.vstage : op.vstage - 1;

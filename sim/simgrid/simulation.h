@@ -27,10 +27,6 @@ inline uint64_t message_size(double bytes) {  // SimGrid sizes are integers: rou
   return std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(bytes)));
 }
 
-inline bool is_send(const IterOp& op) {
-  return op.kind == IterOpKind::kSendActivation || op.kind == IterOpKind::kSendGradient;
-}
-
 // While a collective runs, compute on the same host runs at 1/s of its speed
 // (DeviceSpec::overlap_slowdown: communication kernels take SMs and memory bandwidth): a dummy
 // execution bounded to (1 - 1/s) of the host's speed runs for the collective's duration, and

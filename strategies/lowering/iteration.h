@@ -71,6 +71,10 @@ struct IterOp {
   std::array<int8_t, kMaxIterDeps> deps{-1, -1, -1};
 };
 
+inline bool is_send(const IterOp& op) {
+  return op.kind == IterOpKind::kSendActivation || op.kind == IterOpKind::kSendGradient;
+}
+
 // The ops of one step (a virtual stage's forward or backward of one micro-batch), in an order
 // that respects their dependencies. Ops on one stream run one after another in this order.
 // The step is over when every op but a non-blocking send is over; a send's receiver waits

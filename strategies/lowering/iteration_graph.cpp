@@ -60,10 +60,6 @@ std::string_view group_name(GroupKind g) {
   return "?";
 }
 
-bool is_send(const IterOp& op) {
-  return op.kind == IterOpKind::kSendActivation || op.kind == IterOpKind::kSendGradient;
-}
-
 std::string_view node_type(const IterOp& op) {
   if (op.stream == Stream::kCompute) return "COMP_NODE";
   return is_send(op) ? "COMM_SEND_NODE" : "COMM_COLL_NODE";
