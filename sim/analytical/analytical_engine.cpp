@@ -231,6 +231,7 @@ Prediction predict_analytical(const Plan& plan, const EngineOptions& options) {
   if (plan.pp > 1) add_p2p(p, plan, costs, timing);
   fill_rates(p, plan, totals);
   fill_memory(p, plan);
+  add_plan_notes(p, plan);
   if (options.timeline) fill_timeline(p, plan, costs);
   return p;
 }

@@ -1,6 +1,7 @@
 #include "sim/cost/accounting.h"
 
 #include <algorithm>
+#include <string>
 
 #include "sim/cost/memory_model.h"
 #include "strategies/pipeline/schedule_timing.h"
@@ -63,6 +64,14 @@ void fill_memory(Prediction& p, const Plan& plan) {
   }
   p.capacity_B = plan.hardware.device.memory_B;
   p.fits = p.peak_memory_B <= p.capacity_B;
+}
+
+void add_plan_notes(Prediction& p, const Plan& plan) {
+  if (plan.strategy.zero_stage > 0 && plan.dp == 1) {
+    p.notes.push_back("warning: ZeRO stage " + std::to_string(plan.strategy.zero_stage) +
+                      " with dp = 1 shards nothing (ZeRO shards over the data-parallel group); "
+                      "its memory and communication are those of stage 0");
+  }
 }
 
 double dp_sync_bytes(const Plan& plan) {

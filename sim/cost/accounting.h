@@ -25,6 +25,10 @@ void fill_memory(Prediction& p, const Plan& plan);
 // FLOPs, throughput, MFU and HFU from p.iteration_s.
 void fill_rates(Prediction& p, const Plan& plan, const StageTotals& t);
 
+// Warnings about the strategy both engines attach to their Prediction's notes (ZeRO with
+// dp = 1 shards nothing).
+void add_plan_notes(Prediction& p, const Plan& plan);
+
 // The data-parallel bytes per device of the rank that moves the most (gradient buckets and
 // parameter gather, iteration.h).
 double dp_sync_bytes(const Plan& plan);

@@ -105,6 +105,7 @@ Prediction assemble(const Plan& plan, const SimgridOptions& options, const SimRu
   p.bubble_s = p.bubble_fraction * p.pipeline_s;
   measured_comms(p, plan, options, run, costs, totals);
   fill_rates(p, plan, totals);
+  add_plan_notes(p, plan);
 
   char note[512];
   std::snprintf(note, sizeof note,

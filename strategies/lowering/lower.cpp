@@ -57,13 +57,23 @@ void assign_stages(Plan& plan) {
   const int p = plan.pp, v = plan.chunks, vstages = p * v;
   const int layers = plan.model.family == ModelFamily::kOpGraph ? 1 : plan.model.transformer.layers;
   plan.stages.resize(vstages);
+  // Explicit first/last stage layer counts (checked by lower_checks); the rest split evenly,
+  // the first stages taking one more when it does not divide.
+  const Strategy& s = plan.strategy;
+  const bool op_graph = plan.model.family == ModelFamily::kOpGraph;
+  const int first = op_graph ? 0 : s.first_stage_layers, last = op_graph ? 0 : s.last_stage_layers;
+  const int middle = vstages - (first > 0) - (last > 0);
+  const int rest = layers - first - last;
   int next = 0;
   for (int i = 0; i < vstages; ++i) {
     VirtualStage& st = plan.stages[i];
     st.rank = i % p;
     st.chunk = i / p;
     st.first_layer = next;
-    st.layers = layers / vstages + (i < layers % vstages ? 1 : 0);
+    const int m = i - (first > 0);  // index among the middle stages
+    st.layers = (first > 0 && i == 0)             ? first
+                : (last > 0 && i == vstages - 1)  ? last
+                                                  : rest / middle + (m < rest % middle ? 1 : 0);
     next += st.layers;
     st.has_embedding = i == 0 && plan.model.family != ModelFamily::kOpGraph;
     st.has_head = i == vstages - 1 && plan.model.family != ModelFamily::kOpGraph;

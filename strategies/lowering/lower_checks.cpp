@@ -70,7 +70,28 @@ std::optional<Infeasible> check_model_split(const ModelSpec& m, const Strategy& 
     return Infeasible{InfeasibleReason::kPipelineParallel,
                       "pp*interleave=" + str(vstages) + " exceeds layers=" + str(t.layers), "pp"};
   }
-  if (t.layers % vstages != 0 && !s.uneven_stages) {
+  if (s.first_stage_layers > 0 || s.last_stage_layers > 0) {
+    // Explicit first/last stages: the middle stages split what is left.
+    const int middle_stages = vstages - (s.first_stage_layers > 0) - (s.last_stage_layers > 0);
+    const int rest = t.layers - s.first_stage_layers - s.last_stage_layers;
+    if (vstages < 2) {
+      return Infeasible{InfeasibleReason::kPipelineParallel,
+                        "first_stage_layers/last_stage_layers need pp*interleave >= 2", "pp"};
+    }
+    if (rest < middle_stages || (middle_stages == 0 && rest != 0)) {
+      return Infeasible{InfeasibleReason::kPipelineParallel,
+                        "first_stage_layers=" + str(s.first_stage_layers) + " and last_stage_layers=" +
+                            str(s.last_stage_layers) + " leave " + str(rest) + " of " +
+                            str(t.layers) + " layers for " + str(middle_stages) + " other stages",
+                        "pp"};
+    }
+    if (middle_stages > 0 && rest % middle_stages != 0 && !s.uneven_stages) {
+      return Infeasible{InfeasibleReason::kPipelineParallel,
+                        str(middle_stages) + " middle stages do not divide the other " + str(rest) +
+                            " layers (set uneven_stages to allow unequal stages)",
+                        "pp"};
+    }
+  } else if (t.layers % vstages != 0 && !s.uneven_stages) {
     return Infeasible{InfeasibleReason::kPipelineParallel,
                       (s.interleave > 1 ? "pp*interleave=" : "pp=") + str(vstages) +
                           " does not divide layers=" + str(t.layers) +

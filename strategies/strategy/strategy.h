@@ -47,6 +47,11 @@ struct Strategy {
   ScheduleKind schedule = ScheduleKind::k1F1B;
   int interleave = 1;  // v, model chunks per pipeline rank
   bool uneven_stages = false;  // allow pp that does not divide layers
+  // Layers of the first and the last virtual stage (Megatron's
+  // decoder_first/last_pipeline_num_layers), so that they balance the embedding and the head;
+  // 0 = an even share. The other stages split the rest.
+  int first_stage_layers = 0;
+  int last_stage_layers = 0;
   int micro_batch = 1;
   int global_batch = 1;
   Recompute recompute = Recompute::kNone;

@@ -54,7 +54,7 @@ Json fusion_to_json(const FusionPlan& f) {
 
 Strategy read_strategy(const JsonNode& n) {
   n.allow_keys({"tp", "pp", "dp", "zero_stage", "sequence_parallel", "schedule", "interleave",
-                "uneven_stages", "micro_batch", "global_batch", "recompute", "fusion",
+                "uneven_stages", "first_stage_layers", "last_stage_layers", "micro_batch", "global_batch", "recompute", "fusion",
                 "overlap_dp", "overlap_tp", "overlap_p2p", "dp_bucket", "collective", "dtype",
                 "master_weights_fp32", "grad_reduce_fp32", "optimizer", "description"});
   Strategy s;
@@ -66,6 +66,8 @@ Strategy read_strategy(const JsonNode& n) {
   s.schedule = n.enum_or("schedule", kScheduleNames, ScheduleKind::k1F1B);
   s.interleave = static_cast<int>(n.integer_or("interleave", 1, 1, 1024));
   s.uneven_stages = n.bool_or("uneven_stages", false);
+  s.first_stage_layers = static_cast<int>(n.integer_or("first_stage_layers", 0, 0, 1 << 20));
+  s.last_stage_layers = static_cast<int>(n.integer_or("last_stage_layers", 0, 0, 1 << 20));
   s.micro_batch = static_cast<int>(n.integer_or("micro_batch", 1, 1, 1 << 24));
   s.global_batch = static_cast<int>(n.at("global_batch").as_integer(1, 1 << 30));
   s.recompute = n.enum_or("recompute", kRecomputeNames, Recompute::kNone);
@@ -98,6 +100,8 @@ Json to_json(const Strategy& s) {
          {"grad_reduce_fp32", s.grad_reduce_fp32},
          {"optimizer", s.optimizer == Optimizer::kAdam ? "adam" : "sgd"}};
   if (s.dp > 0) j["dp"] = s.dp;
+  if (s.first_stage_layers > 0) j["first_stage_layers"] = s.first_stage_layers;
+  if (s.last_stage_layers > 0) j["last_stage_layers"] = s.last_stage_layers;
   if (s.dp_bucket_B > 0) j["dp_bucket"] = std::to_string(static_cast<long long>(s.dp_bucket_B)) + "B";
   return j;
 }

@@ -177,3 +177,16 @@ TEST_CASE("iteration program: the analytical engine's end of iteration is the ta
   CHECK(p.iteration_s == doctest::Approx(p.pipeline_s + reduce + step));
   CHECK(p.optimizer_s == doctest::Approx(step));
 }
+
+TEST_CASE("ZeRO with dp = 1 carries a warning in the prediction's notes") {
+  Strategy s = strategy(8, 1, 2, false);  // tp 8 on 8 devices: dp = 1
+  const Plan plan = lowered(s, 8);
+  REQUIRE(plan.dp == 1);
+  const Prediction p = predict_analytical(plan);
+  bool warned = false;
+  for (const std::string& n : p.notes) {
+    warned |= n == "warning: ZeRO stage 2 with dp = 1 shards nothing (ZeRO shards over the "
+                   "data-parallel group); its memory and communication are those of stage 0";
+  }
+  CHECK(warned);
+}

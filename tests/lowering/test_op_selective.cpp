@@ -116,3 +116,40 @@ TEST_CASE("eager RMSNorm and rotary embedding move their fp32 intermediates; fus
   // Activations saved for the backward do not change: the attention saves the rotated q, k, v.
   CHECK(eager.layer->saved_activation_B == doctest::Approx(fused.layer->saved_activation_B));
 }
+
+TEST_CASE("explicit first/last stage layers balance the embedding and the head") {
+  // 32 layers, pp 4: first 6, last 6, the two middle stages 10 each (Megatron's
+  // decoder_first/last_pipeline_num_layers).
+  ModelSpec m;
+  m.family = ModelFamily::kDecoder;
+  m.name = "gpt32";
+  m.transformer = TransformerSpec{.layers = 32, .hidden = 1024, .heads = 16, .seq_len = 512,
+                                  .vocab = 32000};
+  HardwareModel hw = catalog_cluster("dgx_a100");
+  hw.num_devices = 8;
+  Strategy s;
+  s.pp = 4, s.global_batch = 8, s.first_stage_layers = 6, s.last_stage_layers = 6;
+  Expected<Plan> p = lower(m, s, hw);
+  REQUIRE(p.has_value());
+  std::vector<int> layers, first;
+  for (const VirtualStage& st : p->stages) layers.push_back(st.layers), first.push_back(st.first_layer);
+  CHECK(layers == std::vector<int>{6, 10, 10, 6});
+  CHECK(first == std::vector<int>{0, 6, 16, 26});
+  // 6 + 7 leave 19 for 2 stages: refused unless uneven_stages (then 10 and 9).
+  s.last_stage_layers = 7;
+  Expected<Plan> bad = lower(m, s, hw);
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(bad.error().detail ==
+        "2 middle stages do not divide the other 19 layers (set uneven_stages to allow unequal stages)");
+  s.uneven_stages = true;
+  Expected<Plan> uneven = lower(m, s, hw);
+  REQUIRE(uneven.has_value());
+  CHECK(uneven->stages[1].layers == 10);
+  CHECK(uneven->stages[2].layers == 9);
+  // More than there are layers: refused with the counts.
+  s.first_stage_layers = 30;
+  Expected<Plan> over = lower(m, s, hw);
+  REQUIRE_FALSE(over.has_value());
+  CHECK(over.error().detail ==
+        "first_stage_layers=30 and last_stage_layers=7 leave -5 of 32 layers for 2 other stages");
+}
