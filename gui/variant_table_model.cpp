@@ -1,7 +1,9 @@
 #include "gui/variant_table_model.h"
 
 #include "sim/core/units.h"
+#include "sim/core/text.h"
 #include "strategies/pipeline/pipeline_schedule.h"
+#include "validate/intervals.h"
 
 namespace stratasim {
 namespace {
@@ -79,6 +81,15 @@ QVariant VariantTableModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::DisplayRole) return display_value(v, index.column());
   if (role == Qt::UserRole) return sort_value(v, index.column());
   if (role == Qt::ToolTipRole && !v.feasible()) return QString::fromStdString(v.infeasible);
+  if (role == Qt::ToolTipRole && index.column() == kIteration) {
+    // How sure: the errors of the development cases on this GPU generation (intervals.h).
+    const PredictionInterval in =
+        prediction_interval(development_errors(), v.prediction.iteration_s,
+                            device_generation(v.plan->hardware.device.name));
+    return QString::fromStdString(format_text("%.0f%% interval %s - %s (errors of %s)",
+                                              100 * in.coverage, format_seconds(in.low_s).c_str(),
+                                              format_seconds(in.high_s).c_str(), in.basis.c_str()));
+  }
   if (role == Qt::TextAlignmentRole && index.column() != kVariant) {
     return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
   }

@@ -9,6 +9,7 @@
 #include <QtWidgets/QTableView>
 
 #include "gui/main_window.h"
+#include "gui/variant_table_model.h"
 #include "tests/gui/gui_test_support.h"
 
 namespace stratasim {
@@ -49,6 +50,10 @@ TEST_CASE("main window: one row per variant, the highest throughput on top, its 
   CHECK(table->rowCount() == 6);  // base + 5 variants in the file
   CHECK(table->index(0, 0).data().toString().toStdString() == fastest->name);
   CHECK(w.selected_variant().toStdString() == fastest->name);
+  // The iteration cell's tooltip says how sure the prediction is (validate/intervals.h).
+  const QString tip = table->index(0, VariantTableModel::kIteration).data(Qt::ToolTipRole).toString();
+  CHECK(tip.startsWith("80% interval "));
+  CHECK(tip.contains("H100 development cases"));
   // The timeline tab shows the selected variant: forward bars on each of its pp ranks.
   int forward_series = 0;
   for (QAbstractSeries* s : w.chart_view(0)->chart()->series()) {
