@@ -20,7 +20,6 @@ struct StageCost {
   double weight_step_s = 0;  // a split backward's W step with its exposed ZeRO collectives
   double tp_total_s = 0, tp_exposed_s = 0, tp_bytes = 0;
   double zero_total_s = 0, zero_exposed_s = 0, zero_bytes = 0;
-  double zero_forward_total_s = 0, zero_forward_exposed_s = 0;  // the forward's share of them
   double model_flops = 0, hardware_flops = 0;
 };
 

@@ -11,28 +11,15 @@
 #include "sim/cost/step_timing.h"
 #include "strategies/lowering/lower.h"
 #include "strategies/model/model_json.h"
+#include "tests/support/small_plans.h"
 
 using namespace stratasim;
 
 namespace {
 
 // GPT-style decoder, 8 layers of hidden 1024, 16 heads, seq 512, vocab 32000 (tied).
-ModelSpec gpt8() {
-  ModelSpec m;
-  m.family = ModelFamily::kDecoder;
-  m.name = "gpt8";
-  TransformerSpec& t = m.transformer;
-  t.layers = 8, t.hidden = 1024, t.heads = 16, t.kv_heads = 16, t.ffn_hidden = 4096;
-  t.seq_len = 512, t.vocab = 32000, t.tied_embeddings = true;
-  return m;
-}
-
 Plan lowered(const Strategy& s, int devices) {
-  HardwareModel hw = catalog_cluster("dgx_a100");
-  hw.num_devices = devices;
-  Expected<Plan> p = lower(gpt8(), s, hw);
-  REQUIRE_MESSAGE(p.has_value(), (p ? "" : p.error().detail));
-  return *p;
+  return testing::lower_on_dgx_a100(testing::small_gpt(8), s, devices);
 }
 
 Strategy strategy(int tp, int pp, int zero, bool overlap_dp, int gb = 8) {

@@ -11,6 +11,7 @@
 #include "strategies/lowering/iteration_graph.h"
 #include "strategies/lowering/lower.h"
 #include "tests/support/run_cli.h"
+#include "tests/support/small_plans.h"
 
 using namespace stratasim;
 using nlohmann::json;
@@ -18,16 +19,7 @@ using nlohmann::json;
 namespace {
 
 Plan plan_of(const Strategy& s, int devices) {
-  ModelSpec m;
-  m.family = ModelFamily::kDecoder;
-  m.name = "gpt8";
-  TransformerSpec& t = m.transformer;
-  t.layers = 8, t.hidden = 1024, t.heads = 16, t.seq_len = 512, t.vocab = 32000;
-  HardwareModel hw = catalog_cluster("dgx_a100");
-  hw.num_devices = devices;
-  Expected<Plan> p = lower(m, s, hw);
-  REQUIRE_MESSAGE(p.has_value(), (p ? "" : p.error().detail));
-  return *p;
+  return testing::lower_on_dgx_a100(testing::small_gpt(8), s, devices);
 }
 
 Strategy pipeline(ScheduleKind kind, int pp, int gb, int v, int zero, bool overlap_dp) {

@@ -5,25 +5,17 @@
 #include "hardware_models/src/hardware_json.h"
 #include "strategies/lowering/lower.h"
 #include "strategies/strategy/strategy_json.h"
+#include "tests/support/small_plans.h"
 
 using namespace stratasim;
 
 namespace {
 
 Plan gpt_plan(Recompute r, bool fp32_reduce = false) {
-  ModelSpec m;
-  m.family = ModelFamily::kDecoder;
-  m.name = "gpt4l";
-  TransformerSpec& t = m.transformer;
-  t.layers = 4, t.hidden = 1024, t.heads = 16, t.seq_len = 512, t.vocab = 32000;
-  HardwareModel hw = catalog_cluster("dgx_a100");
-  hw.num_devices = 8;
   Strategy s;
   s.global_batch = 8, s.micro_batch = 1, s.recompute = r, s.grad_reduce_fp32 = fp32_reduce;
   fusion_preset("all", &s.fusion);  // flash attention: the attention core is one SDPA op
-  Expected<Plan> p = lower(m, s, hw);
-  REQUIRE_MESSAGE(p.has_value(), (p ? "" : p.error().detail));
-  return *p;
+  return testing::lower_on_dgx_a100(testing::small_gpt(4), s, 8);
 }
 
 double recomputed_matmul_flops(const Block& b) {
@@ -77,22 +69,15 @@ TEST_CASE("op_selective and grad_reduce_fp32 are strategy keys; fp32 reduction d
 TEST_CASE("eager RMSNorm and rotary embedding move their fp32 intermediates; fused ones do not") {
   // A Llama-style layer (RMSNorm, RoPE), b s = 512 tokens, h = 1024, 16 heads (MHA), bf16.
   auto layer_of = [](bool fused) {
-    ModelSpec m;
-    m.family = ModelFamily::kDecoder;
-    m.name = "llama4l";
+    ModelSpec m = testing::small_gpt(4);
     TransformerSpec& t = m.transformer;
-    t.layers = 4, t.hidden = 1024, t.heads = 16, t.seq_len = 512, t.vocab = 32000;
     t.norm = NormKind::kRMSNorm, t.activation = Activation::kSwiGLU, t.rotary = true;
     t.learned_positions = false, t.linear_bias = false, t.dropout = false;
-    HardwareModel hw = catalog_cluster("dgx_a100");
-    hw.num_devices = 8;
     Strategy s;
     s.global_batch = 8;
     s.fusion.flash_attention = true;
     s.fusion.fused_norm = fused;
-    Expected<Plan> p = lower(m, s, hw);
-    REQUIRE(p.has_value());
-    return *p;
+    return testing::lower_on_dgx_a100(m, s, 8);
   };
   const Plan eager = layer_of(false), fused = layer_of(true);
   auto kernel = [](const Plan& p, std::string_view name) {
@@ -120,11 +105,7 @@ TEST_CASE("eager RMSNorm and rotary embedding move their fp32 intermediates; fus
 TEST_CASE("explicit first/last stage layers balance the embedding and the head") {
   // 32 layers, pp 4: first 6, last 6, the two middle stages 10 each (Megatron's
   // decoder_first/last_pipeline_num_layers).
-  ModelSpec m;
-  m.family = ModelFamily::kDecoder;
-  m.name = "gpt32";
-  m.transformer = TransformerSpec{.layers = 32, .hidden = 1024, .heads = 16, .seq_len = 512,
-                                  .vocab = 32000};
+  const ModelSpec m = testing::small_gpt(32);
   HardwareModel hw = catalog_cluster("dgx_a100");
   hw.num_devices = 8;
   Strategy s;

@@ -1,0 +1,29 @@
+// Small transformer plans for unit tests: a GPT-style decoder (hidden 1024, 16 heads, seq 512,
+// vocab 32000) lowered on DGX A100 nodes.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include "hardware_models/src/hardware_json.h"
+#include "strategies/lowering/lower.h"
+
+namespace stratasim::testing {
+
+inline ModelSpec small_gpt(int layers) {
+  ModelSpec m;
+  m.family = ModelFamily::kDecoder;
+  m.name = "gpt" + std::to_string(layers) + "l";
+  TransformerSpec& t = m.transformer;
+  t.layers = layers, t.hidden = 1024, t.heads = 16, t.seq_len = 512, t.vocab = 32000;
+  return m;
+}
+
+inline Plan lower_on_dgx_a100(const ModelSpec& m, const Strategy& s, int devices) {
+  HardwareModel hw = catalog_cluster("dgx_a100");
+  hw.num_devices = devices;
+  Expected<Plan> p = lower(m, s, hw);
+  REQUIRE_MESSAGE(p.has_value(), (p ? "" : p.error().detail));
+  return *p;
+}
+
+}  // namespace stratasim::testing
