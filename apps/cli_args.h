@@ -1,5 +1,8 @@
-// A small argument reader for the stratasim subcommands: positionals, repeated --set, and
-// --flag value options. Unknown options are InputErrors naming the option.
+// The one command-line reader of the stratasim subcommands, on Boost.Program_options: each
+// command declares its options once (CliCommand, apps/cli_commands.cpp) and gets its parsing,
+// its `stratasim COMMAND --help` text and its error messages from that declaration.
+// Unknown options, missing values and values given to switches are InputErrors naming the
+// option and the rule; whole numbers are range-checked by integer_option().
 #pragma once
 
 #include <map>
@@ -9,10 +12,33 @@
 
 namespace stratasim {
 
+// One option: a switch when `value` is empty, else it takes a value shown as `value` in help.
+struct CliOption {
+  std::string name;      // long name without the dashes: "json"
+  std::string value;     // "FILE"; empty for a switch such as --quick
+  std::string help;      // one line for `--help`
+  char short_name = 0;   // 'o' for "-o FILE"
+};
+
+struct CliCommand {
+  std::string name;         // "evaluate"
+  std::string operands;     // "SCENARIO.json", shown in the usage line
+  std::string summary;      // what the command does
+  bool takes_set = false;   // accepts repeated --set key=value
+  std::vector<CliOption> options;
+};
+
+// The declaration of a command by name (apps/cli_commands.cpp); nullptr when unknown.
+const CliCommand* find_cli_command(const std::string& name);
+const std::vector<CliCommand>& cli_commands();
+
+// `stratasim COMMAND --help`: usage line, summary and every option with its help.
+std::string cli_help(const CliCommand& command);
+
 struct CliArgs {
   std::vector<std::string> positionals;
   std::vector<std::string> sets;               // --set key=value, in order
-  std::map<std::string, std::string> options;  // --json out.json
+  std::map<std::string, std::string> options;  // --json out.json (the last one given)
   std::set<std::string> flags;                 // --published
   std::map<std::string, std::vector<std::string>> repeated;  // every value of each option
 
@@ -33,8 +59,9 @@ struct CliArgs {
 long long integer_option(const CliArgs& args, const std::string& name, long long fallback,
                          long long min, long long max);
 
-// `valued` lists options that take a value; `switches` lists options that do not.
-CliArgs parse_cli(int argc, char** argv, int first, const std::set<std::string>& valued,
-                  const std::set<std::string>& switches);
+// Reads argv[first..argc) against the command's declaration (argv[1] is the command).
+CliArgs parse_cli(int argc, char** argv, int first, const CliCommand& command);
+// The same for a command declared in apps/cli_commands.cpp, by name.
+CliArgs parse_cli(int argc, char** argv, int first, const std::string& command);
 
 }  // namespace stratasim

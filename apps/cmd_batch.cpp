@@ -161,7 +161,7 @@ BatchOptions batch_options(const CliArgs& args, const Ranks& ranks) {
 }
 
 int batch_command(const Ranks& ranks, int argc, char** argv) {
-  const CliArgs args = parse_cli(argc, argv, 2, {"out", "top", "threads"}, {"search", "resume"});
+  const CliArgs args = parse_cli(argc, argv, 2, "batch");
   if (args.positionals.size() != 1) {
     throw InputError("command line", "batch", std::to_string(args.positionals.size()) + " inputs",
                      "takes exactly one DIR or LIST.txt");

@@ -84,12 +84,7 @@ void ProgressPrinter::operator()(std::string_view step) const {
 }
 
 int cmd_calibrate(int argc, char** argv) {
-  std::vector<char*> args_out(argv, argv + argc);  // "-o FILE" is "--out FILE" for the parser
-  static char out_option[] = "--out";
-  for (char*& a : args_out) {
-    if (std::strcmp(a, "-o") == 0) a = out_option;
-  }
-  const CliArgs args = parse_cli(argc, args_out.data(), 2, {"out", "device"}, {"quick"});
+  const CliArgs args = parse_cli(argc, argv, 2, "calibrate");
   if (!args.positionals.empty()) {
     throw InputError(
         "command line", "calibrate", "\"" + args.positionals[0] + "\"",

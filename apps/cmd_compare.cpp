@@ -86,7 +86,7 @@ std::string why_lines(const std::vector<VariantResult>& variants) {
 }  // namespace
 
 int cmd_compare(int argc, char** argv) {
-  const CliArgs args = parse_cli(argc, argv, 2, {"json", "csv"}, {});
+  const CliArgs args = parse_cli(argc, argv, 2, "compare");
   const std::vector<std::string> files = scenario_files(args.positionals);
   if (files.empty()) {
     throw InputError("command line", "compare", "(no files)", "needs scenario files or directories");

@@ -52,7 +52,7 @@ int report_infeasible(const Loaded& l, const Infeasible& why) {
 }  // namespace
 
 int cmd_evaluate(int argc, char** argv) {
-  const CliArgs args = parse_cli(argc, argv, 2, {"json", "variant"}, {"timeline", "kernels"});
+  const CliArgs args = parse_cli(argc, argv, 2, "evaluate");
   const Loaded l = load(args, "evaluate");
   Expected<Plan> plan = lower(l.scenario.model, l.strategy, l.scenario.hardware);
   if (!plan) return report_infeasible(l, plan.error());
@@ -87,7 +87,7 @@ int cmd_evaluate(int argc, char** argv) {
 }
 
 int cmd_explain(int argc, char** argv) {
-  const CliArgs args = parse_cli(argc, argv, 2, {"variant", "graph"}, {});
+  const CliArgs args = parse_cli(argc, argv, 2, "explain");
   const Loaded l = load(args, "explain");
   Expected<Plan> plan = lower(l.scenario.model, l.strategy, l.scenario.hardware);
   if (!plan) return report_infeasible(l, plan.error());

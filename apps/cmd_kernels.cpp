@@ -37,7 +37,7 @@ std::string rate_text(const kernels::Measurement& m) {
 }  // namespace
 
 int cmd_kernels(int argc, char** argv) {
-  const CliArgs args = parse_cli(argc, argv, 2, {"json", "device"}, {"quick"});
+  const CliArgs args = parse_cli(argc, argv, 2, "kernels");
   if (!args.positionals.empty()) {
     throw InputError(
         "command line", "kernels", "\"" + args.positionals[0] + "\"",

@@ -35,13 +35,7 @@ void parse_size(const std::string& text, PlotRequest* rq) {
 }  // namespace
 
 int cmd_plot(int argc, char** argv) {
-  // The shared parser reads only --options: "-o FILE" is spelled "--out FILE" for it.
-  std::vector<char*> argv_out(argv, argv + argc);
-  static char out_option[] = "--out";
-  for (char*& a : argv_out) {
-    if (std::strcmp(a, "-o") == 0) a = out_option;
-  }
-  const CliArgs args = parse_cli(argc, argv_out.data(), 2, {"kind", "out", "variant", "size"}, {});
+  const CliArgs args = parse_cli(argc, argv, 2, "plot");
   if (args.positionals.size() != 1) {
     throw InputError("command line", "plot", std::to_string(args.positionals.size()) + " files",
                      "takes exactly one SCENARIO.json or RESULT.json");

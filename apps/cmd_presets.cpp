@@ -9,7 +9,7 @@
 namespace stratasim {
 
 int cmd_presets(int argc, char** argv) {
-  parse_cli(argc, argv, 2, {}, {});
+  parse_cli(argc, argv, 2, "presets");
   std::printf("models:\n");
   for (const std::string& name : model_preset_names()) {
     std::printf("  %s\n", describe_model(model_preset(name)).c_str());

@@ -209,20 +209,7 @@ void print_pipeline_report(const PipelineRuntimeConfig& cfg, const PipelineRunRe
 }  // namespace
 
 int cmd_runtime(int argc, char** argv) {
-  // -p, -m and -v are short for --pp, --micro-batches and --interleave.
-  std::vector<std::string> words(argv, argv + argc);
-  for (std::string& w : words) {
-    if (w == "-p") w = "--pp";
-    else if (w == "-m") w = "--micro-batches";
-    else if (w == "-v") w = "--interleave";
-  }
-  std::vector<char*> av;
-  for (std::string& w : words) av.push_back(w.data());
-  const CliArgs args = parse_cli(
-      argc, av.data(), 2,
-      {"schedule", "pp", "micro-batches", "interleave", "dp", "flop", "grad-elems", "buckets",
-       "trace", "json", "dag", "threads"},
-      {"overlap"});
+  const CliArgs args = parse_cli(argc, argv, 2, "runtime");  // -p -m -v: apps/cli_commands.cpp
   if (!args.positionals.empty()) {
     throw InputError("command line", "runtime", "\"" + args.positionals[0] + "\"",
                      "is not an option (see stratasim --help)");

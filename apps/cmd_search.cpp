@@ -207,10 +207,7 @@ std::atomic<bool> g_interrupted{false};
 extern "C" void on_interrupt(int) { g_interrupted.store(true); }
 
 int search_command(const Ranks& ranks, int argc, char** argv) {
-  const CliArgs args = parse_cli(argc, argv, 2,
-                                 {"objective", "top", "threads", "train-tokens", "price", "json",
-                                  "csv", "refine"},
-                                 {});
+  const CliArgs args = parse_cli(argc, argv, 2, "search");
   if (args.positionals.size() != 1) {
     throw InputError("command line", "search", std::to_string(args.positionals.size()) + " files",
                      "takes exactly one SCENARIO.json");

@@ -32,7 +32,7 @@ Strategy pick_variant(const Scenario& sc, const std::string& variant, const std:
 }  // namespace
 
 int cmd_simulate(int argc, char** argv) {
-  const CliArgs args = parse_cli(argc, argv, 2, {"json", "variant", "trace", "granularity"}, {});
+  const CliArgs args = parse_cli(argc, argv, 2, "simulate");
   if (args.positionals.size() != 1) {
     throw InputError("command line", "simulate", std::to_string(args.positionals.size()) + " files",
                      "takes exactly one SCENARIO.json");

@@ -111,8 +111,7 @@ int validate_calibrated(const CliArgs& args) {
 }  // namespace
 
 int cmd_validate(int argc, char** argv) {
-  const CliArgs args = parse_cli(argc, argv, 2, {"data", "json", "csv", "scenarios", "hardware", "device"},
-                                 {"published", "data-only", "cross", "kernels", "runtime", "quick"});
+  const CliArgs args = parse_cli(argc, argv, 2, "validate");
   const bool calibrated =
       args.has("kernels") || args.has("runtime") || !args.option("hardware").empty();
   if (args.has("published") && calibrated) {

@@ -6,6 +6,7 @@
 #include <exception>
 #include <string>
 
+#include "apps/cli_args.h"
 #include "apps/commands.h"
 #include "sim/core/error.h"
 
@@ -52,7 +53,8 @@ const char* kUsage =
     "                         graph on CPU threads; measured timeline as a trace\n"
     "  presets                list the built-in models, devices, links and clusters\n"
     "\n"
-    "--set takes a dotted JSON path into the scenario, e.g. --set strategy.tp=4\n";
+    "--set takes a dotted JSON path into the scenario, e.g. --set strategy.tp=4\n"
+    "stratasim COMMAND --help lists the options of one command\n";
 
 }  // namespace
 
@@ -62,9 +64,13 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string command = argv[1];
-  if (argc == 3 && (!std::strcmp(argv[2], "--help") || !std::strcmp(argv[2], "-h"))) {
-    std::fputs(kUsage, stdout);  // `stratasim COMMAND --help`: the usage lists every command
-    return 0;
+  if (const stratasim::CliCommand* spec = stratasim::find_cli_command(command)) {
+    for (int i = 2; i < argc; ++i) {  // `stratasim COMMAND ... --help`: that command's options
+      if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+        std::fputs(stratasim::cli_help(*spec).c_str(), stdout);
+        return 0;
+      }
+    }
   }
   // Output that could not be written is an error, not a silent exit 0 (`> /dev/full`).
   auto flushed = [](int code) {

@@ -93,15 +93,18 @@ QChart* timeline_chart(const std::string& title, const Prediction& p) {
     for (const GanttRow& row : rows) {
       if (row.count(kind) == 0) continue;
       const double lo = row.rank - 0.4, hi = row.rank + 0.4;
-      auto* upper = new QLineSeries;
-      auto* lower = new QLineSeries;
+      // The area owns its edge series (QAreaSeries does not take them over by itself).
+      auto* area = new QAreaSeries;
+      auto* upper = new QLineSeries(area);
+      auto* lower = new QLineSeries(area);
       for (const GanttBar& b : row.bars) {
         if (b.kind != kind) continue;
         const double x0 = b.start_s * kMs, x1 = b.end_s * kMs;
         upper->append({{x0, lo}, {x0, hi}, {x1, hi}, {x1, lo}});
         lower->append({{x0, lo}, {x1, lo}});
       }
-      auto* area = new QAreaSeries(upper, lower);
+      area->setUpperSeries(upper);
+      area->setLowerSeries(lower);
       area->setName(QString::fromUtf8(event_kind_name(kind).data(),
                                       static_cast<int>(event_kind_name(kind).size())));
       area->setColor(event_color(kind));

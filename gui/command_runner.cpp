@@ -5,6 +5,9 @@
 #include <QtCore/QFileInfo>
 #include <QtCore/QStandardPaths>
 
+#include <signal.h>
+#include <unistd.h>
+
 namespace stratasim {
 
 QString stratasim_executable() {
@@ -51,6 +54,9 @@ bool CommandRunner::start(const QStringList& args) {
   process_.setProgram(exe);
   process_.setArguments(args);
   process_.setProcessChannelMode(QProcess::SeparateChannels);
+  // Its own process group, so cancel() reaches whatever it started (SimGrid's forked child,
+  // MPI ranks) and not only the command itself.
+  process_.setChildProcessModifier([] { ::setpgid(0, 0); });
   process_.start();
   return true;
 }
@@ -58,6 +64,8 @@ bool CommandRunner::start(const QStringList& args) {
 void CommandRunner::cancel() {
   if (!busy()) return;
   cancelled_ = true;
+  const qint64 pid = process_.processId();
+  if (pid > 0) ::kill(-static_cast<pid_t>(pid), SIGKILL);  // the whole group
   process_.kill();
 }
 

@@ -21,7 +21,9 @@ class CommandRunner : public QObject {
   // Starts `stratasim ARGS`; false (and failed() with the reason) when it cannot start or one
   // is still running.
   bool start(const QStringList& args);
-  void cancel();  // kills the child; finished() follows with cancelled = true
+  // Kills the child's whole process group (it leads one); finished() follows with
+  // cancelled = true.
+  void cancel();
   bool busy() const { return process_.state() != QProcess::NotRunning; }
   const QString& output() const { return stderr_; }  // everything it wrote to stderr
   qint64 pid() const { return process_.processId(); }

@@ -12,6 +12,12 @@
 namespace stratasim::kernels {
 namespace {
 
+// memcpy of n floats; n == 0 may come with null pointers (an empty vector's data()), which
+// memcpy itself may not be given.
+void copy_floats(float* dst, const float* src, std::size_t n) {
+  if (n > 0) std::memcpy(dst, src, n * sizeof(float));
+}
+
 #ifdef STRATASIM_X86_STREAMING
 
 // Ordinary stores up to the first `align`-byte boundary of dst; returns how many floats that was.
@@ -19,14 +25,14 @@ std::size_t head_to_alignment(float* dst, const float* src, std::size_t n, std::
   const auto address = reinterpret_cast<std::uintptr_t>(dst);
   std::size_t head = ((align - address % align) % align) / sizeof(float);
   if (address % sizeof(float) != 0 || head > n) head = n;  // misaligned floats: no streaming
-  std::memcpy(dst, src, head * sizeof(float));
+  copy_floats(dst, src, head);
   return head;
 }
 
 __attribute__((target("avx512f"))) void stream_avx512(float* dst, const float* src, std::size_t n) {
   std::size_t i = head_to_alignment(dst, src, n, 64);
   for (; i + 16 <= n; i += 16) _mm512_stream_ps(dst + i, _mm512_loadu_ps(src + i));
-  std::memcpy(dst + i, src + i, (n - i) * sizeof(float));
+  copy_floats(dst + i, src + i, n - i);
 }
 
 // Whole lines only, as four 16-byte stores each (a line written partly by non-temporal stores
@@ -36,7 +42,7 @@ void stream_sse2(float* dst, const float* src, std::size_t n) {
   for (; i + 16 <= n; i += 16) {
     for (std::size_t k = 0; k < 16; k += 4) _mm_stream_ps(dst + i + k, _mm_loadu_ps(src + i + k));
   }
-  std::memcpy(dst + i, src + i, (n - i) * sizeof(float));
+  copy_floats(dst + i, src + i, n - i);
 }
 
 using StreamFn = void (*)(float*, const float*, std::size_t);
@@ -68,7 +74,7 @@ void stream_floats(float* dst, const float* src, std::size_t n, StreamIsa isa) {
   (isa == StreamIsa::best ? best : stream_sse2)(dst, src, n);
 #else
   (void)isa;
-  std::memcpy(dst, src, n * sizeof(float));
+  copy_floats(dst, src, n);
 #endif
 }
 

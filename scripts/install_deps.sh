@@ -7,6 +7,7 @@ packages=(
   g++ cmake ninja-build pkg-config   # toolchain
   nlohmann-json3-dev                  # JSON (scenarios, hardware catalog, results)
   doctest-dev                         # unit tests under ctest
+  libboost-program-options-dev        # command-line parsing (apps/cli_args.cpp)
   libsimgrid-dev                      # SimGrid engine (sim/simgrid; optional, found by pkg-config)
   openmpi-bin libopenmpi-dev          # MPI ranks for search and batch (sim/batch/ranks; optional)
   qt6-base-dev qt6-charts-dev         # GUI and `stratasim plot` (gui/; optional)

@@ -17,7 +17,32 @@ namespace {
 using simgrid_detail::HostResult;
 using simgrid_detail::SimRun;
 
-void check_supported(const SimgridOptions& options) {
+// Compute operations the simulation would hold: one per pass (F, B and W when the schedule
+// splits the backward) of every micro-batch on every virtual stage, per layer at layer
+// granularity (embedding and head add one each).
+double simulated_operations(const Plan& plan, const SimgridOptions& options) {
+  const double passes = splits_backward(plan.strategy.schedule) ? 3 : 2;
+  double per_micro_batch = 0;
+  for (const VirtualStage& s : plan.stages) {
+    per_micro_batch += options.granularity == SimGranularity::kLayer
+                           ? double(s.layers) + s.has_embedding + s.has_head
+                           : 1.0;
+  }
+  return per_micro_batch * passes * double(plan.micro_batches) * double(plan.block_repeat);
+}
+
+void check_supported(const Plan& plan, const SimgridOptions& options) {
+  const double ops = simulated_operations(plan, options);
+  if (ops > options.max_operations) {
+    char text[256];
+    std::snprintf(text, sizeof text,
+                  "%d micro-batches on %zu virtual stages make %.3g simulated operations, more "
+                  "than the SimGrid engine's limit of %.3g; predict this plan with `evaluate` "
+                  "(the analytical engine), or use fewer micro-batches or stage granularity",
+                  plan.micro_batches, plan.stages.size(), ops, options.max_operations);
+    throw InputError("plan", "strategy.global_batch", std::to_string(plan.micro_batches) +
+                     " micro-batches", text);
+  }
   if (options.max_ring_steps < 1) {
     throw InputError("simgrid options", "max_ring_steps", std::to_string(options.max_ring_steps),
                      "must be >= 1");
@@ -173,7 +198,7 @@ Prediction assemble(const Plan& plan, const SimgridOptions& options, const SimRu
 }  // namespace
 
 Prediction predict_simgrid(const Plan& plan, const SimgridOptions& options) {
-  check_supported(options);
+  check_supported(plan, options);
   const std::string wire = simgrid_detail::run_in_child(
       [&] { return simgrid_detail::to_wire(simgrid_detail::run_simulation(plan, options)); });
   return assemble(plan, options, simgrid_detail::from_wire(wire));

@@ -33,6 +33,11 @@ struct SimgridOptions {
   // collectives run as one aggregated exchange at its end (Megatron 1T on 3072 A100: 3.5x the
   // activities and wall time).
   bool tp_messages_at_stage = false;
+  // Compute operations the simulation may hold (micro-batches x virtual stages x passes, times
+  // the layers of a stage at layer granularity). ~3-5 us of wall time each (PLATFORM-NOTES),
+  // so the default bounds a run to well under a minute; beyond it predict_simgrid refuses the
+  // plan with an InputError instead of running for hours and writing an unbounded trace.
+  double max_operations = 4e6;
 };
 
 // Throws InputError for options or strategies the engine cannot simulate (naming them) and

@@ -24,12 +24,24 @@ bool mpi_available() {
 #endif
 }
 
+// Under AddressSanitizer (scripts/test_sanitizers.sh) Open MPI's components, loaded with
+// dlopen and unloaded at exit, leak a few KB that no suppression can name (their frames have
+// no module left): leak checking is off for the ranks, every other check stays on.
+std::string leak_check_off() {
+#if defined(__SANITIZE_ADDRESS__)
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  return "ASAN_OPTIONS=" + std::string(asan ? asan : "") + ":detect_leaks=0 ";
+#else
+  return "";
+#endif
+}
+
 // Runs the CLI under `mpirun -np 2` as root in a sandbox: local launch only (plm isolated),
 // shared memory without single-copy (no ptrace permission here), no network transports.
 CliRun run_mpi(const std::string& args) {
   const std::string env =
       "OMPI_MCA_plm=isolated OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none "
-      "OMPI_MCA_pml=ob1 OMPI_MCA_rmaps_base_oversubscribe=1 ";
+      "OMPI_MCA_pml=ob1 OMPI_MCA_rmaps_base_oversubscribe=1 " + leak_check_off();
   return stratasim::testing::run_command(env + "timeout 60 mpirun --allow-run-as-root --oversubscribe -np 2 " +
                                           std::string(STRATASIM_BINARY) + " " + args);
 }

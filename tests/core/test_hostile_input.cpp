@@ -255,3 +255,38 @@ TEST_CASE("hostile input: invalid UTF-8 is not echoed raw, a NUL byte is an erro
           std::string::npos);
   }
 }
+
+TEST_CASE("hostile input: simulate refuses a plan too large to simulate, before running it") {
+  // tiny: 1 layer, pp 1, dp 1 at tp 2. A global batch of 1e9 at micro-batch 1 is 1e9
+  // micro-batches x 1 stage x 2 passes = 2e9 operations > the 4e6 limit.
+  const std::string tiny = std::string(STRATASIM_SOURCE_DIR) + "/scenarios/tiny_2gpu_1layer.json";
+  const testing::CliRun r = testing::run_cli(
+      "simulate " + tiny + " --set strategy.global_batch=1e9 --set strategy.micro_batch=1");
+  CHECK(r.code == 2);
+  if (r.output.find("built without SimGrid") != std::string::npos) return;
+  CHECK(r.output.find("1000000000 micro-batches on 1 virtual stages make 2e+09 simulated "
+                      "operations, more than the SimGrid engine's limit of 4e+06") !=
+        std::string::npos);
+}
+
+TEST_CASE("hostile input: every command has its own --help, unknown options name the command") {
+  const testing::CliRun help = testing::run_cli("search --help");
+  CHECK(help.code == 0);
+  CHECK(help.output.find("usage: stratasim search SCENARIO.json [options]") != std::string::npos);
+  CHECK(help.output.find("--train-tokens N") != std::string::npos);
+  const testing::CliRun bad = testing::run_cli("evaluate x.json --trace t.json");
+  CHECK(bad.code == 2);
+  CHECK(bad.output.find("--trace: \"--trace\" is not an option of this command (options: --set "
+                        "--variant --json --timeline --kernels; see stratasim evaluate --help)") !=
+        std::string::npos);
+  const testing::CliRun missing = testing::run_cli("search x.json --top");
+  CHECK(missing.code == 2);
+  CHECK(missing.output.find("--top: (missing) needs a value") != std::string::npos);
+  const testing::CliRun switch_value = testing::run_cli("batch dir --resume=yes");
+  CHECK(switch_value.code == 2);
+  CHECK(switch_value.output.find("--resume: (a value) is a switch and takes no value") !=
+        std::string::npos);
+  const testing::CliRun guessed = testing::run_cli("search x.json --thr 2");  // no prefixes
+  CHECK(guessed.code == 2);
+  CHECK(guessed.output.find("\"--thr\" is not an option of this command") != std::string::npos);
+}

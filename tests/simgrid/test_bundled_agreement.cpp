@@ -17,6 +17,14 @@
 namespace stratasim {
 namespace {
 
+// Under AddressSanitizer (scripts/test_sanitizers.sh) the simulations run ~6x slower: there
+// every third variant (the base strategies included) is compared; the plain build compares all.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr int kStride = 3;
+#else
+constexpr int kStride = 1;
+#endif
+
 TEST_CASE("simgrid: every bundled scenario and variant agrees with the analytical engine") {
   std::vector<std::string> files;
   for (const auto& e :
@@ -29,7 +37,9 @@ TEST_CASE("simgrid: every bundled scenario and variant agrees with the analytica
   int compared = 0;
   for (const std::string& f : files) {
     const Scenario sc = load_scenario(f);
+    int index = 0;
     for (const auto& [name, s] : sc.variants) {  // the base strategy first
+      if (index++ % kStride != 0) continue;
       Expected<Plan> plan = lower(sc.model, s, sc.hardware);
       if (!plan) continue;
       const double a = predict_analytical(*plan).iteration_s;
@@ -43,7 +53,7 @@ TEST_CASE("simgrid: every bundled scenario and variant agrees with the analytica
     }
   }
   MESSAGE(compared << " strategies, worst relative difference " << worst);
-  CHECK(compared >= 35);
+  CHECK(compared >= 35 / kStride);
 }
 
 }  // namespace
