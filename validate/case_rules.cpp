@@ -52,7 +52,7 @@ std::vector<CaseRule> read_rule_list(const JsonNode& list, const char* apply_key
   for (size_t i = 0; i < list.size(); ++i) {
     const JsonNode r = list.element(i);
     if (stack) {
-      r.allow_keys({"name", "when", apply_key, "free", "why"});
+      r.allow_keys({"name", "when", apply_key, "free", "selective_recompute", "why"});
     } else {
       r.allow_keys({"when", apply_key, "why"});
     }
@@ -68,6 +68,7 @@ std::vector<CaseRule> read_rule_list(const JsonNode& list, const char* apply_key
         f->require_object();
         rule.free = f->raw();
       }
+      rule.selective_recompute = r.string_or("selective_recompute", "");
     }
     rule.why = r.string_or("why", "");
     out.push_back(std::move(rule));

@@ -27,6 +27,9 @@ struct CaseRule {
   std::string name;  // stacks
   Json apply;        // the fragment a match contributes (cluster / model / strategy object)
   Json free;         // stacks: search-space axes for knobs the case leaves null
+  // stacks: what a plain "selective" recomputation means there ("op_selective" for TorchTitan,
+  // whose selective mode defaults to its per-op policy); empty: Megatron's attention-only.
+  std::string selective_recompute;
   std::string why;
 };
 

@@ -201,6 +201,10 @@ Json strategy_of(const JsonNode& c, const CaseRules& rules, std::string* stack, 
     if (rule_matches(m, c.raw())) merge_into(strategy, m.apply);
   }
   stated_parallel(c, strategy, *search, free);
+  const CaseRule* s = first_match(rules.stacks, c.raw());
+  if (s && !s->selective_recompute.empty() && strategy.value("recompute", "") == "selective") {
+    strategy["recompute"] = s->selective_recompute;
+  }
   return strategy;
 }
 

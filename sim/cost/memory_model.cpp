@@ -23,6 +23,7 @@ std::vector<MemoryBreakdown> rank_memory(const Plan& plan, const std::vector<int
       params += st.params;
       activation_sum += st.activation_B;
       transient = std::max(transient, st.layers > 0 ? plan.layer->peak_transient_B : 0.0);
+      if (st.has_head && plan.head) transient = std::max(transient, plan.head->peak_transient_B);
       ++chunks;
     }
     MemoryBreakdown m = model_state_memory(

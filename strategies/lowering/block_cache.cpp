@@ -1,6 +1,5 @@
 #include "strategies/lowering/block_cache.h"
 
-#include <cstring>
 #include <unordered_map>
 
 #include "strategies/lowering/block_lowering.h"
@@ -15,13 +14,13 @@ struct BlockKey {
   int micro_batch, tp, pp_gt_1;
   bool sp, causal;
   double element_bytes;
-  bool fusion[6];
+  FusionPlan fusion;  // compared whole (its defaulted ==), so a new field cannot be missed
   Recompute recompute;
 
   bool operator==(const BlockKey& o) const {
     return t == o.t && micro_batch == o.micro_batch && tp == o.tp && pp_gt_1 == o.pp_gt_1 &&
            sp == o.sp && causal == o.causal && element_bytes == o.element_bytes &&
-           std::memcmp(fusion, o.fusion, sizeof fusion) == 0 && recompute == o.recompute;
+           fusion == o.fusion && recompute == o.recompute;
   }
 };
 
@@ -40,7 +39,10 @@ struct BlockKeyHash {
     mix(k.tp);
     mix(k.pp_gt_1 | k.sp << 1 | k.causal << 2 | static_cast<int>(k.recompute) << 3);
     mix(static_cast<long long>(k.element_bytes));
-    for (bool f : k.fusion) mix(f);
+    const FusionPlan& f = k.fusion;  // the hash may leave fields out; equality may not
+    mix(f.elementwise_epilogue | f.bias_dropout_residual << 1 | f.norm_residual << 2 |
+        f.fused_softmax << 3 | f.flash_attention << 4 | f.fused_norm << 5 | f.fused_loss << 6);
+    mix(f.flash_attention_version);
     return h;
   }
 };
@@ -74,12 +76,8 @@ TransformerBlocks build(const TransformerSpec& t, const LayerShape& shape, Recom
 
 TransformerBlocks transformer_blocks(const TransformerSpec& t, const LayerShape& shape,
                                      Recompute recompute, int pp) {
-  const FusionPlan& f = shape.fusion;
-  BlockKey key{t, shape.micro_batch, shape.tp, pp > 1, shape.sequence_parallel, shape.causal,
-               shape.element_bytes,
-               {f.elementwise_epilogue, f.bias_dropout_residual, f.norm_residual, f.fused_softmax,
-                f.flash_attention, f.fused_norm},
-               recompute};
+  BlockKey key{t,           shape.micro_batch, shape.tp,  pp > 1, shape.sequence_parallel,
+               shape.causal, shape.element_bytes, shape.fusion, recompute};
   thread_local std::unordered_map<BlockKey, TransformerBlocks, BlockKeyHash> cache;
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;

@@ -246,12 +246,14 @@ void lower_block(Block& block, Recompute mode) {
   });
   block.forward = std::move(all);
   block.saved_activation_B = saved_bytes_with(g, saved, mode);
-  // While one block runs its backward, what recomputation rebuilt is live as well.
+  // While one block runs its backward, what recomputation rebuilt is live as well, and the
+  // largest working set one of its ops needs beyond the saved tensors.
   block.peak_transient_B =
       mode == Recompute::kNone
           ? 0
           : saved_bytes_with(g, saved_with(g, u, Recompute::kNone), Recompute::kNone) -
                 block.saved_activation_B;
+  for (const LayerOp& op : g.ops) block.peak_transient_B = std::max(block.peak_transient_B, op.workspace_B);
 }
 
 }  // namespace stratasim

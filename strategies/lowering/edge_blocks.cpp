@@ -101,6 +101,17 @@ LayerGraph build_head(const TransformerSpec& t, const LayerShape& sh) {
   LayerOp& ce = add_op(g, "cross_entropy", OpClass::kMemoryBound, logits, loss);
   ce.saves = kSaveInput0;  // softmax of the logits, reused by the backward
   ce.other_flops = 5 * n * vocab_local;
+  if (!sh.fusion.fused_loss) {
+    // Eager F.cross_entropy(logits.float()) (TorchTitan's loss, HF models): per element of the
+    // logits the forward casts bf16 -> fp32 (read 2, write 4 B) and log_softmax reads the
+    // fp32 copy once more than one fused pass (4 B) -- 10 B beyond the fused op; the backward
+    // (2x) writes the nll gradient, runs log_softmax's backward and casts back. Four kernels
+    // beyond one. At the backward's start the saved log-probabilities (counted in the saved
+    // logits) share memory with the fp32 output gradient and the fp32 input gradient: 8 B.
+    ce.eager_bytes = 10 * n * vocab_local;
+    ce.eager_launches = 4;
+    ce.workspace_B = 8 * n * vocab_local;
+  }
   if (sh.tp > 1) {  // vocab-parallel cross-entropy: max and sum all-reduces over tp
     loss = tp_collective(g, "tp_loss_reduce", CommKind::kAllReduce, loss, n * 4, 2 * n * 4);
     g.ops.back().comm_phases = CommPhases::kForwardOnly;

@@ -63,6 +63,9 @@ struct LayerOp {
   // tensors beyond the op's own input and output, and the kernels beyond one.
   double eager_bytes = 0;
   int16_t eager_launches = 0;
+  // Memory live beyond the saved tensors while this op runs its backward (eager intermediates
+  // such as the fp32 gradients of an unfused cross-entropy); part of the block's peak.
+  double workspace_B = 0;
   bool high_precision = false;  // a GEMM kept 16-bit under fp8 training (attention, logits)
   bool attention_core = false;  // recomputed by selective recomputation (Korthikanti 2022)
   FusionRule fusion = FusionRule::kNone;  // group rule this op may join

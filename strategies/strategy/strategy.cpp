@@ -33,8 +33,10 @@ bool fusion_preset(std::string_view name, FusionPlan* out) {
     // Megatron-LM (2021) defaults: fused bias+GeLU, bias+dropout+add, scale+mask+softmax,
     // apex's fused norms.
     f.elementwise_epilogue = f.bias_dropout_residual = f.fused_softmax = f.fused_norm = true;
+    f.fused_loss = true;  // vocab-parallel cross-entropy, in place on the fp32 logits
   } else if (name == "all") {
     f.elementwise_epilogue = f.bias_dropout_residual = f.fused_softmax = f.fused_norm = true;
+    f.fused_loss = true;
     f.norm_residual = f.flash_attention = true;
   } else {
     return false;
@@ -63,6 +65,7 @@ std::string describe_fusion(const FusionPlan& f) {
   add(f.fused_softmax, "softmax");
   add(f.fused_norm, "norm/rope");
   add(f.flash_attention, "flash-attention");
+  add(f.fused_loss, "loss");
   if (!f.graph_groups.empty()) add(true, (std::to_string(f.graph_groups.size()) + " op groups").c_str());
   return s.empty() ? "none" : s;
 }

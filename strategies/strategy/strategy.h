@@ -30,6 +30,11 @@ struct FusionPlan {
   // they run as eager PyTorch ops through fp32 intermediates (LayerNorm is one native kernel
   // either way).
   bool fused_norm = false;
+  // The loss as one fused kernel that works in place on the fp32 logits (Megatron's
+  // vocab-parallel cross-entropy, flash-attn's xentropy). Without, PyTorch's eager
+  // F.cross_entropy(logits.float()) casts, writes log-probabilities and, in the backward, fp32
+  // gradients of the whole vocabulary.
+  bool fused_loss = false;
   // Which fused attention kernel: 2 = FlashAttention-2 (PyTorch SDPA, flash-attn 2), 3 =
   // FlashAttention-3 / cuDNN fused attention on Hopper (Transformer Engine). Costed with the
   // device's flash2/flash3 efficiency curves.

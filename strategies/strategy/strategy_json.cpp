@@ -13,8 +13,8 @@ FusionPlan read_fusion(const JsonNode& n) {
     return f;
   }
   n.allow_keys({"preset", "elementwise_epilogue", "bias_dropout_residual", "norm_residual",
-                "fused_softmax", "fused_norm", "flash_attention", "flash_attention_version",
-                "graph_groups"});
+                "fused_softmax", "fused_norm", "fused_loss", "flash_attention",
+                "flash_attention_version", "graph_groups"});
   if (auto p = n.find("preset")) {
     if (!fusion_preset(p->as_string(), &f)) p->fail("is not one of: none, epilogues, megatron, all");
   }
@@ -23,6 +23,7 @@ FusionPlan read_fusion(const JsonNode& n) {
   f.norm_residual = n.bool_or("norm_residual", f.norm_residual);
   f.fused_softmax = n.bool_or("fused_softmax", f.fused_softmax);
   f.fused_norm = n.bool_or("fused_norm", f.fused_norm);
+  f.fused_loss = n.bool_or("fused_loss", f.fused_loss);
   f.flash_attention = n.bool_or("flash_attention", f.flash_attention);
   f.flash_attention_version = static_cast<int>(
       n.integer_or("flash_attention_version", f.flash_attention_version, 2, 3));
@@ -44,6 +45,7 @@ Json fusion_to_json(const FusionPlan& f) {
          {"norm_residual", f.norm_residual},
          {"fused_softmax", f.fused_softmax},
          {"fused_norm", f.fused_norm},
+         {"fused_loss", f.fused_loss},
          {"flash_attention", f.flash_attention}};
   if (f.flash_attention_version != 2) j["flash_attention_version"] = f.flash_attention_version;
   if (!f.graph_groups.empty()) j["graph_groups"] = f.graph_groups;

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "hardware_models/src/hardware_json.h"
+#include "sim/analytical/analytical_engine.h"
 #include "strategies/lowering/lower.h"
 #include "strategies/strategy/strategy_json.h"
 #include "tests/support/small_plans.h"
@@ -133,4 +134,42 @@ TEST_CASE("explicit first/last stage layers balance the embedding and the head")
   REQUIRE_FALSE(over.has_value());
   CHECK(over.error().detail ==
         "first_stage_layers=30 and last_stage_layers=7 leave -5 of 32 layers for 2 other stages");
+}
+
+TEST_CASE("an eager cross-entropy moves and holds fp32 copies of the logits; a fused one does not") {
+  // small_gpt: micro-batch 1 x seq 512 = 512 tokens, vocab 32000, tp 1: n V = 16,384,000
+  // logits. TorchTitan's F.cross_entropy(pred.float()) per logit: the forward casts (read 2,
+  // write 4 B) and log_softmax reads the fp32 copy once more (4 B): 10 B beyond a fused
+  // kernel; the backward moves twice the forward's bytes. At the backward's start the fp32
+  // output gradient and the fp32 input gradient (4 + 4 B) are live beside the saved
+  // log-probabilities.
+  auto plan_of = [](bool fused_loss) {
+    Strategy s;
+    s.global_batch = 8, s.micro_batch = 1;
+    fusion_preset("all", &s.fusion);
+    s.fusion.fused_loss = fused_loss;
+    return testing::lower_on_dgx_a100(testing::small_gpt(4), s, 8);
+  };
+  // Lowered one after the other: the block cache must tell them apart.
+  const Plan fused = plan_of(true), eager = plan_of(false);
+  auto ce = [](const Plan& p, Phase phase) {
+    const auto& kernels = phase == Phase::kForward ? p.head->forward : p.head->backward;
+    for (const Kernel& k : kernels) {
+      if (p.head->graph.ops[k.first_op].name == "cross_entropy") return k;
+    }
+    FAIL("no cross_entropy kernel");
+    return Kernel{};
+  };
+  const double logits = 512.0 * 32000;
+  CHECK(ce(eager, Phase::kForward).bytes - ce(fused, Phase::kForward).bytes ==
+        doctest::Approx(10 * logits));
+  CHECK(ce(eager, Phase::kBackward).bytes - ce(fused, Phase::kBackward).bytes ==
+        doctest::Approx(20 * logits));
+  CHECK(ce(eager, Phase::kForward).launches == 5);
+  CHECK(ce(fused, Phase::kForward).launches == 1);
+  CHECK(eager.head->peak_transient_B == doctest::Approx(8 * logits));
+  CHECK(fused.head->peak_transient_B == 0);
+  // No recomputation, so the layer adds no transient: the last stage's transient is the loss's.
+  CHECK(predict_analytical(eager).rank_memory.back().transient_B == doctest::Approx(8 * logits));
+  CHECK(predict_analytical(fused).rank_memory.back().transient_B == 0);
 }

@@ -9,6 +9,8 @@
 
 #include "hardware_models/src/hardware_json.h"
 #include "tests/support/run_cli.h"
+#include "validate/case_rules.h"
+#include "validate/case_translation.h"
 #include "validate/flop_conventions.h"
 #include "validate/published.h"
 
@@ -167,4 +169,26 @@ TEST_CASE("validate: the gate fails when device GEMM efficiency is perturbed by 
   }
   const ValidationReport r = validate_published(set);
   CHECK_FALSE(r.all_within_tolerance);
+}
+
+TEST_CASE("validate: TorchTitan's selective means its per-op policy; its loss is eager until 2025") {
+  // rules.json: the torchtitan stack maps a plain "selective" to op_selective; a compiled run
+  // of the 2024 benchmarks leaves the loss eager (train.py: "TODO: compiling loss function
+  // causes CUDA errors"), one of the 2025 releases compiles it (loss.py).
+  auto translated = [](const std::string& venue) {
+    Json c = parse_json_text(kTwoCaseSource, "test").at("cases").at(1);
+    c["id"] = "titan_probe";
+    c["parallel"]["recompute"] = "selective";
+    c["parallel"]["notes"] = "torch.compile";
+    c["source"] = {{"title", "probe"}, {"venue_year", venue}};
+    return translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules());
+  };
+  const TranslatedCase y2024 = translated("GitHub benchmarks (2024-12)");
+  CHECK(y2024.stack == "torchtitan");
+  const Json& s24 = y2024.scenario.at("strategy");
+  CHECK(s24.at("recompute") == "op_selective");
+  CHECK(s24.at("fusion").at("fused_loss") == false);
+  CHECK(s24.at("fusion").at("preset") == "all");
+  const Json& s25 = translated("GitHub benchmarks (2025-06)").scenario.at("strategy");
+  CHECK(s25.at("fusion").at("fused_loss") == true);
 }
