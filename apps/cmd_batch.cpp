@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "sim/core/json_reader.h"
 #include "apps/cli_args.h"
 #include "apps/commands.h"
 #include "sim/batch/batch_file.h"
@@ -54,7 +55,7 @@ BatchPlan plan_batch(const std::string& input, const std::string& out, bool resu
     plan.retried = existing.retried;
     // A scenario edited since its line was written runs again; its old line goes.
     std::map<std::string, std::string> current;
-    for (const std::string& file : inputs) current[file] = content_hash_of_file(file);
+    for (const std::string& file : inputs) current[batch_key(file)] = content_hash_of_file(file);
     std::vector<std::string> kept;
     done.clear();
     for (const std::string& line : existing.kept) {
@@ -77,7 +78,7 @@ BatchPlan plan_batch(const std::string& input, const std::string& out, bool resu
     ResultsFile empty(out, true);  // start a new, empty results file
   }
   for (const std::string& file : inputs) {
-    if (done.insert({file, content_hash_of_file(file), std::string(batch_mode_name(mode))})
+    if (done.insert({batch_key(file), content_hash_of_file(file), std::string(batch_mode_name(mode))})
             .second) {
       plan.pending.push_back(file);
     } else {
@@ -87,14 +88,23 @@ BatchPlan plan_batch(const std::string& input, const std::string& out, bool resu
   return plan;
 }
 
+// The plan travels to the other MPI ranks as JSON. Paths are bytes, JSON strings UTF-8: each
+// path goes as the list of its bytes, so any file name arrives intact.
 Json plan_json(const BatchPlan& p) {
-  return Json{{"pending", p.pending}, {"skipped", p.skipped}, {"torn", p.torn},
+  Json pending = Json::array();
+  for (const std::string& file : p.pending) pending.push_back(std::vector<uint8_t>(file.begin(), file.end()));
+  return Json{{"pending", pending}, {"skipped", p.skipped}, {"torn", p.torn},
               {"retried", p.retried}, {"stale", p.stale}};
 }
 
 BatchPlan plan_from_json(const Json& j) {
-  return BatchPlan{j.at("pending").get<std::vector<std::string>>(), j.at("skipped").get<int>(),
-                   j.at("torn").get<int>(), j.at("retried").get<int>(), j.at("stale").get<int>()};
+  std::vector<std::string> pending;
+  for (const Json& bytes : j.at("pending")) {
+    const auto b = bytes.get<std::vector<uint8_t>>();
+    pending.emplace_back(b.begin(), b.end());
+  }
+  return BatchPlan{pending, j.at("skipped").get<int>(), j.at("torn").get<int>(),
+                   j.at("retried").get<int>(), j.at("stale").get<int>()};
 }
 
 // A test hook: STRATASIM_BATCH_DELAY_MS=N waits N ms after each scenario, so a test can kill
@@ -172,7 +182,7 @@ int batch_command(const Ranks& ranks, int argc, char** argv) {
   std::string plan_text;
   if (ranks.root()) {
     plan_text =
-        plan_json(plan_batch(args.positionals[0], out, args.has("resume"), options.mode)).dump();
+        json_text(plan_json(plan_batch(args.positionals[0], out, args.has("resume"), options.mode)));
   }
   const BatchPlan plan = plan_from_json(parse_json_text(ranks.broadcast(plan_text), "batch plan"));
 
@@ -188,7 +198,7 @@ int batch_command(const Ranks& ranks, int argc, char** argv) {
     const int owner = static_cast<int>(i % ranks.size());
     std::string line;
     if (owner == ranks.rank()) {
-      line = run_batch_scenario(plan.pending[i], options).dump();
+      line = json_text(run_batch_scenario(plan.pending[i], options));
       test_delay();
       if (!ranks.root()) ranks.send(0, line);
     } else if (ranks.root()) {

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "sim/core/json_reader.h"
 #include "apps/cli_args.h"
 #include "apps/commands.h"
 #include "apps/report.h"
@@ -112,7 +113,7 @@ int cmd_compare(int argc, char** argv) {
   }
   std::printf("%zu scenario(s) compared, %d failed to load; '*' marks the fastest variant that "
               "fits in memory\n", results.size(), failures);
-  if (!args.option("json").empty()) write_file_atomically(args.option("json"), all.dump(1) + "\n");
+  if (!args.option("json").empty()) write_file_atomically(args.option("json"), json_text(all, 1) + "\n");
   if (!args.option("csv").empty()) write_file_atomically(args.option("csv"), compare_csv(csv_rows));
   return failures > 0 ? 2 : 0;
 }

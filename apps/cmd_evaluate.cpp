@@ -1,5 +1,6 @@
 #include <cstdio>
 
+#include "sim/core/json_reader.h"
 #include "apps/cli_args.h"
 #include "apps/commands.h"
 #include "apps/report.h"
@@ -81,7 +82,7 @@ int cmd_evaluate(int argc, char** argv) {
                            {"iteration_high_s", interval.high_s},
                            {"cases", interval.cases},
                            {"basis", interval.basis}}}};
-    write_file_atomically(args.option("json"), out.dump(1) + "\n");
+    write_file_atomically(args.option("json"), json_text(out, 1) + "\n");
   }
   return 0;
 }

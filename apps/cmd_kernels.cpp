@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/core/json_reader.h"
 #include "apps/cli_args.h"
 #include "apps/commands.h"
 #include "kernels/cuda/cuda_kernels.h"
@@ -78,7 +79,7 @@ int cmd_kernels(int argc, char** argv) {
   if (!args.option("json").empty()) {
     const Json j{{"kind", "kernels"}, {"device", device.text}, {"threads", threads},
                  {"quick", quick},    {"cases", cases},        {"speedups", speedups}};
-    write_file_atomically(args.option("json"), j.dump(1) + "\n");
+    write_file_atomically(args.option("json"), json_text(j, 1) + "\n");
   }
   return 0;
 }

@@ -153,7 +153,7 @@ void write_outputs(const CliArgs& args, const Prediction& p, const std::string& 
   }
   if (!args.option("json").empty()) {
     write_file_atomically(args.option("json"),
-                          Json{{"title", title}, {"prediction", to_json(p)}}.dump(1) + "\n");
+                          json_text(Json{{"title", title}, {"prediction", to_json(p)}}, 1) + "\n");
   }
 }
 

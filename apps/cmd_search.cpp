@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "sim/core/json_reader.h"
 #include "apps/cli_args.h"
 #include "hardware_models/src/hardware_json.h"
 #include "apps/commands.h"
@@ -187,7 +188,7 @@ SearchResult search_on_ranks(const Ranks& ranks, const Scenario& sc, const Searc
   const auto start = std::chrono::steady_clock::now();
   SearchResult own = run_search_shard(sc.model, sc.strategy, sc.hardware, sc.search, o,
                                       Shard{ranks.rank(), ranks.size()});
-  std::vector<std::string> shards = ranks.gather(search_shard_json(own).dump());
+  std::vector<std::string> shards = ranks.gather(json_text(search_shard_json(own)));
   if (!ranks.root()) return own;
   std::vector<SearchResult> parts;
   parts.push_back(std::move(own));
@@ -277,7 +278,7 @@ int search_command(const Ranks& ranks, int argc, char** argv) {
   if (!args.option("json").empty()) {
     Json out{{"scenario", sc.name}, {"partial", r.cancelled}};
     out.update(search_result_json(r, sc.search, o, sc.hardware));
-    write_file_atomically(args.option("json"), out.dump(1) + "\n");
+    write_file_atomically(args.option("json"), json_text(out, 1) + "\n");
   }
   return 0;
 }

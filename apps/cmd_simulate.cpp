@@ -3,6 +3,7 @@
 // the SimGrid engine on one strategy, with the same report as evaluate.
 #include <cstdio>
 
+#include "sim/core/json_reader.h"
 #include "apps/cli_args.h"
 #include "apps/commands.h"
 #include "apps/report.h"
@@ -62,7 +63,7 @@ int cmd_simulate(int argc, char** argv) {
              {"file", sc.file},
              {"strategy", to_json(strategy)},
              {"prediction", to_json(p)}};
-    write_file_atomically(args.option("json"), out.dump(1) + "\n");
+    write_file_atomically(args.option("json"), json_text(out, 1) + "\n");
   }
   return 0;
 }

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "sim/core/json_reader.h"
 #include "apps/cli_args.h"
 #include "apps/commands.h"
 #include "kernels/cuda/cuda_kernels.h"
@@ -33,7 +34,7 @@ void write_case_scenarios(const ValidationSet& set, const std::string& dir) {
   for (const TranslatedCase& c : set.cases) {
     if (!c.unsupported.empty()) continue;
     write_file_atomically((std::filesystem::path(dir) / (c.id + ".json")).string(),
-                          c.scenario.dump(1) + "\n");
+                          json_text(c.scenario, 1) + "\n");
   }
 }
 
@@ -57,7 +58,7 @@ int validate_published_cases(const CliArgs& args) {
     json["cross"] = cross_validation_json(cross);
   }
   if (!args.option("json").empty()) {
-    write_file_atomically(args.option("json"), json.dump(1) + "\n");
+    write_file_atomically(args.option("json"), json_text(json, 1) + "\n");
   }
   if (!args.option("csv").empty()) {
     write_file_atomically(args.option("csv"), validation_csv(report));
@@ -103,7 +104,7 @@ int validate_calibrated(const CliArgs& args) {
   summarize(report);
   std::fputs(format_kernel_validation(report).c_str(), stdout);
   if (!args.option("json").empty()) {
-    write_file_atomically(args.option("json"), kernel_validation_json(report).dump(1) + "\n");
+    write_file_atomically(args.option("json"), json_text(kernel_validation_json(report), 1) + "\n");
   }
   return report.quick || report.within_tolerance() ? 0 : 3;
 }

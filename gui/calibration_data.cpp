@@ -5,7 +5,7 @@
 namespace stratasim {
 namespace {
 
-std::string text_of(const JsonNode& n) { return n.is_string() ? n.as_string() : n.raw().dump(); }
+std::string text_of(const JsonNode& n) { return n.is_string() ? n.as_string() : json_text(n.raw()); }
 
 double error_of(const JsonNode& n, double predicted, double measured) {
   if (n.has("error")) return n.number("error");

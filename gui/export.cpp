@@ -53,7 +53,7 @@ void save_table_csv(const QAbstractItemModel& model, const std::string& path) {
 }
 
 void save_json(const Json& doc, const std::string& path) {
-  write_file_atomically(path, doc.dump(2) + "\n");
+  write_file_atomically(path, json_text(doc, 2) + "\n");
 }
 
 }  // namespace stratasim

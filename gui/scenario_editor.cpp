@@ -108,7 +108,7 @@ QSpinBox* ScenarioEditor::degree(const char* key) const {
 void ScenarioEditor::set_document(const Json& doc, const std::string& file) {
   file_ = file;
   loading_ = true;
-  text_->setPlainText(qs(doc.dump(2)));
+  text_->setPlainText(qs(json_text(doc, 2)));
   try {
     const Scenario sc = read_scenario(doc, file);
     model_->setCurrentText(qs(preset_of(doc.value("model", Json()))));
@@ -120,7 +120,7 @@ void ScenarioEditor::set_document(const Json& doc, const std::string& file) {
     tp_->setValue(sc.strategy.tp), pp_->setValue(sc.strategy.pp);
     micro_batch_->setValue(sc.strategy.micro_batch);
     global_batch_->setValue(sc.strategy.global_batch);
-    search_->setText(doc.contains("search") ? qs(doc["search"].dump()) : QString());
+    search_->setText(doc.contains("search") ? qs(json_text(doc["search"])) : QString());
     show_error({});
   } catch (const std::exception& e) {
     show_error(qs(e.what()));
@@ -174,7 +174,7 @@ void ScenarioEditor::form_changed() {
     return show_error(qs(e.what()));
   }
   loading_ = true;
-  text_->setPlainText(qs(doc.dump(2)));
+  text_->setPlainText(qs(json_text(doc, 2)));
   loading_ = false;
   show_error({});
 }

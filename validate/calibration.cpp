@@ -305,8 +305,8 @@ std::string calibration_record_path(const std::string& hardware_path) {
 void write_calibration(const Calibration& c, const std::string& hardware_path) {
   const std::string name = std::filesystem::path(hardware_path).filename().generic_string();
   write_file_atomically(calibration_record_path(hardware_path),
-                        calibration_record_json(c, name).dump(1) + "\n");
-  write_file_atomically(hardware_path, calibrated_hardware_json(c).dump(2) + "\n");
+                        json_text(calibration_record_json(c, name), 1) + "\n");
+  write_file_atomically(hardware_path, json_text(calibrated_hardware_json(c), 2) + "\n");
 }
 
 namespace {

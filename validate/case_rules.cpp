@@ -184,7 +184,7 @@ std::string case_field_text(const Json& c, const std::string& path) {
     node = &(*node)[part];
   }
   if (node->is_null()) return "";
-  return node->is_string() ? node->get<std::string>() : node->dump();
+  return node->is_string() ? node->get<std::string>() : json_text(*node);
 }
 
 bool rule_matches(const CaseRule& rule, const Json& c) {

@@ -15,7 +15,7 @@ bool has_number(const Json& obj, const char* key) {
 
 // Half a unit of the last digit the source printed, relative: 1.9 -> 0.05 / 1.9.
 double relative_rounding(const Json& value) {
-  const std::string text = value.dump();
+  const std::string text = json_text(value);
   const size_t dot = text.find('.');
   const size_t exponent = text.find_first_of("eE");
   if (exponent != std::string::npos) return 0;
@@ -62,10 +62,10 @@ std::string reason_not_expressible(const Json& c) {
            "): operator graphs with pipeline parallelism come with issue 16";
   }
   if (has_number(p, "ep") && p.at("ep").get<double>() > 1) {
-    return "expert parallelism (ep=" + p.at("ep").dump() + ") comes with issue 15";
+    return "expert parallelism (ep=" + json_text(p.at("ep")) + ") comes with issue 15";
   }
   if (has_number(p, "cp") && p.at("cp").get<double>() > 1) {
-    return "context parallelism (cp=" + p.at("cp").dump() + ") comes with issue 15";
+    return "context parallelism (cp=" + json_text(p.at("cp")) + ") comes with issue 15";
   }
   return "";
 }
@@ -94,10 +94,10 @@ Json cluster_of(const JsonNode& c, const CaseRules& rules) {
   Json node = Json::object();
   if (has_number(hw, "gpus_per_node")) node["devices"] = hw.at("gpus_per_node");
   if (has_number(hw, "nvlink_GBps")) {
-    node["device_link"] = {{"bandwidth", hw.at("nvlink_GBps").dump() + "GBps"}};
+    node["device_link"] = {{"bandwidth", json_text(hw.at("nvlink_GBps")) + "GBps"}};
   }
   if (has_number(hw, "inter_node_Gbps_per_gpu")) {
-    node["nic"] = {{"bandwidth", hw.at("inter_node_Gbps_per_gpu").dump() + "Gbps"}};
+    node["nic"] = {{"bandwidth", json_text(hw.at("inter_node_Gbps_per_gpu")) + "Gbps"}};
     if (has_number(hw, "gpus_per_node")) node["nics"] = hw.at("gpus_per_node");
   }
   if (!node.empty()) merge_into(cluster, Json{{"node", node}});

@@ -180,7 +180,7 @@ ValidationSet load_validation_set(const std::vector<std::string>& files, bool bu
   }
   for (const std::string& path : files) {
     const Json doc = load_json_file(path);
-    add_case_text(set, path, doc.dump());
+    add_case_text(set, path, json_text(doc));
   }
   return set;
 }

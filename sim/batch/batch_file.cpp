@@ -80,6 +80,8 @@ std::string content_hash(std::string_view bytes) {
   return out;
 }
 
+std::string batch_key(const std::string& path) { return printable_text(path); }
+
 std::string content_hash_of_file(const std::string& path) {
   std::string text;
   return read_whole(path, text) ? content_hash(text) : "unreadable";
@@ -99,8 +101,10 @@ ExistingResults read_results(const std::string& path) {
       ++r.torn;
       continue;
     }
+    // A line whose keys are missing or of the wrong type was not written by a batch: torn.
     if (!j.is_object() || !j.contains("file") || !j.contains("hash") || !j.contains("mode") ||
-        !j.contains("status")) {
+        !j.contains("status") || !j["file"].is_string() || !j["hash"].is_string() ||
+        !j["mode"].is_string()) {
       ++r.torn;
       continue;
     }

@@ -21,6 +21,9 @@ std::vector<std::string> batch_inputs(const std::string& dir_or_list);
 
 // 64-bit FNV-1a of the file's bytes as 16 hex digits ("unreadable" when it cannot be read).
 std::string content_hash_of_file(const std::string& path);
+// How a scenario path is written as a line's "file" and compared on --resume: the path itself
+// when it is UTF-8 text, else with its bad bytes escaped as \xNN (JSON strings are UTF-8).
+std::string batch_key(const std::string& path);
 std::string content_hash(std::string_view bytes);
 
 // What identifies a finished scenario: its path as listed, a hash of its bytes (an edited file

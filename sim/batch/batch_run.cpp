@@ -28,7 +28,7 @@ std::string_view batch_mode_name(BatchMode m) {
 }
 
 Json run_batch_scenario(const std::string& file, const BatchOptions& options) {
-  Json line{{"file", file},
+  Json line{{"file", batch_key(file)},
             {"hash", content_hash_of_file(file)},
             {"mode", std::string(batch_mode_name(options.mode))}};
   try {

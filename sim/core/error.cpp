@@ -5,6 +5,31 @@
 
 namespace stratasim {
 
+namespace {
+
+// Bytes of the well-formed UTF-8 sequence starting at text[i] (no overlong 2-byte lead,
+// continuation bytes 10xxxxxx); 0 when there is none.
+size_t utf8_sequence(std::string_view text, size_t i) {
+  const unsigned char c = static_cast<unsigned char>(text[i]);
+  if (c < 0x80) return 1;
+  const size_t n = (c >= 0xC2 && c <= 0xDF) ? 2 : (c >= 0xE0 && c <= 0xEF) ? 3
+                   : (c >= 0xF0 && c <= 0xF4) ? 4 : 0;
+  bool ok = n > 0 && i + n <= text.size();
+  for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
+  return ok ? n : 0;
+}
+
+}  // namespace
+
+bool valid_utf8(std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    const size_t n = utf8_sequence(text, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
 std::string printable_text(std::string_view text) {
   std::string out;
   out.reserve(text.size());
@@ -21,12 +46,8 @@ std::string printable_text(std::string_view text) {
       ++i;
       continue;
     }
-    // A well-formed UTF-8 sequence (no overlong 2-byte lead, continuation bytes 10xxxxxx).
-    const int n = (c >= 0xC2 && c <= 0xDF) ? 2 : (c >= 0xE0 && c <= 0xEF) ? 3
-                  : (c >= 0xF0 && c <= 0xF4) ? 4 : 0;
-    bool ok = n > 0 && i + n <= text.size();
-    for (int k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
-    if (ok) {
+    const size_t n = utf8_sequence(text, i);
+    if (n > 0) {
       out.append(text.substr(i, n));
       i += n;
     } else {

@@ -15,6 +15,8 @@ namespace stratasim {
 // `text` with control characters and bytes that are not well-formed UTF-8 written as \xNN, so
 // that no message echoes raw bytes of a hostile input to a terminal.
 std::string printable_text(std::string_view text);
+// Whether text is well-formed UTF-8 (what JSON strings must hold).
+bool valid_utf8(std::string_view text);
 
 // Messages are printable_text().
 class InputError : public std::runtime_error {

@@ -147,7 +147,7 @@ void JsonNode::fail_enum(std::string allowed) const {
 }
 
 std::string JsonNode::value_text() const {
-  std::string s = j_->dump();
+  std::string s = json_text(*j_);
   if (s.size() > 60) s = s.substr(0, 57) + "...";
   return s;
 }
@@ -280,6 +280,10 @@ std::string JsonNode::string_or(std::string_view key, std::string fallback) cons
 double JsonNode::quantity_or(std::string_view key, Dimension dim, double fallback) const {
   auto c = find(key);
   return c ? c->as_quantity(dim) : fallback;
+}
+
+std::string json_text(const Json& j, int indent) {
+  return j.dump(indent, ' ', false, Json::error_handler_t::replace);
 }
 
 }  // namespace stratasim

@@ -27,6 +27,9 @@ Json load_json_file(const std::string& path);
 // Deepest nesting of arrays and objects parse_json_text accepts.
 inline constexpr int kMaxJsonDepth = 256;
 Json parse_json_text(std::string_view text, const std::string& source_name);
+// The one way JSON becomes text: strings that are not UTF-8 (file names, --set values that
+// reached a document) are written with U+FFFD in place of their bad bytes instead of throwing.
+std::string json_text(const Json& j, int indent = -1);
 
 template <class E>
 struct EnumName {

@@ -43,11 +43,10 @@ std::string chrome_trace(const Prediction& p, const std::string& title) {
                       {"tid", kCommTrack},
                       {"args", {{"name", "communication"}}}});
   }
-  return Json{{"traceEvents", events},
-              {"displayTimeUnit", "ms"},
-              {"otherData",
-               {{"title", title}, {"engine", p.engine}, {"iteration_s", p.iteration_s}}}}
-             .dump() +
+  return json_text(Json{{"traceEvents", events},
+                        {"displayTimeUnit", "ms"},
+                        {"otherData",
+                         {{"title", title}, {"engine", p.engine}, {"iteration_s", p.iteration_s}}}}) +
          "\n";
 }
 

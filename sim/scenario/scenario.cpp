@@ -28,6 +28,9 @@ void expand_preset(Json& node) {
 }  // namespace
 
 void apply_override(Json& doc, const std::string& assignment) {
+  if (!valid_utf8(assignment)) {  // it becomes JSON text, which must be UTF-8
+    throw InputError("--set", "(path)", "\"" + assignment + "\"", "is not valid UTF-8 text");
+  }
   const size_t eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0) {
     throw InputError("--set", assignment, "\"" + assignment + "\"",
@@ -48,7 +51,7 @@ void apply_override(Json& doc, const std::string& assignment) {
     if (child.is_null()) child = Json::object();
     expand_preset(child);
     if (!child.is_object()) {
-      throw InputError("--set", assignment.substr(0, eq), child.dump(),
+      throw InputError("--set", assignment.substr(0, eq), json_text(child),
                        "is not an object, so '" + parts[i + 1] + "' cannot be set inside it");
     }
     node = &child;

@@ -17,12 +17,11 @@ std::string to_wire(const SimRun& run) {
     events.push_back(
         {e.device, static_cast<int>(e.kind), e.micro_batch, e.chunk, e.start_s, e.end_s, e.name});
   }
-  return Json{{"hosts", hosts},
-              {"events", events},
-              {"activities", run.activities},
-              {"nodes", run.nodes},
-              {"simulated_s", run.simulated_s}}
-      .dump();
+  return json_text(Json{{"hosts", hosts},
+                        {"events", events},
+                        {"activities", run.activities},
+                        {"nodes", run.nodes},
+                        {"simulated_s", run.simulated_s}});
 }
 
 SimRun from_wire(const std::string& text) {

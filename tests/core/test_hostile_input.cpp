@@ -290,3 +290,32 @@ TEST_CASE("hostile input: every command has its own --help, unknown options name
   CHECK(guessed.code == 2);
   CHECK(guessed.output.find("\"--thr\" is not an option of this command") != std::string::npos);
 }
+
+TEST_CASE("hostile input: bytes that are not UTF-8 in --set values and file names") {
+  // Found by the fuzzer: a --set value with byte 0xff reached a JSON document whose messages
+  // and outputs are dumped as text, which threw (exit 1). It is refused at the boundary.
+  const std::string tiny = std::string(STRATASIM_SOURCE_DIR) + "/scenarios/tiny_2gpu_1layer.json";
+  const testing::CliRun set = testing::run_cli("evaluate " + tiny + " --set \"$(printf 'strategy.schedule=zb\\377')\"");
+  CHECK(set.code == 2);
+  CHECK(set.output.find("error: --set: (path): \"strategy.schedule=zb\\xff\" is not valid UTF-8 text") !=
+        std::string::npos);
+  // A scenario file whose name is not UTF-8: every command that records the file name in JSON
+  // writes it (batch with the bad byte escaped, so --resume finds it again).
+  const fs::path dir = scratch("utf8");
+  fs::create_directories(dir / "sc");
+  const fs::path odd = dir / "sc" / "ti\xffny.json";
+  fs::copy_file(tiny, odd);
+  const std::string out = (dir / "r.jsonl").string();
+  CHECK(testing::run_cli("evaluate '" + odd.string() + "' --json " + (dir / "e.json").string()).code == 0);
+  CHECK(testing::run_cli("compare " + (dir / "sc").string() + " --json " + (dir / "c.json").string()).code == 0);
+  const testing::CliRun first = testing::run_cli("batch " + (dir / "sc").string() + " --out " + out);
+  CHECK(first.code == 0);
+  CHECK(read(out).find("\"file\":\"" + (dir / "sc").string() + "/ti\\\\xffny.json\"") != std::string::npos);
+  // A line with the right keys but wrong types is torn, not an internal error.
+  std::ofstream(out, std::ios::app) << R"({"file": 5, "hash": "x", "mode": "evaluate", "status": "ok"})" << "\n";
+  const testing::CliRun again = testing::run_cli("batch " + (dir / "sc").string() + " --out " + out + " --resume");
+  CHECK(again.code == 0);
+  CHECK(again.output.find("0 scenario(s) run in") != std::string::npos);
+  CHECK(again.output.find("1 already done (skipped), 1 torn line(s) dropped") != std::string::npos);
+  fs::remove_all(dir);
+}
