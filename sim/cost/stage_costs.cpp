@@ -39,6 +39,7 @@ void time_steps(StageCost& c, const StageProgram& program, const Plan& plan, dou
   c.compute_backward_s = c.backward_s - w;
   c.compute_weight_s = w;
   c.zero_total_s = f.zero_total_s + b.zero_total_s + ws.zero_total_s;
+  c.zero_bytes = f.zero_bytes + b.zero_bytes + ws.zero_bytes;
   c.zero_exposed_s =
       (f.span_s - f.compute_s) + (b.span_s - b.compute_s) + (ws.span_s - ws.compute_s);
   c.forward_s = f.span_s;

@@ -104,6 +104,7 @@ StepTiming time_step(const StepProgram& step, const ComputeDurations& compute, c
     if (op.stream == Stream::kCompute) t.compute_s += compute_op_s(op, compute);
     if (op.kind == IterOpKind::kZeroGather || op.kind == IterOpKind::kZeroReduceScatter) {
       t.zero_total_s += duration;
+      t.zero_bytes += op.bytes;
     }
   }
   return t;

@@ -24,6 +24,7 @@ struct StepTiming {
   bool send_blocking = true;
   double compute_s = 0;       // compute ops, back to back
   double zero_total_s = 0;    // ZeRO collectives, alone
+  double zero_bytes = 0;      // their buffers per device (IterOp::bytes)
 };
 
 StepTiming time_step(const StepProgram& step, const ComputeDurations& compute, const Plan& plan);

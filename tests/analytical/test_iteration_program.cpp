@@ -177,3 +177,18 @@ TEST_CASE("ZeRO with dp = 1 carries a warning in the prediction's notes") {
   }
   CHECK(warned);
 }
+
+TEST_CASE("iteration program: the ZeRO row reports the bytes its collectives move") {
+  // pp 2, dp 4, global batch 8: m = 2 micro-batches. Rank 0 (stage 0) gathers its weights W in
+  // the forward and again in the backward and reduce-scatters its gradients G each micro-batch:
+  // m (2 W + G) bytes of collective buffers per device.
+  const Plan plan = lowered(strategy(1, 2, 3, true), 8);
+  const Prediction p = predict_analytical(plan);
+  const double w = plan.stages[0].params * plan.weight_bytes_per_param;
+  const double g = plan.stages[0].params * plan.grad_bytes_per_param;
+  const auto zero = std::find_if(p.comms.begin(), p.comms.end(),
+                                 [](const CommStat& c) { return c.category == CommCategory::kZero; });
+  REQUIRE(zero != p.comms.end());
+  CHECK(std::string(zero->what) == "zero per-micro-batch collectives");
+  CHECK(zero->bytes == doctest::Approx(2 * (2 * w + g)));
+}
