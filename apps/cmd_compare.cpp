@@ -75,7 +75,7 @@ std::string why_lines(const std::vector<VariantResult>& variants) {
   std::vector<EvaluatedStrategy> feasible;
   for (const VariantResult& v : variants) {
     if (v.feasible()) {
-      feasible.push_back({v.name, v.strategy, v.plan->dp, v.plan->micro_batches, v.prediction});
+      feasible.push_back({v.name, v.strategy, v.plan->data_parallel(), v.plan->micro_batches, v.prediction});
     }
   }
   if (feasible.size() < 2) return {};

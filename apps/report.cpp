@@ -112,9 +112,10 @@ std::string describe_cluster(const HardwareModel& hw) {
 }
 
 std::string describe_strategy(const Strategy& s, int dp, int micro_batches) {
-  return format_text("tp=%d pp=%d dp=%d v=%d zero=%d sp=%s | %s | micro-batch %d, global %d (%d "
+  const std::string cp = s.cp > 1 ? format_text(" cp=%d", s.cp) : "";
+  return format_text("tp=%d pp=%d dp=%d%s v=%d zero=%d sp=%s | %s | micro-batch %d, global %d (%d "
              "micro-batches) | recompute %s | fusion %s | overlap dp=%s tp=%s | %s",
-             s.tp, s.pp, dp, s.interleave, s.zero_stage, s.sequence_parallel ? "on" : "off",
+             s.tp, s.pp, dp, cp.c_str(), s.interleave, s.zero_stage, s.sequence_parallel ? "on" : "off",
              std::string(schedule_name(s.schedule)).c_str(), s.micro_batch, s.global_batch,
              micro_batches, std::string(recompute_name(s.recompute)).c_str(),
              describe_fusion(s.fusion).c_str(), s.overlap_dp ? "on" : "off",
@@ -126,7 +127,7 @@ std::string evaluation_report(const Scenario& sc, const Plan& plan, const Predic
   if (!sc.description.empty()) out += format_text("          %s\n", sc.description.c_str());
   out += "model     " + describe_model(plan.model) + "\n";
   out += "cluster   " + describe_cluster(plan.hardware) + "\n";
-  out += "strategy  " + describe_strategy(plan.strategy, plan.dp, plan.micro_batches) + "\n\n";
+  out += "strategy  " + describe_strategy(plan.strategy, plan.data_parallel(), plan.micro_batches) + "\n\n";
   out += format_text("  %-28s %s\n", "iteration time", format_seconds(p.iteration_s).c_str());
   out += format_text("  %-28s %.4g tokens/s, %.4g samples/s\n", "throughput", p.tokens_per_s,
              p.samples_per_s);
@@ -171,7 +172,7 @@ std::string compare_table(const std::string& title, const std::vector<CompareRow
     const Strategy& s = r.plan->strategy;
     const Prediction& p = r.prediction;
     out += format_text("  %-24s %3d %3d %4d %2d %3d %-11s %-9s %10s %11.4g %6s %7s %9s %10s %s\n",
-               name.c_str(), s.tp, s.pp, r.plan->dp, s.interleave, s.micro_batch,
+               name.c_str(), s.tp, s.pp, r.plan->data_parallel(), s.interleave, s.micro_batch,
                std::string(schedule_name(s.schedule)).c_str(),
                std::string(recompute_name(s.recompute)).c_str(),
                format_seconds(p.iteration_s).c_str(), p.tokens_per_s, pct(p.mfu).c_str(),
@@ -199,7 +200,7 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
         development_errors(), p.iteration_s, device_generation(r.plan->hardware.device.name));
     out += format_text(
         "\"%s\",\"%s\",1,%d,%d,%d,%d,%d,%s,%s,%.9g,%.9g,%.9g,%.9g,%.6f,%.6f,%.9g,%.9g,%d,\n",
-        r.scenario.c_str(), r.variant.c_str(), s.tp, s.pp, r.plan->dp, s.interleave, s.micro_batch,
+        r.scenario.c_str(), r.variant.c_str(), s.tp, s.pp, r.plan->data_parallel(), s.interleave, s.micro_batch,
         std::string(schedule_name(s.schedule)).c_str(), std::string(recompute_name(s.recompute)).c_str(),
         p.iteration_s, in.low_s, in.high_s, p.tokens_per_s, p.mfu, p.bubble_fraction,
         p.comm_exposed_s, p.peak_memory_B, p.fits ? 1 : 0);

@@ -30,9 +30,9 @@ std::vector<GanttRow> gantt_rows(const Prediction& p) {
 
 namespace {
 
-constexpr std::array<CommCategory, 5> kCommOrder{
-    CommCategory::kTensorParallel, CommCategory::kPipelineP2P, CommCategory::kDataParallel,
-    CommCategory::kZero, CommCategory::kEmbeddingSync};
+constexpr std::array<CommCategory, 6> kCommOrder{
+    CommCategory::kTensorParallel, CommCategory::kContextParallel, CommCategory::kPipelineP2P,
+    CommCategory::kDataParallel, CommCategory::kZero, CommCategory::kEmbeddingSync};
 
 }  // namespace
 

@@ -46,7 +46,7 @@ QChart* make_chart(const Scenario& sc, const PlotRequest& rq) {
     case PlotKind::kTimeline: {
       const VariantResult& v = feasible_variant(rows, rq.variant, sc.file);
       return timeline_chart(
-          sc.name + ": " + v.name + " (" + strategy_label(v.strategy, v.plan->dp) + ")",
+          sc.name + ": " + v.name + " (" + strategy_label(v.strategy, v.plan->data_parallel()) + ")",
           v.prediction);
     }
     case PlotKind::kMemory: {

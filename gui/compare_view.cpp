@@ -99,7 +99,7 @@ bool CompareView::set_strategies(const std::vector<VariantResult>& compared,
     bars.push_back(time_breakdown(letters[i] + ": " + v.name, v.prediction));
     memory.push_back({letters[i], &v.prediction});
     const std::string label =
-        letters[i] + ": " + v.name + " (" + strategy_label(v.strategy, v.plan->dp) + ")";
+        letters[i] + ": " + v.name + " (" + strategy_label(v.strategy, v.plan->data_parallel()) + ")";
     timelines_.push_back(add_chart(timeline_chart(label, v.prediction), 0, i * span, span));
   }
   memory_ = add_chart(compact(memory_compare_chart("memory per device, by pipeline rank", memory)),

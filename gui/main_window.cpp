@@ -346,7 +346,7 @@ void MainWindow::show_selected() {
     status_->setText(QString::fromStdString(v.name + ": infeasible: " + v.infeasible));
     return;
   }
-  const std::string label = v.name + " (" + strategy_label(v.strategy, v.plan->dp) + ")";
+  const std::string label = v.name + " (" + strategy_label(v.strategy, v.plan->data_parallel()) + ")";
   replace_chart(kTimelineTab, timeline_chart(label, v.prediction));
   replace_chart(kMemoryTab, memory_chart(label + " memory per pipeline rank", v.prediction));
 }

@@ -61,7 +61,7 @@ std::vector<VariantResult> evaluate_candidates(const Scenario& sc,
 
 EvaluatedStrategy evaluated_strategy(const VariantResult& row) {
   SS_ASSERT(row.feasible(), "only feasible rows are compared");
-  return {row.name, row.strategy, row.plan->dp, row.plan->micro_batches, row.prediction};
+  return {row.name, row.strategy, row.plan->data_parallel(), row.plan->micro_batches, row.prediction};
 }
 
 }  // namespace stratasim

@@ -21,7 +21,7 @@ QVariant sort_value(const VariantResult& v, int column) {
     case VariantTableModel::kPp:
       return v.strategy.pp;
     case VariantTableModel::kDp:
-      return v.feasible() ? v.plan->dp : -1;
+      return v.feasible() ? v.plan->data_parallel() : -1;
     case VariantTableModel::kSchedule:
       return text(schedule_name(v.strategy.schedule));
     case VariantTableModel::kIteration:

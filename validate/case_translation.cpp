@@ -64,9 +64,6 @@ std::string reason_not_expressible(const Json& c) {
   if (has_number(p, "ep") && p.at("ep").get<double>() > 1) {
     return "expert parallelism (ep=" + json_text(p.at("ep")) + ") comes with issue 15";
   }
-  if (has_number(p, "cp") && p.at("cp").get<double>() > 1) {
-    return "context parallelism (cp=" + json_text(p.at("cp")) + ") comes with issue 15";
-  }
   return "";
 }
 
@@ -143,6 +140,7 @@ void stated_parallel(const JsonNode& c, Json& strategy, Json& search, const Json
     strategy[key] = pr.at(key);
   }
   const int tp = pr.at("tp").get<int>(), pp = pr.at("pp").get<int>();
+  if (has_number(pr, "cp") && pr.at("cp").get<double>() > 1) strategy["cp"] = pr.at("cp");
   if (has_number(pr, "micro_batch")) {
     strategy["micro_batch"] = pr.at("micro_batch");
   } else if (!add_free(search, free, "micro_batch")) {

@@ -222,6 +222,8 @@ Prediction predict_analytical(const Plan& plan, const EngineOptions& options) {
   const RankSync sync = finish_iteration(p, plan, timing, costs.durations);
   add_comm(p, CommCategory::kTensorParallel, "tp collectives", &plan.tp_group, totals.tp_bytes,
            totals.tp_total, totals.tp_exposed);
+  add_comm(p, CommCategory::kContextParallel, "cp ring attention K/V exchange", &plan.cp_group,
+           totals.cp_bytes, totals.cp_total, totals.cp_exposed);
   add_comm(p, CommCategory::kZero, "zero per-micro-batch collectives", &plan.dp_group,
            totals.zero_bytes, totals.zero_total, totals.zero_exposed);
   add_comm(p, CommCategory::kDataParallel, "dp gradient sync", &plan.dp_group, sync.dp_bytes,

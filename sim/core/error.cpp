@@ -80,6 +80,7 @@ std::string_view reason_name(InfeasibleReason r) {
     case InfeasibleReason::kTopology: return "topology";
     case InfeasibleReason::kOutOfMemory: return "out-of-memory";
     case InfeasibleReason::kModel: return "model";
+    case InfeasibleReason::kContextParallel: return "context-parallel";
   }
   return "unknown";
 }

@@ -47,6 +47,7 @@ enum class InfeasibleReason {
   kTopology,           // tp group larger than a node, ...
   kOutOfMemory,        // does not fit in device memory
   kModel,              // strategy does not apply to this kind of model
+  kContextParallel,    // cp needs a transformer, flash attention and seq % (2 cp) == 0
 };
 std::string_view reason_name(InfeasibleReason r);
 

@@ -16,7 +16,8 @@ StageTotals sum_stages(Prediction& p, const Plan& plan, const StageCosts& costs)
     const StageCost& c = costs.stages[i];
     const int r = plan.stages[i].rank;
     rank_compute[r] +=
-        m * (c.forward_s + c.backward_s + c.weight_step_s - c.tp_exposed_s - c.zero_exposed_s);
+        m * (c.forward_s + c.backward_s + c.weight_step_s - c.tp_exposed_s - c.cp_exposed_s -
+             c.zero_exposed_s);
     rank_recompute[r] += m * c.recompute_s;
     t.model_flops += c.model_flops;
     t.hardware_flops += c.hardware_flops;
@@ -25,6 +26,8 @@ StageTotals sum_stages(Prediction& p, const Plan& plan, const StageCosts& costs)
     if (r == 0) {  // communication per device is reported for rank 0's chunks
       t.tp_total += m * c.tp_total_s, t.tp_exposed += m * c.tp_exposed_s;
       t.tp_bytes += m * c.tp_bytes;
+      t.cp_total += m * c.cp_total_s, t.cp_exposed += m * c.cp_exposed_s;
+      t.cp_bytes += m * c.cp_bytes;
       t.zero_total += m * c.zero_total_s, t.zero_exposed += m * c.zero_exposed_s;
       t.zero_bytes += m * c.zero_bytes;
     }

@@ -10,18 +10,18 @@ namespace {
 
 struct PhaseSums {
   double time_s = 0, recompute_s = 0, weight_s = 0, comm_total_s = 0, comm_exposed_s = 0,
-         comm_bytes = 0;
+         comm_bytes = 0, cp_total_s = 0, cp_exposed_s = 0, cp_bytes = 0;
   double model_flops = 0, hardware_flops = 0;
 };
 
 // With overlap, a collective runs concurrently with the GEMM next to it (chunked
 // all-gather/reduce-scatter pipelined with the GEMM, as in Megatron-Core's TP overlap); what
 // exceeds that GEMM stays exposed, and the GEMM is slowed while they overlap.
-double neighbour_matmul_s(const std::vector<double>& times, const std::vector<Kernel>& ks,
-                          size_t i) {
+double neighbour_s(const std::vector<double>& times, const std::vector<Kernel>& ks, size_t i,
+                   OpClass cls) {
   double best = 0;
-  if (i > 0 && ks[i - 1].cls == OpClass::kMatmul) best = std::max(best, times[i - 1]);
-  if (i + 1 < ks.size() && ks[i + 1].cls == OpClass::kMatmul) best = std::max(best, times[i + 1]);
+  if (i > 0 && ks[i - 1].cls == cls) best = std::max(best, times[i - 1]);
+  if (i + 1 < ks.size() && ks[i + 1].cls == cls) best = std::max(best, times[i + 1]);
   return best;
 }
 
@@ -31,7 +31,11 @@ PhaseSums sum_kernels(const std::vector<Kernel>& ks, const Plan& plan) {
   for (size_t i = 0; i < ks.size(); ++i) {
     const Kernel& k = ks[i];
     const double t = times[i].exposed_s;
-    if (k.cls == OpClass::kCollective) {
+    if (k.cls == OpClass::kCollective && k.group == GroupKind::kContext) {
+      sum.cp_total_s += times[i].total_s;
+      sum.cp_bytes += k.comm_bytes;
+      sum.cp_exposed_s += t;
+    } else if (k.cls == OpClass::kCollective) {
       sum.comm_total_s += times[i].total_s;
       sum.comm_bytes += k.comm_bytes;
       sum.comm_exposed_s += t;
@@ -59,8 +63,8 @@ std::vector<KernelTiming> kernel_timings(const std::vector<Kernel>& ks, const Pl
   for (size_t i = 0; i < ks.size(); ++i) {
     const Kernel& k = ks[i];
     if (k.cls == OpClass::kCollective) {
-      const CollectiveChoice c =
-          collective_time(k.comm, k.comm_bytes, plan.tp_group, hw, s.collective);
+      const CommGroup& group = k.group == GroupKind::kContext ? plan.cp_group : plan.tp_group;
+      const CollectiveChoice c = collective_time(k.comm, k.comm_bytes, group, hw, s.collective);
       times[i] = c.time_s;
       out[i].algorithm = c.algorithm;
     } else {
@@ -71,10 +75,12 @@ std::vector<KernelTiming> kernel_timings(const std::vector<Kernel>& ks, const Pl
   // max(t, M + (1 - 1/s) t) for a collective t and a GEMM M (the GEMM runs at 1/s of its speed
   // for t), so the collective adds max(t - M, (1 - 1/s) t) to the GEMM.
   const double interference = 1 - 1 / hw.device.overlap_slowdown;
+  // Ring attention's exchange (overlaps_attention) runs beside the attention kernel the same way.
   for (size_t i = 0; i < ks.size(); ++i) {
     double t = times[i];
-    if (ks[i].cls == OpClass::kCollective && s.overlap_tp) {
-      const double m = neighbour_matmul_s(times, ks, i);
+    if (ks[i].cls == OpClass::kCollective && (s.overlap_tp || ks[i].overlaps_attention)) {
+      const double m = ks[i].overlaps_attention ? neighbour_s(times, ks, i, OpClass::kFlashAttention)
+                                                : neighbour_s(times, ks, i, OpClass::kMatmul);
       if (m > 0) t = std::max(t - m, interference * t);
     }
     out[i].total_s = times[i];
@@ -94,6 +100,9 @@ BlockCost block_cost(const Block& b, const Plan& plan) {
   c.comm_total_s = f.comm_total_s + bw.comm_total_s;
   c.comm_exposed_s = f.comm_exposed_s + bw.comm_exposed_s;
   c.comm_bytes = f.comm_bytes + bw.comm_bytes;
+  c.cp_total_s = f.cp_total_s + bw.cp_total_s;
+  c.cp_exposed_s = f.cp_exposed_s + bw.cp_exposed_s;
+  c.cp_bytes = f.cp_bytes + bw.cp_bytes;
   c.model_flops = f.model_flops + bw.model_flops;
   c.hardware_flops = f.hardware_flops + bw.hardware_flops;
   return c;

@@ -15,6 +15,7 @@ struct BlockCost {
   double comm_total_s = 0;  // tp collectives, forward + recompute + backward
   double comm_exposed_s = 0;
   double comm_bytes = 0;
+  double cp_total_s = 0, cp_exposed_s = 0, cp_bytes = 0;  // context parallel's ring exchange
   double model_flops = 0;     // forward + backward
   double hardware_flops = 0;  // forward + recompute + backward
 };

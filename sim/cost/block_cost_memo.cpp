@@ -23,7 +23,7 @@ Signature signature_of(const Plan& plan) {
   const Strategy& s = plan.strategy;
   Signature sig{};
   size_t i = 0;
-  for (double peak : d.peak_flops) sig[i++] = peak;
+  for (double peak : d.peak_flops) sig.at(i++) = peak;
   for (double v : {d.vector_flops, d.memory_bandwidth_Bps, d.matmul.max_fraction,
                    d.matmul.half_size, d.memory.max_fraction, d.memory.half_size,
                    d.kernel_overhead_s, double(d.compute_units), double(hw.node.devices),
@@ -32,7 +32,8 @@ Signature signature_of(const Plan& plan) {
                    hw.node.nic.bandwidth_Bps, hw.node.nic.latency_s, hw.node.nic.efficiency,
                    double(hw.network.levels), hw.network.switch_latency_s,
                    double(hw.num_devices), double(plan.tp_group.size),
-                   double(plan.tp_group.ranks_per_node), double(s.dtype),
+                   double(plan.tp_group.ranks_per_node), double(plan.cp_group.size),
+                   double(plan.cp_group.ranks_per_node), double(s.dtype),
                    double(s.collective), double(s.overlap_tp), d.matmul_fp8.max_fraction,
                    d.matmul_fp8.half_size, d.flash2.forward.max_fraction,
                    d.flash2.forward.half_size, d.flash2.backward.max_fraction,
@@ -41,7 +42,7 @@ Signature signature_of(const Plan& plan) {
                    d.flash3.backward.half_size, double(s.fusion.flash_attention_version),
                    d.overlap_slowdown, curve_checksum(hw.node.device_link),
                    curve_checksum(hw.node.nic)}) {
-    sig[i++] = v;
+    sig.at(i++) = v;
   }
   return sig;
 }

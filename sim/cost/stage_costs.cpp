@@ -17,6 +17,9 @@ void add_block(StageCost& c, const BlockCost& b, double times) {
   c.tp_total_s += times * b.comm_total_s;
   c.tp_exposed_s += times * b.comm_exposed_s;
   c.tp_bytes += times * b.comm_bytes;
+  c.cp_total_s += times * b.cp_total_s;
+  c.cp_exposed_s += times * b.cp_exposed_s;
+  c.cp_bytes += times * b.cp_bytes;
   c.model_flops += times * b.model_flops;
   c.hardware_flops += times * b.hardware_flops;
 }

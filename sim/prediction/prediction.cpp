@@ -10,6 +10,7 @@ std::string_view comm_category_name(CommCategory c) {
     case CommCategory::kZero: return "zero";
     case CommCategory::kPipelineP2P: return "pp";
     case CommCategory::kEmbeddingSync: return "embedding";
+    case CommCategory::kContextParallel: return "cp";
   }
   return "?";
 }

@@ -23,7 +23,9 @@ struct MemoryBreakdown {
   }
 };
 
-enum class CommCategory { kTensorParallel, kDataParallel, kZero, kPipelineP2P, kEmbeddingSync };
+enum class CommCategory {
+  kTensorParallel, kDataParallel, kZero, kPipelineP2P, kEmbeddingSync, kContextParallel
+};
 std::string_view comm_category_name(CommCategory c);
 
 struct CommStat {

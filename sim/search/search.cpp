@@ -67,7 +67,7 @@ Candidate candidate_of(uint64_t index, const SearchPoint& pt, const Plan& plan,
   c.index = index;
   c.strategy = pt.strategy;
   c.devices = pt.devices;
-  c.dp = plan.dp;
+  c.dp = plan.data_parallel();
   c.micro_batches = plan.micro_batches;
   c.iteration_s = p.iteration_s;
   c.tokens_per_s = p.tokens_per_s;

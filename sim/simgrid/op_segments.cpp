@@ -48,7 +48,10 @@ Segments kernel_segments(const std::vector<Kernel>& ks, const Plan& plan, Phases
     const bool recompute = ks[i].phase == Phase::kRecompute;
     if ((phases == Phases::kRecompute && !recompute) || (phases == Phases::kBackward && recompute))
       continue;
-    if (ks[i].cls != OpClass::kCollective || !messages || t[i].total_s <= 0) {
+    // Only tensor-parallel collectives become messages (inside one node's switch); the others
+    // (ring attention's exchange) stay in the op's duration, as the analytical engine costs them.
+    if (ks[i].cls != OpClass::kCollective || !messages || t[i].total_s <= 0 ||
+        ks[i].group != GroupKind::kTensor) {
       out.back().compute_s += t[i].exposed_s;
       continue;
     }

@@ -60,6 +60,8 @@ Kernel make_kernel(const LayerGraph& g, const Usage& u, const std::vector<bool>&
   k.comm = head.comm;
   k.comm_bytes = head.comm_bytes;
   k.comm_phases = head.comm_phases;
+  k.group = head.group;
+  k.overlaps_attention = head.overlaps_attention;
   k.reads_input_fused = head.reads_input_fused;
   for (int i = first; i <= last; ++i) {
     const LayerOp& op = g.ops[i];
@@ -109,6 +111,7 @@ Kernel backward_of(const LayerGraph& g, const Kernel& f) {
   b.phase = Phase::kBackward;
   if (f.cls == OpClass::kCollective) {
     b.comm = conjugate(f.comm);
+    b.comm_bytes = f.comm_bytes * g.ops[f.first_op].backward_comm_factor;
     return b;
   }
   double factor = 2;

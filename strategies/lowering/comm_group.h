@@ -5,9 +5,11 @@
 
 namespace stratasim {
 
+// kData: the ranks holding the same weights of a stage (data x context parallel).
 // kPipelineEmbedding: the first and the last pipeline stage (same tp and dp index), which
-// both hold the tied word embeddings.
-enum class GroupKind : uint8_t { kTensor, kData, kPipelineEmbedding };
+// both hold the tied word embeddings. kContext: the cp ranks sharing one sequence.
+enum class GroupKind : uint8_t { kTensor, kData, kPipelineEmbedding, kContext };
+inline constexpr int kGroupKinds = 4;
 
 // `size` ranks, `ranks_per_node` of them in each node.
 struct CommGroup {

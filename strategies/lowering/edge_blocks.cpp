@@ -33,7 +33,7 @@ int tp_collective(LayerGraph& g, std::string_view name, CommKind kind, int in, d
 
 LayerGraph build_embedding(const TransformerSpec& t, const LayerShape& sh) {
   LayerGraph g;
-  const double e = sh.element_bytes, n = double(sh.micro_batch) * t.seq_len, h = t.hidden;
+  const double e = sh.element_bytes, n = double(sh.micro_batch) * t.seq_len / sh.cp, h = t.hidden;
   const double nr = sh.sequence_parallel ? n / sh.tp : n;
   g.input_tensor = add_tensor(g, n * 4);  // token ids (int32)
   int x = add_tensor(g, n * h * e);
@@ -65,7 +65,7 @@ LayerGraph build_embedding(const TransformerSpec& t, const LayerShape& sh) {
 
 LayerGraph build_head(const TransformerSpec& t, const LayerShape& sh) {
   LayerGraph g;
-  const double e = sh.element_bytes, n = double(sh.micro_batch) * t.seq_len, h = t.hidden;
+  const double e = sh.element_bytes, n = double(sh.micro_batch) * t.seq_len / sh.cp, h = t.hidden;
   const double nr = sh.sequence_parallel ? n / sh.tp : n;
   const double vocab_local = double(t.vocab) / sh.tp;
   g.input_tensor = add_tensor(g, nr * h * e);

@@ -69,15 +69,16 @@ std::string explain(const Plan& plan) {
   const Strategy& s = plan.strategy;
   std::string out = format_text("plan: %s on %s x%d\n", plan.model.name.c_str(),
                          plan.hardware.name.c_str(), plan.hardware.num_devices);
-  out += format_text("  tp=%d pp=%d dp=%d v=%d zero=%d sp=%s | schedule %s, %d micro-batches of %d | "
+  out += format_text("  tp=%d pp=%d dp=%d cp=%d v=%d zero=%d sp=%s | schedule %s, %d micro-batches of %d | "
               "recompute %s | fusion %s\n",
-              plan.tp, plan.pp, plan.dp, plan.chunks, s.zero_stage,
+              plan.tp, plan.pp, plan.data_parallel(), plan.cp, plan.chunks, s.zero_stage,
               s.sequence_parallel ? "on" : "off", std::string(schedule_name(s.schedule)).c_str(),
               plan.micro_batches, s.micro_batch, std::string(recompute_name(s.recompute)).c_str(),
               describe_fusion(s.fusion).c_str());
-  out += format_text("  groups: tp %d ranks (%d per node) | dp %d ranks (%d per node, %d nodes) | "
-              "p2p message %s\n",
-              plan.tp_group.size, plan.tp_group.ranks_per_node, plan.dp_group.size,
+  out += format_text("  groups: tp %d ranks (%d per node) | cp %d ranks (%d per node) | gradients "
+              "over dp x cp = %d ranks (%d per node, %d nodes) | p2p message %s\n",
+              plan.tp_group.size, plan.tp_group.ranks_per_node, plan.cp_group.size,
+              plan.cp_group.ranks_per_node, plan.dp_group.size,
               plan.dp_group.ranks_per_node, plan.dp_group.nodes(),
               format_bytes(plan.p2p_bytes).c_str());
   for (size_t i = 0; i < plan.stages.size(); ++i) {

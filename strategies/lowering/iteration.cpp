@@ -243,6 +243,7 @@ void lower_iteration(Plan& plan) {
   IterationProgram& it = plan.iteration;
   it.groups[static_cast<int>(GroupKind::kTensor)] = plan.tp_group;
   it.groups[static_cast<int>(GroupKind::kData)] = plan.dp_group;
+  it.groups[static_cast<int>(GroupKind::kContext)] = plan.cp_group;
   // The first and the last stage share a node only when the whole job fits in one.
   const bool one_node = static_cast<long long>(plan.pp) * plan.tp * plan.dp <=
                         plan.hardware.node.devices;

@@ -95,7 +95,7 @@ struct IterationProgram {
   std::vector<double> rank_params;            // per pipeline rank: parameters on one device
   // Groups of the collectives, by GroupKind.
   CommGroup group(GroupKind k) const { return groups[static_cast<int>(k)]; }
-  std::array<CommGroup, 3> groups{};
+  std::array<CommGroup, kGroupKinds> groups{};
 };
 
 // The pass: reads the plan's stages, groups and state bytes, writes plan.iteration.

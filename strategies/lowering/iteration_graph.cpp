@@ -56,6 +56,7 @@ std::string_view group_name(GroupKind g) {
     case GroupKind::kTensor: return "tensor";
     case GroupKind::kData: return "data";
     case GroupKind::kPipelineEmbedding: return "pipeline_embedding";
+    case GroupKind::kContext: return "context";
   }
   return "?";
 }
@@ -294,7 +295,8 @@ void header(Out& o, const Plan& plan) {
       .raw("},\"devices\":").num(static_cast<long long>(plan.hardware.num_devices))
       .raw(",\"symmetry\":\"one entry per pipeline rank; it stands for its tp x dp devices, which "
            "run the same ops on equal shards\",\"groups\":{");
-  for (GroupKind g : {GroupKind::kTensor, GroupKind::kData, GroupKind::kPipelineEmbedding}) {
+  for (GroupKind g : {GroupKind::kTensor, GroupKind::kData, GroupKind::kPipelineEmbedding,
+                      GroupKind::kContext}) {
     const CommGroup c = plan.iteration.group(g);
     if (g != GroupKind::kTensor) o.raw(",");
     o.str(group_name(g)).raw(":{\"size\":").num(static_cast<long long>(c.size))

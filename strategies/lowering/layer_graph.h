@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "strategies/lowering/comm_group.h"
+
 namespace stratasim {
 
 enum class OpClass : uint8_t {
@@ -73,6 +75,9 @@ struct LayerOp {
   CommKind comm = CommKind::kAllReduce;   // for kCollective
   double comm_bytes = 0;                  // for kCollective: message size per rank
   CommPhases comm_phases = CommPhases::kBoth;
+  GroupKind group = GroupKind::kTensor;   // for kCollective: the ranks it spans
+  bool overlaps_attention = false;        // for kCollective: hidden behind the attention beside it
+  double backward_comm_factor = 1;        // for kCollective: backward bytes / forward bytes
   double backward_flops_factor = 2;       // backward FLOP / forward FLOP
   // GEMM shape for kMatmul ops: C[m x n] = A[m x k] B[k x n], `batch` independent GEMMs.
   double gemm_m = 0, gemm_n = 0, gemm_k = 0, gemm_batch = 1;

@@ -11,7 +11,7 @@ namespace stratasim {
 namespace {
 
 LayerShape shape_of(const Strategy& s, bool causal) {
-  return LayerShape{.micro_batch = s.micro_batch, .tp = s.tp,
+  return LayerShape{.micro_batch = s.micro_batch, .tp = s.tp, .cp = s.cp,
                     .sequence_parallel = s.sequence_parallel,
                     .element_bytes = dtype_bytes(storage_dtype(s.dtype)), .causal = causal, .fusion = s.fusion};
 }
@@ -50,7 +50,7 @@ void build_transformer_blocks(Plan& plan) {
   plan.head = blocks.head;
   plan.tokens_per_micro_batch = double(s.micro_batch) * t.seq_len;
   plan.p2p_bytes = double(s.micro_batch) * t.seq_len * t.hidden * dtype_bytes(storage_dtype(s.dtype)) /
-                   s.tp;  // scatter/gather optimisation (Narayanan et al. SC21, Sec. 4.1)
+                   s.tp / s.cp;  // scatter/gather optimisation (Narayanan et al. SC21, Sec. 4.1)
 }
 
 void assign_stages(Plan& plan) {
@@ -95,6 +95,10 @@ void assign_stages(Plan& plan) {
 void place_groups(Plan& plan) {
   const int per_node = plan.hardware.node.devices;
   plan.tp_group = CommGroup{GroupKind::kTensor, plan.tp, std::min(plan.tp, per_node)};
+  // cp ranks are tp apart (rank order tp, cp, dp, pp), so a node holds per_node / tp of them.
+  const int tp_in_node = std::min(plan.tp, per_node);
+  plan.cp_group = CommGroup{GroupKind::kContext, plan.cp,
+                            std::max(1, std::min(plan.cp, per_node / tp_in_node))};
   const int dp_per_node = std::max(1, std::min(plan.dp, per_node / std::min(plan.tp, per_node)));
   plan.dp_group = CommGroup{GroupKind::kData, plan.dp, dp_per_node};
 }
@@ -130,7 +134,8 @@ Expected<Plan> lower(const ModelSpec& model, const Strategy& strategy,
   plan.hardware = hardware;
   plan.tp = strategy.tp;
   plan.pp = strategy.pp;
-  plan.dp = dp;
+  plan.cp = strategy.cp;
+  plan.dp = dp * strategy.cp;  // gradients are shared by the data and the context replicas
   plan.chunks = strategy.interleave;
   plan.micro_batches = micro_batches;
   plan.samples_per_iteration = strategy.global_batch;

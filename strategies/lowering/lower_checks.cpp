@@ -29,25 +29,48 @@ std::optional<Infeasible> check_tp_divides(const TransformerSpec& t, int tp) {
 
 std::optional<Infeasible> check_degrees(const Strategy& s, const HardwareModel& hw, int* dp) {
   const long long devices = hw.num_devices;
-  const long long tp_pp = static_cast<long long>(s.tp) * s.pp;
+  const long long tp_pp = static_cast<long long>(s.tp) * s.pp * s.cp;
+  const std::string cp = s.cp > 1 ? "*cp" : "", cp_value = s.cp > 1 ? "*" + str(s.cp) : "";
   if (s.dp == 0) {
     if (devices % tp_pp != 0) {
       return Infeasible{InfeasibleReason::kDeviceCount,
-                        "tp*pp=" + str(tp_pp) + " does not divide devices=" + str(devices), "dp"};
+                        "tp*pp" + cp + "=" + str(tp_pp) + " does not divide devices=" + str(devices), "dp"};
     }
     *dp = static_cast<int>(devices / tp_pp);
     return std::nullopt;
   }
   if (tp_pp * s.dp != devices) {
     return Infeasible{InfeasibleReason::kDeviceCount,
-                      "tp*pp*dp=" + str(s.tp) + "*" + str(s.pp) + "*" + str(s.dp) + "=" +
+                      "tp*pp" + cp + "*dp=" + str(s.tp) + "*" + str(s.pp) + cp_value + "*" + str(s.dp) + "=" +
                           str(tp_pp * s.dp) + " differs from devices=" + str(devices), "dp"};
   }
   *dp = s.dp;
   return std::nullopt;
 }
 
+// Context parallelism: a transformer's sequence in 2 cp chunks (each rank takes one from each
+// end, so causal attention work is equal on every rank: Megatron-Core's load balancing), on
+// FlashAttention kernels (ring attention runs them block by block).
+static std::optional<Infeasible> check_context_parallel(const ModelSpec& m, const Strategy& s) {
+  if (s.cp == 1) return std::nullopt;
+  if (m.family == ModelFamily::kOpGraph) {
+    return Infeasible{InfeasibleReason::kContextParallel,
+                      "context parallelism splits a transformer's sequence; this model is an operator graph", "cp"};
+  }
+  if (m.transformer.seq_len % (2 * s.cp) != 0) {
+    return Infeasible{InfeasibleReason::kContextParallel,
+                      "2*cp=" + str(2 * s.cp) + " does not divide seq_len=" + str(m.transformer.seq_len) +
+                          " (load-balanced causal chunks)", "cp"};
+  }
+  if (!s.fusion.flash_attention) {
+    return Infeasible{InfeasibleReason::kContextParallel,
+                      "context parallelism runs ring attention on FlashAttention kernels; set fusion.flash_attention", "cp"};
+  }
+  return std::nullopt;
+}
+
 std::optional<Infeasible> check_model_split(const ModelSpec& m, const Strategy& s) {
+  if (auto bad = check_context_parallel(m, s)) return bad;
   if (m.family == ModelFamily::kOpGraph) {
     if (s.tp > 1 || s.pp > 1 || s.sequence_parallel) {
       return Infeasible{InfeasibleReason::kModel,

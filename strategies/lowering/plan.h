@@ -37,6 +37,10 @@ struct Kernel {
   CommKind comm = CommKind::kAllReduce;
   double comm_bytes = 0;   // message size per rank
   CommPhases comm_phases = CommPhases::kBoth;
+  GroupKind group = GroupKind::kTensor;  // the ranks a collective spans
+  // A collective that runs beside the attention next to it (ring attention's K/V exchange):
+  // only what exceeds that kernel's time is exposed, whatever overlap_tp says.
+  bool overlaps_attention = false;
   bool reads_input_fused = false;
   // A linear layer's GEMM: runs in fp8 when the strategy's dtype is fp8 (attention's batched
   // GEMMs and the output projection stay in 16 bit, as Transformer Engine and torchao do).
@@ -73,7 +77,10 @@ struct Plan {
   Strategy strategy;
   HardwareModel hardware;
 
-  int tp = 1, pp = 1, dp = 1, chunks = 1;
+  // dp: the ranks sharing a stage's weights (data x context parallel), over which gradients
+  // are reduced and ZeRO shards; cp of them split each sequence (Strategy::cp).
+  int tp = 1, pp = 1, dp = 1, chunks = 1, cp = 1;
+  int data_parallel() const { return dp / cp; }  // replicas that see different samples
   int micro_batches = 1;     // per pipeline per iteration (gradient accumulation steps)
   double tokens_per_micro_batch = 0;  // micro_batch * seq_len (samples for op graphs)
   double samples_per_iteration = 0;   // global batch
@@ -88,7 +95,7 @@ struct Plan {
   std::vector<VirtualStage> stages;  // p * v, in virtual-stage order
   double p2p_bytes = 0;              // activation (and gradient) message between stages
 
-  CommGroup tp_group, dp_group;
+  CommGroup tp_group, dp_group, cp_group;
   double grad_bytes_per_param = 2;   // gradient reduction dtype
   double dp_bucket_B = 0;
   // Optimizer-state bookkeeping (bytes per parameter), before ZeRO sharding.

@@ -71,7 +71,7 @@ class Builder {
 };
 
 struct Dims {
-  double e, n, nr, h, kv, f_in, f, a_local, s, b, t;
+  double e, n, nr, h, kv, f_in, f, a_local, s, b, t, cp;
 };
 
 Dims dims_of(const TransformerSpec& t, const LayerShape& sh) {
@@ -80,7 +80,8 @@ Dims dims_of(const TransformerSpec& t, const LayerShape& sh) {
   d.b = sh.micro_batch;
   d.s = t.seq_len;
   d.t = sh.tp;
-  d.n = d.b * d.s;                                      // tokens in the micro-batch
+  d.cp = sh.cp;
+  d.n = d.b * d.s / d.cp;                               // tokens of the micro-batch on this rank
   d.nr = sh.sequence_parallel ? d.n / d.t : d.n;        // tokens held in the norm/dropout region
   d.h = t.hidden;
   d.kv = static_cast<double>(t.kv_heads_or_heads()) * t.head_dim();
@@ -158,18 +159,40 @@ int rotary(Builder& B, const Dims& d, const LayerShape& sh, int qkv) {
   return rotated;
 }
 
+// Ring attention over the cp ranks (Liu et al. 2023; Megatron-Core / Transformer Engine's
+// p2p context parallelism): each rank's K and V blocks (its n tokens) travel around the ring
+// in cp - 1 steps, each step's transfer beside the attention on the block that arrived before
+// it. In the forward a rank receives (cp - 1)/cp of the whole sequence's K and V, an
+// all-gather's volume; the backward passes K, V again and the partial dK, dV: twice that.
+void ring_exchange(Builder& B, const Dims& d, int qkv) {
+  const double sequence_kv = 2 * d.b * d.s * d.kv / d.t * d.e;  // K and V of all s tokens
+  int gathered = B.tensor(0, 0);  // blocks consumed as they arrive, kept by no one
+  LayerOp& ring = B.op("cp_ring_kv", OpClass::kCollective, {qkv}, gathered);
+  ring.comm = CommKind::kAllGather;
+  ring.comm_bytes = sequence_kv;
+  ring.group = GroupKind::kContext;
+  ring.overlaps_attention = true;
+  ring.backward_comm_factor = 2;
+  ring.attention_core = true;  // recomputing the attention runs the ring again
+}
+
 int attention_core(Builder& B, const Dims& d, const LayerShape& sh, bool dropout, int qkv) {
   const double scores = d.b * d.a_local * d.s * d.s * d.e;  // per-head s x s scores
-  const double core_flops = 2 * d.b * d.s * d.s * d.h / d.t;
+  // Each rank attends its s / cp queries to all s keys; with load-balanced chunks the causal
+  // work is the same on every rank.
+  const double core_flops = 2 * d.b * d.s * d.s * d.h / d.t / d.cp;
   int context = B.tensor(d.n * d.h / d.t * d.e);
   if (sh.fusion.flash_attention) {
+    if (sh.cp > 1) ring_exchange(B, d, qkv);
     LayerOp& fa = B.op("flash_attention", OpClass::kFlashAttention, {qkv}, context);
     fa.model_flops = 2 * core_flops;
     fa.matmul_flops = 2 * core_flops * (sh.causal ? 0.5 : 1.0);  // causal skips masked tiles
-    fa.other_flops = 5 * scores / d.e;
+    fa.other_flops = 5 * scores / d.e / d.cp;
     fa.saves = kSaveInput0 | kSaveOutput;          // Q, K, V and the output
-    fa.aux_saved_bytes = d.b * d.a_local * d.s * 4;  // fp32 log-sum-exp per row
+    fa.aux_saved_bytes = d.b * d.a_local * d.s / d.cp * 4;  // fp32 log-sum-exp per row
     fa.backward_flops_factor = 2.5;  // Dao 2023: backward runs 5 GEMMs to forward's 2
+    // Ring attention runs one kernel per K/V block: cp launches of 1/cp of the work each.
+    fa.eager_launches = static_cast<int16_t>(sh.cp - 1);
     return context;
   }
   int raw = B.tensor(scores);

@@ -10,9 +10,10 @@
 namespace stratasim {
 namespace {
 
-constexpr std::array<std::string_view, 15> kAxisNames = {
+constexpr std::array<std::string_view, 16> kAxisNames = {
     "tp", "pp", "dp", "micro_batch", "schedule", "interleave", "recompute", "zero_stage",
-    "sequence_parallel", "fusion", "overlap_dp", "overlap_tp", "dtype", "devices", "cluster"};
+    "sequence_parallel", "fusion", "overlap_dp", "overlap_tp", "dtype", "devices", "cluster",
+    "cp"};
 
 constexpr std::array<EnumName<int>, 2> kBools = {{{"false", 0}, {"true", 1}}};
 constexpr std::array<std::string_view, 4> kFusions = {"none", "epilogues", "megatron", "all"};
@@ -149,6 +150,7 @@ void point_at(const SearchSpace& space, uint64_t index, const Strategy& base, in
       case Axis::kDtype: s.dtype = static_cast<DType>(v); break;
       case Axis::kDevices: point.devices = v; break;
       case Axis::kCluster: point.cluster = v; break;
+      case Axis::kCp: s.cp = v; break;
     }
   }
 }

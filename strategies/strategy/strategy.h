@@ -46,7 +46,11 @@ struct FusionPlan {
 struct Strategy {
   int tp = 1;
   int pp = 1;
-  int dp = 0;  // 0 = devices / (tp * pp)
+  int dp = 0;  // 0 = devices / (tp * cp * pp)
+  // Context parallelism: each sequence split over cp ranks (tokens s / cp each), attention by
+  // ring exchange of K and V among them (Megatron-Core/Transformer Engine, TorchTitan). Rank
+  // order tp, cp, dp, pp; gradients are reduced (and ZeRO-sharded) over dp x cp.
+  int cp = 1;
   int zero_stage = 0;
   bool sequence_parallel = false;
   ScheduleKind schedule = ScheduleKind::k1F1B;

@@ -1,0 +1,136 @@
+// Context parallelism (issue 15): the sequence split over cp ranks with ring attention, worked
+// out by hand on a small GQA decoder.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "hardware_models/src/hardware_json.h"
+#include "sim/analytical/analytical_engine.h"
+#include "sim/cost/block_cost.h"
+#include "sim/cost/collective_cost.h"
+#include "strategies/lowering/lower.h"
+#include "tests/support/small_plans.h"
+
+using namespace stratasim;
+
+namespace {
+
+// 4 layers, hidden 1024, 16 heads of 64 with 4 K/V heads (kv = 256), seq 512, vocab 32000.
+ModelSpec gqa_model() {
+  ModelSpec m = testing::small_gpt(4);
+  m.transformer.kv_heads = 4;
+  return m;
+}
+
+Strategy cp_strategy(int tp, int cp) {
+  Strategy s;
+  s.tp = tp, s.cp = cp, s.global_batch = 8, s.micro_batch = 1;
+  fusion_preset("all", &s.fusion);  // flash attention
+  return s;
+}
+
+const Kernel& kernel(const std::vector<Kernel>& ks, const Block& b, std::string_view name) {
+  auto it = std::find_if(ks.begin(), ks.end(),
+                         [&](const Kernel& k) { return b.graph.ops[k.first_op].name == name; });
+  REQUIRE(it != ks.end());
+  return *it;
+}
+
+}  // namespace
+
+TEST_CASE("context parallel: tokens, ranks and groups of tp 2 x cp 4 on 16 A100") {
+  const Plan p = testing::lower_on_dgx_a100(gqa_model(), cp_strategy(2, 4), 16);
+  // 16 devices = tp 2 x cp 4 x dp 2. Gradients are shared by dp x cp = 8 ranks; micro-batches
+  // come from the 2 data replicas: 8 / (1 x 2) = 4.
+  CHECK(p.cp == 4);
+  CHECK(p.dp == 8);
+  CHECK(p.data_parallel() == 2);
+  CHECK(p.micro_batches == 4);
+  CHECK(p.dp_group.size == 8);
+  // Rank order tp, cp: the 4 cp ranks sit 2 apart, all in one 8-GPU node.
+  CHECK(p.cp_group.size == 4);
+  CHECK(p.cp_group.ranks_per_node == 4);
+  // Each rank holds 512 / 4 = 128 tokens: the qkv GEMM has 128 rows.
+  const Kernel& qkv = kernel(p.layer->forward, *p.layer, "qkv");
+  CHECK(qkv.gemm_m == 128);
+  // The activation sent between pipeline stages would be 128 x 1024 x 2 B / tp 2.
+  CHECK(p.p2p_bytes == doctest::Approx(128.0 * 1024 * 2 / 2));
+}
+
+TEST_CASE("context parallel: ring attention moves K and V around the cp ring, twice in the backward") {
+  const Plan one = testing::lower_on_dgx_a100(gqa_model(), cp_strategy(2, 1), 4);
+  const Plan p = testing::lower_on_dgx_a100(gqa_model(), cp_strategy(2, 4), 16);
+  const Block& b = *p.layer;
+  // K and V of the whole sequence on one tp rank: 2 x (1 x 512 tokens) x 256 / 2 x 2 B.
+  const double kv = 2.0 * 512 * 256 / 2 * 2;  // 262,144 B
+  const Kernel& f = kernel(b.forward, b, "cp_ring_kv");
+  CHECK(f.cls == OpClass::kCollective);
+  CHECK(f.comm == CommKind::kAllGather);  // each rank receives (cp - 1)/cp of it: 196,608 B
+  CHECK(f.group == GroupKind::kContext);
+  CHECK(f.comm_bytes == doctest::Approx(kv));
+  const Kernel& back = kernel(b.backward, b, "cp_ring_kv");
+  CHECK(back.comm == CommKind::kReduceScatter);  // K, V again and the dK, dV partial sums
+  CHECK(back.comm_bytes == doctest::Approx(2 * kv));
+  CHECK(kernel(one.layer->forward, *one.layer, "flash_attention").matmul_flops ==
+        doctest::Approx(4 * kernel(b.forward, b, "flash_attention").matmul_flops));
+  // One attention kernel per arriving block.
+  CHECK(kernel(b.forward, b, "flash_attention").launches == 4);
+  // Saved activations scale with the tokens a rank holds.
+  CHECK(p.layer->saved_activation_B == doctest::Approx(one.layer->saved_activation_B / 4));
+}
+
+TEST_CASE("context parallel: the exchange hides behind the attention unless it is longer") {
+  // Inside one node the exchange is far shorter than the attention beside it: only the
+  // interference (1 - 1/s of it, s the device's overlap slowdown) shows. Across nodes on a
+  // 100 MB/s network it is longer: what exceeds the attention is exposed.
+  auto exposed = [](HardwareModel hw, int devices) {
+    hw.num_devices = devices;
+    Expected<Plan> lowered = lower(gqa_model(), cp_strategy(1, 8), hw);
+    REQUIRE(lowered.has_value());
+    const Plan& p = *lowered;
+    const std::vector<KernelTiming> t = kernel_timings(p.layer->forward, p);
+    size_t ring = 0, fa = 0;
+    for (size_t i = 0; i < p.layer->forward.size(); ++i) {
+      const std::string_view name = p.layer->graph.ops[p.layer->forward[i].first_op].name;
+      if (name == "cp_ring_kv") ring = i;
+      if (name == "flash_attention") fa = i;
+    }
+    CHECK(fa == ring + 1);
+    const double s = p.hardware.device.overlap_slowdown;
+    const double expected = std::max(t[ring].total_s - t[fa].total_s, (1 - 1 / s) * t[ring].total_s);
+    CHECK(t[ring].exposed_s == doctest::Approx(expected));
+    return std::pair{t[ring].total_s, t[fa].total_s};
+  };
+  const auto [fast, attention] = exposed(catalog_cluster("dgx_a100"), 8);
+  CHECK(fast < attention);
+  HardwareModel slow = catalog_cluster("dgx_a100");
+  slow.node.devices = 1;  // one GPU per node with one 100 MB/s NIC: the ring crosses it
+  slow.node.nics = 1;
+  slow.node.nic.bandwidth_Bps = 1e8;
+  const auto [crossing, attention2] = exposed(slow, 8);
+  CHECK(crossing > attention2);
+}
+
+TEST_CASE("context parallel: what it needs is said with the rule") {
+  Strategy s = cp_strategy(1, 3);  // 2 x 3 = 6 does not divide 512
+  Expected<Plan> p = lower(gqa_model(), s, [] {
+    HardwareModel hw = catalog_cluster("dgx_a100");
+    hw.num_devices = 6;
+    return hw;
+  }());
+  REQUIRE_FALSE(p.has_value());
+  CHECK(p.error().reason == InfeasibleReason::kContextParallel);
+  CHECK(p.error().detail == "2*cp=6 does not divide seq_len=512 (load-balanced causal chunks)");
+  CHECK(p.error().field == "cp");
+  s = cp_strategy(1, 2);
+  s.fusion.flash_attention = false;
+  Expected<Plan> q = lower(gqa_model(), s, catalog_cluster("dgx_a100"));
+  REQUIRE_FALSE(q.has_value());
+  CHECK(q.error().detail ==
+        "context parallelism runs ring attention on FlashAttention kernels; set fusion.flash_attention");
+  s = cp_strategy(1, 4);  // 8 devices: tp 1 x cp 4 x dp 2, and the device count names cp
+  s.dp = 4;
+  Expected<Plan> r = lower(gqa_model(), s, catalog_cluster("dgx_a100"));
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().detail == "tp*pp*cp*dp=1*1*4*4=16 differs from devices=8");
+}
