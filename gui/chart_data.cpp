@@ -100,8 +100,9 @@ std::vector<ParetoPoint> pareto_points(const std::vector<VariantResult>& rows) {
 }
 
 std::string strategy_label(const Strategy& s, int dp) {
-  std::string label = format_text("tp%d pp%d dp%d %s", s.tp, s.pp, dp,
-                                  std::string(schedule_name(s.schedule)).c_str());
+  std::string label = format_text("tp%d pp%d dp%d", s.tp, s.pp, dp);
+  if (s.cp > 1) label += format_text(" cp%d", s.cp);
+  label += " " + std::string(schedule_name(s.schedule));
   if (s.interleave > 1) label += format_text(" v%d", s.interleave);
   if (s.zero_stage > 0) label += format_text(" zero%d", s.zero_stage);
   return label + format_text(" mb%d", s.micro_batch);

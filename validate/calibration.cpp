@@ -44,12 +44,23 @@ struct RateFit {
 RateFit fit_rate(const std::vector<const Measurement*>& ms, double Measurement::*work,
                  double overhead_s, const std::string& what) {
   if (ms.empty()) missing(what);
+  // A measurement whose time is mostly launch overhead says nothing about the rate (under load
+  // or a sanitizer the overhead can exceed it, and the fit's slope goes to 0: a rate of 1e18).
   std::vector<double> x, t;
   for (const Measurement* m : ms) {
+    const double work_s = time_of(*m) - m->launches * overhead_s;
+    if (!(work_s > 0.1 * time_of(*m))) continue;
     x.push_back(m->*work);
-    t.push_back(std::max(time_of(*m) - m->launches * overhead_s, 1e-12));
+    t.push_back(work_s);
   }
-  LineFit line = fit_line_relative(x, t);
+  if (x.empty()) {  // every time was overhead: the plain rate of the largest, overhead included
+    const auto big = std::max_element(ms.begin(), ms.end(), [&](const Measurement* a, const Measurement* b) {
+      return a->*work < b->*work;
+    });
+    x.push_back((*big)->*work);
+    t.push_back(time_of(**big));
+  }
+  LineFit line = x.size() > 1 ? fit_line_relative(x, t) : LineFit{0.0, t[0] / x[0]};
   if (!(line.slope > 0)) {
     // Noise larger than the size dependence (tiny sizes on a loaded machine): no half size,
     // the rate of the largest measurement.
@@ -304,9 +315,19 @@ std::string calibration_record_path(const std::string& hardware_path) {
 
 void write_calibration(const Calibration& c, const std::string& hardware_path) {
   const std::string name = std::filesystem::path(hardware_path).filename().generic_string();
+  // The model must load as a scenario's cluster would: a figure outside the plausible bounds
+  // (a disturbed measurement) is reported, never written.
+  const Json hardware = calibrated_hardware_json(c);
+  try {
+    (void)read_cluster(JsonNode(hardware, hardware_path, ""));
+  } catch (const InputError& e) {
+    throw InputError("calibrate", hardware_path, "(not written)",
+                     std::string("the measurements give an implausible model: ") + e.what() +
+                         "; rerun on an idle machine");
+  }
   write_file_atomically(calibration_record_path(hardware_path),
                         json_text(calibration_record_json(c, name), 1) + "\n");
-  write_file_atomically(hardware_path, json_text(calibrated_hardware_json(c), 2) + "\n");
+  write_file_atomically(hardware_path, json_text(hardware, 2) + "\n");
 }
 
 namespace {

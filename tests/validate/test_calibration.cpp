@@ -374,3 +374,54 @@ TEST_CASE("cli: calibrate and validate name a bad --device or a missing mode") {
   CHECK(none.code == 2);
   CHECK(none.output.find("needs --published, or --hardware FILE") != std::string::npos);
 }
+
+TEST_CASE("calibration: GEMM times that are mostly launch overhead do not fit an absurd peak") {
+  // Under a sanitizer the empty parallel region took 7.7 ms, longer than the small GEMMs: their
+  // times minus the overhead were clamped to ~0 and the fit wrote peak.fp32 = 4.2e18 FLOP/s,
+  // a file its own reader refused. Now a measurement with less than 10% of its time left after
+  // the overhead is left out: with a 10 ms overhead only the 1e9 FLOP GEMM remains, taking
+  // 4 us + 1.1e9 / 60e9 = 18.337 ms, 8.337 ms of it work: 1e9 / 8.337e-3 = 1.1995e11 FLOP/s.
+  std::vector<Measurement> ms = synthetic_microbenchmarks();
+  for (Measurement& m : ms) {
+    if (m.family == "launch") m.seconds = m.min_seconds = 10e-3;
+  }
+  CalibrationInfo info;
+  info.cpu = "loaded";
+  info.threads = 2;
+  info.memory_B = 16 * kGiB;
+  info.what = "cpu, test";
+  const Calibration c = fit_calibration(ms, {}, info);
+  const double t = 4e-6 + 1.1e9 / 60e9;
+  CHECK(c.hardware.device.peak_flops[static_cast<int>(DType::kFp32)] ==
+        doctest::Approx(1e9 / (t - 10e-3)).epsilon(1e-9));
+  // What is written loads back as a cluster.
+  const std::string path = temp_dir("calib_overhead") + "/loaded.json";
+  write_calibration(c, path);
+  CHECK(std::filesystem::is_regular_file(path));
+}
+
+TEST_CASE("calibration: an implausible model is reported, not written") {
+  // Copies timed at 1 ns for 1e8 bytes: 1e17 B/s, beyond the 100 TB/s bound of a device.
+  std::vector<Measurement> ms = synthetic_microbenchmarks();
+  for (Measurement& m : ms) {
+    if (m.family == "copy") m.seconds = m.min_seconds = kOverhead + m.bytes * 1e-17;
+  }
+  CalibrationInfo info;
+  info.cpu = "broken clock";
+  info.threads = 2;
+  info.memory_B = 16 * kGiB;
+  info.what = "cpu, test";
+  const Calibration c = fit_calibration(ms, {}, info);
+  const std::string path = temp_dir("calib_absurd") + "/absurd.json";
+  try {
+    write_calibration(c, path);
+    FAIL("an implausible model was written");
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    CHECK(what.find("calibrate: " + path + ": (not written) the measurements give an implausible model: ") == 0);
+    CHECK(what.find("memory_bandwidth") != std::string::npos);
+    CHECK(what.find("rerun on an idle machine") != std::string::npos);
+  }
+  CHECK_FALSE(std::filesystem::exists(path));
+  CHECK_FALSE(std::filesystem::exists(calibration_record_path(path)));
+}
