@@ -84,6 +84,15 @@ Measurement memory_kernel(const std::string& form, double bytes, int launches, d
   return m;
 }
 
+CalibrationInfo test_info(const std::string& cpu) {
+  CalibrationInfo info;
+  info.cpu = cpu;
+  info.threads = 2;
+  info.memory_B = 16 * kGiB;
+  info.what = "cpu, test";
+  return info;
+}
+
 std::string temp_dir(const std::string& name) {
   const auto dir = std::filesystem::temp_directory_path() /
                    ("stratasim_" + name + "_" + std::to_string(::getpid()));
@@ -385,12 +394,7 @@ TEST_CASE("calibration: GEMM times that are mostly launch overhead do not fit an
   for (Measurement& m : ms) {
     if (m.family == "launch") m.seconds = m.min_seconds = 10e-3;
   }
-  CalibrationInfo info;
-  info.cpu = "loaded";
-  info.threads = 2;
-  info.memory_B = 16 * kGiB;
-  info.what = "cpu, test";
-  const Calibration c = fit_calibration(ms, {}, info);
+  const Calibration c = fit_calibration(ms, {}, test_info("loaded"));
   const double t = 4e-6 + 1.1e9 / 60e9;
   CHECK(c.hardware.device.peak_flops[static_cast<int>(DType::kFp32)] ==
         doctest::Approx(1e9 / (t - 10e-3)).epsilon(1e-9));
@@ -406,12 +410,7 @@ TEST_CASE("calibration: an implausible model is reported, not written") {
   for (Measurement& m : ms) {
     if (m.family == "copy") m.seconds = m.min_seconds = kOverhead + m.bytes * 1e-17;
   }
-  CalibrationInfo info;
-  info.cpu = "broken clock";
-  info.threads = 2;
-  info.memory_B = 16 * kGiB;
-  info.what = "cpu, test";
-  const Calibration c = fit_calibration(ms, {}, info);
+  const Calibration c = fit_calibration(ms, {}, test_info("broken clock"));
   const std::string path = temp_dir("calib_absurd") + "/absurd.json";
   try {
     write_calibration(c, path);
