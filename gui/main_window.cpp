@@ -140,7 +140,8 @@ QWidget* MainWindow::build_filter_bar() {
     proxy_->set_schedule(i == 0 ? QString() : schedule->currentText());
   });
   for (auto [name, column] : {std::pair{"tp", int(VariantTableModel::kTp)},
-                              {"pp", int(VariantTableModel::kPp)}, {"dp", int(VariantTableModel::kDp)}}) {
+                              {"pp", int(VariantTableModel::kPp)}, {"dp", int(VariantTableModel::kDp)},
+                              {"cp", int(VariantTableModel::kCp)}}) {
     QSpinBox* box = degree_filter(name);
     layout->addWidget(box);
     connect(box, &QSpinBox::valueChanged, this,

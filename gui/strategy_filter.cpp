@@ -23,7 +23,8 @@ void StrategyFilter::set_degree(int column, int degree) {
     case VariantTableModel::kTp: tp_ = degree; break;
     case VariantTableModel::kPp: pp_ = degree; break;
     case VariantTableModel::kDp: dp_ = degree; break;
-    default: Q_ASSERT_X(false, "set_degree", "column must be tp, pp or dp");
+    case VariantTableModel::kCp: cp_ = degree; break;
+    default: Q_ASSERT_X(false, "set_degree", "column must be tp, pp, dp or cp");
   }
   invalidateFilter();
 }
@@ -31,7 +32,7 @@ void StrategyFilter::set_degree(int column, int degree) {
 void StrategyFilter::clear_filters() {
   fits_only_ = false;
   schedule_.clear();
-  tp_ = pp_ = dp_ = 0;
+  tp_ = pp_ = dp_ = cp_ = 0;
   invalidateFilter();
 }
 
@@ -45,7 +46,8 @@ bool StrategyFilter::filterAcceptsRow(int source_row, const QModelIndex& source_
     return false;
   }
   const std::pair<int, int> degrees[] = {
-      {VariantTableModel::kTp, tp_}, {VariantTableModel::kPp, pp_}, {VariantTableModel::kDp, dp_}};
+      {VariantTableModel::kTp, tp_}, {VariantTableModel::kPp, pp_}, {VariantTableModel::kDp, dp_},
+      {VariantTableModel::kCp, cp_}};
   for (const auto& [column, want] : degrees) {
     if (want > 0 && value(column).toInt() != want) return false;
   }

@@ -17,6 +17,7 @@ class VariantTableModel : public QAbstractTableModel {
     kTp,
     kPp,
     kDp,
+    kCp,
     kSchedule,
     kIteration,
     kTokens,

@@ -9,6 +9,7 @@
 #include <QtWidgets/QTableView>
 
 #include "gui/main_window.h"
+#include "gui/strategy_filter.h"
 #include "gui/variant_table_model.h"
 #include "tests/gui/gui_test_support.h"
 
@@ -133,6 +134,20 @@ TEST_CASE("main window: a child that cannot start is reported, the window stays 
   CHECK(w.status().contains("the stratasim executable was not found"));
   CHECK_FALSE(w.busy());
   CHECK(w.table()->model()->rowCount() == 3);
+}
+
+TEST_CASE("main window: the cp column and filter show the context-parallel variant") {
+  // llama2_70b_512_h100 has one variant with cp = 2 (tp 8, pp 4: 512 / 64 = dp 8, not 16).
+  MainWindow w;
+  REQUIRE(wait_for_evaluation(w, QString::fromStdString(scenario_path(kLlama))));
+  StrategyFilter* f = w.filter();
+  f->set_degree(VariantTableModel::kCp, 2);
+  REQUIRE(f->rowCount() == 1);
+  CHECK(f->index(0, VariantTableModel::kVariant).data().toString() == "context parallel cp=2");
+  CHECK(f->index(0, VariantTableModel::kCp).data().toInt() == 2);
+  CHECK(f->index(0, VariantTableModel::kDp).data().toInt() == 8);
+  f->clear_filters();
+  CHECK(f->rowCount() == 7);
 }
 
 }  // namespace
