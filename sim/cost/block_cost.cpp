@@ -78,7 +78,8 @@ std::vector<KernelTiming> kernel_timings(const std::vector<Kernel>& ks, const Pl
   // Ring attention's exchange (overlaps_attention) runs beside the attention kernel the same way.
   for (size_t i = 0; i < ks.size(); ++i) {
     double t = times[i];
-    if (ks[i].cls == OpClass::kCollective && (s.overlap_tp || ks[i].overlaps_attention)) {
+    const bool tp_overlap = s.overlap_tp && ks[i].group == GroupKind::kTensor;
+    if (ks[i].cls == OpClass::kCollective && (tp_overlap || ks[i].overlaps_attention)) {
       const double m = ks[i].overlaps_attention ? neighbour_s(times, ks, i, OpClass::kFlashAttention)
                                                 : neighbour_s(times, ks, i, OpClass::kMatmul);
       if (m > 0) t = std::max(t - m, interference * t);

@@ -12,6 +12,7 @@ namespace {
 struct BlockKey {
   TransformerSpec t;
   int micro_batch, tp, cp, pp_gt_1;
+  CpComm cp_comm;
   bool sp, causal;
   double element_bytes;
   FusionPlan fusion;  // compared whole (its defaulted ==), so a new field cannot be missed
@@ -19,6 +20,7 @@ struct BlockKey {
 
   bool operator==(const BlockKey& o) const {
     return t == o.t && micro_batch == o.micro_batch && tp == o.tp && cp == o.cp &&
+           cp_comm == o.cp_comm &&
            pp_gt_1 == o.pp_gt_1 &&
            sp == o.sp && causal == o.causal && element_bytes == o.element_bytes &&
            fusion == o.fusion && recompute == o.recompute;
@@ -38,7 +40,7 @@ struct BlockKeyHash {
         k.t.rotary << 11);
     mix(k.micro_batch);
     mix(k.tp);
-    mix(k.cp);
+    mix(k.cp | static_cast<int>(k.cp_comm) << 20);
     mix(k.pp_gt_1 | k.sp << 1 | k.causal << 2 | static_cast<int>(k.recompute) << 3);
     mix(static_cast<long long>(k.element_bytes));
     const FusionPlan& f = k.fusion;  // the hash may leave fields out; equality may not
@@ -78,7 +80,7 @@ TransformerBlocks build(const TransformerSpec& t, const LayerShape& shape, Recom
 
 TransformerBlocks transformer_blocks(const TransformerSpec& t, const LayerShape& shape,
                                      Recompute recompute, int pp) {
-  BlockKey key{t,      shape.micro_batch, shape.tp,           shape.cp,     pp > 1,
+  BlockKey key{t,      shape.micro_batch, shape.tp,           shape.cp,     pp > 1, shape.cp_comm,
                shape.sequence_parallel, shape.causal, shape.element_bytes, shape.fusion, recompute};
   thread_local std::unordered_map<BlockKey, TransformerBlocks, BlockKeyHash> cache;
   auto it = cache.find(key);

@@ -11,7 +11,7 @@ namespace stratasim {
 namespace {
 
 LayerShape shape_of(const Strategy& s, bool causal) {
-  return LayerShape{.micro_batch = s.micro_batch, .tp = s.tp, .cp = s.cp,
+  return LayerShape{.micro_batch = s.micro_batch, .tp = s.tp, .cp = s.cp, .cp_comm = s.cp_comm,
                     .sequence_parallel = s.sequence_parallel,
                     .element_bytes = dtype_bytes(storage_dtype(s.dtype)), .causal = causal, .fusion = s.fusion};
 }

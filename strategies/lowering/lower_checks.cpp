@@ -66,6 +66,14 @@ static std::optional<Infeasible> check_context_parallel(const ModelSpec& m, cons
     return Infeasible{InfeasibleReason::kContextParallel,
                       "context parallelism runs ring attention on FlashAttention kernels; set fusion.flash_attention", "cp"};
   }
+  const TransformerSpec& t = m.transformer;
+  const long long group = static_cast<long long>(s.tp) * s.cp;
+  if (s.cp_comm == CpComm::kAllToAll && (t.heads % group != 0 || t.kv_heads_or_heads() % group != 0)) {
+    return Infeasible{InfeasibleReason::kContextParallel,
+                      "Ulysses (cp_comm a2a) splits heads over tp*cp=" + str(group) +
+                          ", which must divide heads=" + str(t.heads) + " and kv_heads=" +
+                          str(t.kv_heads_or_heads()), "cp_comm"};
+  }
   return std::nullopt;
 }
 

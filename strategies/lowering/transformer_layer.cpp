@@ -176,6 +176,16 @@ void ring_exchange(Builder& B, const Dims& d, int qkv) {
   ring.attention_core = true;  // recomputing the attention runs the ring again
 }
 
+int ulysses_all_to_all(Builder& B, std::string_view name, int in, double bytes) {
+  int out = B.tensor(bytes);
+  LayerOp& a2a = B.op(name, OpClass::kCollective, {in}, out);
+  a2a.comm = CommKind::kAllToAll;
+  a2a.comm_bytes = bytes;
+  a2a.group = GroupKind::kContext;
+  a2a.attention_core = true;  // recomputing the attention redoes its all-to-alls
+  return out;
+}
+
 int attention_core(Builder& B, const Dims& d, const LayerShape& sh, bool dropout, int qkv) {
   const double scores = d.b * d.a_local * d.s * d.s * d.e;  // per-head s x s scores
   // Each rank attends its s / cp queries to all s keys; with load-balanced chunks the causal
@@ -183,8 +193,15 @@ int attention_core(Builder& B, const Dims& d, const LayerShape& sh, bool dropout
   const double core_flops = 2 * d.b * d.s * d.s * d.h / d.t / d.cp;
   int context = B.tensor(d.n * d.h / d.t * d.e);
   if (sh.fusion.flash_attention) {
-    if (sh.cp > 1) ring_exchange(B, d, qkv);
-    LayerOp& fa = B.op("flash_attention", OpClass::kFlashAttention, {qkv}, context);
+    const bool ulysses = sh.cp > 1 && sh.cp_comm == CpComm::kAllToAll;
+    if (sh.cp > 1 && !ulysses) ring_exchange(B, d, qkv);
+    // Ulysses (Jacobs et al. 2023): an all-to-all over the cp ranks turns each rank's s/cp
+    // tokens of every head into all s tokens of heads/cp (the same bytes, (cp-1)/cp of them
+    // moved), on the critical path; the attention runs whole; a second all-to-all turns the
+    // output back.
+    if (ulysses) qkv = ulysses_all_to_all(B, "cp_a2a_qkv", qkv, d.n * (d.h + 2 * d.kv) / d.t * d.e);
+    int attended = ulysses ? B.tensor(d.n * d.h / d.t * d.e) : context;
+    LayerOp& fa = B.op("flash_attention", OpClass::kFlashAttention, {qkv}, attended);
     fa.model_flops = 2 * core_flops;
     fa.matmul_flops = 2 * core_flops * (sh.causal ? 0.5 : 1.0);  // causal skips masked tiles
     fa.other_flops = 5 * scores / d.e / d.cp;
@@ -192,7 +209,8 @@ int attention_core(Builder& B, const Dims& d, const LayerShape& sh, bool dropout
     fa.aux_saved_bytes = d.b * d.a_local * d.s / d.cp * 4;  // fp32 log-sum-exp per row
     fa.backward_flops_factor = 2.5;  // Dao 2023: backward runs 5 GEMMs to forward's 2
     // Ring attention runs one kernel per K/V block: cp launches of 1/cp of the work each.
-    fa.eager_launches = static_cast<int16_t>(sh.cp - 1);
+    if (!ulysses) fa.eager_launches = static_cast<int16_t>(sh.cp - 1);
+    if (ulysses) return ulysses_all_to_all(B, "cp_a2a_out", attended, d.n * d.h / d.t * d.e);
     return context;
   }
   int raw = B.tensor(scores);

@@ -12,6 +12,7 @@ struct LayerShape {
   int micro_batch = 1;
   int tp = 1;
   int cp = 1;  // context parallel: this rank holds seq_len / cp tokens of each sequence
+  CpComm cp_comm = CpComm::kRing;
   bool sequence_parallel = false;
   double element_bytes = 2;  // activation dtype
   bool causal = true;        // decoder: causal attention (flash skips masked blocks)

@@ -43,6 +43,8 @@ struct FusionPlan {
   bool operator==(const FusionPlan&) const = default;
 };
 
+enum class CpComm { kRing, kAllToAll };
+
 struct Strategy {
   int tp = 1;
   int pp = 1;
@@ -51,6 +53,11 @@ struct Strategy {
   // ring exchange of K and V among them (Megatron-Core/Transformer Engine, TorchTitan). Rank
   // order tp, cp, dp, pp; gradients are reduced (and ZeRO-sharded) over dp x cp.
   int cp = 1;
+  // How the cp ranks share attention: kRing (Megatron-Core "p2p", TorchTitan's ring: K/V
+  // blocks passed around beside the attention) or kAllToAll (DeepSpeed-Ulysses, Megatron-Core
+  // "a2a": all-to-alls before and after the attention trade the sequence split for a head
+  // split; needs heads and K/V heads per tp rank divisible by cp).
+  CpComm cp_comm = CpComm::kRing;
   int zero_stage = 0;
   bool sequence_parallel = false;
   ScheduleKind schedule = ScheduleKind::k1F1B;

@@ -19,6 +19,9 @@ inline constexpr std::array<EnumName<Recompute>, 4> kRecomputeNames = {{
 inline constexpr std::array<EnumName<CollectiveAlgorithm>, 4> kAlgorithmNames = {{
     {"auto", CollectiveAlgorithm::kAuto}, {"ring", CollectiveAlgorithm::kRing},
     {"tree", CollectiveAlgorithm::kTree}, {"hierarchical", CollectiveAlgorithm::kHierarchical}}};
+inline constexpr std::array<EnumName<CpComm>, 4> kCpCommNames = {{
+    {"ring", CpComm::kRing}, {"a2a", CpComm::kAllToAll}, {"p2p", CpComm::kRing},
+    {"ulysses", CpComm::kAllToAll}}};
 inline constexpr std::array<EnumName<DType>, 5> kDTypeNames = {{
     {"fp32", DType::kFp32}, {"tf32", DType::kTf32}, {"bf16", DType::kBf16},
     {"fp16", DType::kFp16}, {"fp8", DType::kFp8}}};

@@ -134,3 +134,41 @@ TEST_CASE("context parallel: what it needs is said with the rule") {
   REQUIRE_FALSE(r.has_value());
   CHECK(r.error().detail == "tp*pp*cp*dp=1*1*4*4=16 differs from devices=8");
 }
+
+TEST_CASE("context parallel: Ulysses trades the sequence split for a head split with two all-to-alls") {
+  // 16 heads of 64 with 8 K/V heads (kv = 512), tp 2 x cp 4 (a2a): each rank holds 128
+  // tokens of q (1024 / 2 wide) and of k and v (512 / 2 each): 128 x (512 + 512) x 2 B =
+  // 262,144 B go through the all-to-all before the attention (3/4 of them leave the rank),
+  // 128 x 512 x 2 B = 131,072 B after it; the backward mirrors both.
+  ModelSpec m = gqa_model();
+  m.transformer.kv_heads = 8;
+  Strategy s = cp_strategy(2, 4);
+  s.cp_comm = CpComm::kAllToAll;
+  const Plan p = testing::lower_on_dgx_a100(m, s, 16);
+  const Block& b = *p.layer;
+  const Kernel& in = kernel(b.forward, b, "cp_a2a_qkv");
+  const Kernel& out = kernel(b.forward, b, "cp_a2a_out");
+  CHECK(in.comm == CommKind::kAllToAll);
+  CHECK(in.group == GroupKind::kContext);
+  CHECK(in.comm_bytes == doctest::Approx(128.0 * (512 + 512) * 2));
+  CHECK(out.comm_bytes == doctest::Approx(128.0 * 512 * 2));
+  CHECK(kernel(b.backward, b, "cp_a2a_qkv").comm == CommKind::kAllToAll);
+  CHECK_FALSE(in.overlaps_attention);  // on the critical path: all of it is exposed
+  const std::vector<KernelTiming> t = kernel_timings(b.forward, p);
+  for (size_t i = 0; i < b.forward.size(); ++i) {
+    if (b.forward[i].group == GroupKind::kContext) CHECK(t[i].exposed_s == t[i].total_s);
+  }
+  // The attention runs whole on its heads: one launch, the same FLOPs as the ring's four.
+  const Plan ring = testing::lower_on_dgx_a100(m, cp_strategy(2, 4), 16);
+  CHECK(kernel(b.forward, b, "flash_attention").launches == 1);
+  CHECK(kernel(b.forward, b, "flash_attention").matmul_flops ==
+        doctest::Approx(kernel(ring.layer->forward, *ring.layer, "flash_attention").matmul_flops));
+  // With 4 K/V heads, tp 2 x cp 4 = 8 ranks cannot each take whole K/V heads.
+  HardwareModel hw = catalog_cluster("dgx_a100");
+  hw.num_devices = 16;
+  Expected<Plan> bad = lower(gqa_model(), s, hw);
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(bad.error().detail ==
+        "Ulysses (cp_comm a2a) splits heads over tp*cp=8, which must divide heads=16 and kv_heads=4");
+  CHECK(bad.error().field == "cp_comm");
+}
