@@ -102,6 +102,7 @@ std::vector<ParetoPoint> pareto_points(const std::vector<VariantResult>& rows) {
 std::string strategy_label(const Strategy& s, int dp) {
   std::string label = format_text("tp%d pp%d dp%d", s.tp, s.pp, dp);
   if (s.cp > 1) label += format_text(" cp%d", s.cp);
+  if (s.ep > 1) label += format_text(" ep%d", s.ep);
   label += " " + std::string(schedule_name(s.schedule));
   if (s.interleave > 1) label += format_text(" v%d", s.interleave);
   if (s.zero_stage > 0) label += format_text(" zero%d", s.zero_stage);

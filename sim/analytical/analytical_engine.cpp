@@ -139,7 +139,7 @@ std::vector<double> last_backward_delays(const Plan& plan, const ScheduleTiming&
     const double last = timing.rank_last_backward_s[r];
     for (const IterOp& op : plan.iteration.tail[r]) {
       if (op.kind == IterOpKind::kGradientReduce) {
-        delay[r] = bucketed_reduce(op, plan, last).stretch_s;
+        delay[r] += bucketed_reduce(op, plan, last).stretch_s;
       }
     }
     if (r + 1 < plan.pp) {
@@ -224,6 +224,8 @@ Prediction predict_analytical(const Plan& plan, const EngineOptions& options) {
            totals.tp_total, totals.tp_exposed);
   add_comm(p, CommCategory::kContextParallel, "cp ring attention K/V exchange", &plan.cp_group,
            totals.cp_bytes, totals.cp_total, totals.cp_exposed);
+  add_comm(p, CommCategory::kExpertParallel, "ep token dispatch/combine all-to-all",
+           &plan.ep_group, totals.ep_bytes, totals.ep_total, totals.ep_exposed);
   add_comm(p, CommCategory::kZero, "zero per-micro-batch collectives", &plan.dp_group,
            totals.zero_bytes, totals.zero_total, totals.zero_exposed);
   add_comm(p, CommCategory::kDataParallel, "dp gradient sync", &plan.dp_group, sync.dp_bytes,

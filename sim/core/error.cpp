@@ -81,6 +81,7 @@ std::string_view reason_name(InfeasibleReason r) {
     case InfeasibleReason::kOutOfMemory: return "out-of-memory";
     case InfeasibleReason::kModel: return "model";
     case InfeasibleReason::kContextParallel: return "context-parallel";
+    case InfeasibleReason::kExpertParallel: return "expert-parallel";
   }
   return "unknown";
 }

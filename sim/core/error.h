@@ -48,6 +48,7 @@ enum class InfeasibleReason {
   kOutOfMemory,        // does not fit in device memory
   kModel,              // strategy does not apply to this kind of model
   kContextParallel,    // cp needs a transformer, flash attention and seq % (2 cp) == 0
+  kExpertParallel,     // ep needs a mixture-of-experts model, ep | experts, ep | tp*cp*dp
 };
 std::string_view reason_name(InfeasibleReason r);
 

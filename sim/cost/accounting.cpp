@@ -17,7 +17,7 @@ StageTotals sum_stages(Prediction& p, const Plan& plan, const StageCosts& costs)
     const int r = plan.stages[i].rank;
     rank_compute[r] +=
         m * (c.forward_s + c.backward_s + c.weight_step_s - c.tp_exposed_s - c.cp_exposed_s -
-             c.zero_exposed_s);
+             c.ep_exposed_s - c.zero_exposed_s);
     rank_recompute[r] += m * c.recompute_s;
     t.model_flops += c.model_flops;
     t.hardware_flops += c.hardware_flops;
@@ -28,6 +28,8 @@ StageTotals sum_stages(Prediction& p, const Plan& plan, const StageCosts& costs)
       t.tp_bytes += m * c.tp_bytes;
       t.cp_total += m * c.cp_total_s, t.cp_exposed += m * c.cp_exposed_s;
       t.cp_bytes += m * c.cp_bytes;
+      t.ep_total += m * c.ep_total_s, t.ep_exposed += m * c.ep_exposed_s;
+      t.ep_bytes += m * c.ep_bytes;
       t.zero_total += m * c.zero_total_s, t.zero_exposed += m * c.zero_exposed_s;
       t.zero_bytes += m * c.zero_bytes;
     }

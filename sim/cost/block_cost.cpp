@@ -10,7 +10,8 @@ namespace {
 
 struct PhaseSums {
   double time_s = 0, recompute_s = 0, weight_s = 0, comm_total_s = 0, comm_exposed_s = 0,
-         comm_bytes = 0, cp_total_s = 0, cp_exposed_s = 0, cp_bytes = 0;
+         comm_bytes = 0, cp_total_s = 0, cp_exposed_s = 0, cp_bytes = 0, ep_total_s = 0,
+         ep_exposed_s = 0, ep_bytes = 0;
   double model_flops = 0, hardware_flops = 0;
 };
 
@@ -35,6 +36,10 @@ PhaseSums sum_kernels(const std::vector<Kernel>& ks, const Plan& plan) {
       sum.cp_total_s += times[i].total_s;
       sum.cp_bytes += k.comm_bytes;
       sum.cp_exposed_s += t;
+    } else if (k.cls == OpClass::kCollective && k.group == GroupKind::kExpert) {
+      sum.ep_total_s += times[i].total_s;
+      sum.ep_bytes += k.comm_bytes;
+      sum.ep_exposed_s += t;
     } else if (k.cls == OpClass::kCollective) {
       sum.comm_total_s += times[i].total_s;
       sum.comm_bytes += k.comm_bytes;
@@ -63,7 +68,9 @@ std::vector<KernelTiming> kernel_timings(const std::vector<Kernel>& ks, const Pl
   for (size_t i = 0; i < ks.size(); ++i) {
     const Kernel& k = ks[i];
     if (k.cls == OpClass::kCollective) {
-      const CommGroup& group = k.group == GroupKind::kContext ? plan.cp_group : plan.tp_group;
+      const CommGroup& group = k.group == GroupKind::kContext  ? plan.cp_group
+                               : k.group == GroupKind::kExpert ? plan.ep_group
+                                                               : plan.tp_group;
       const CollectiveChoice c = collective_time(k.comm, k.comm_bytes, group, hw, s.collective);
       times[i] = c.time_s;
       out[i].algorithm = c.algorithm;
@@ -104,6 +111,9 @@ BlockCost block_cost(const Block& b, const Plan& plan) {
   c.cp_total_s = f.cp_total_s + bw.cp_total_s;
   c.cp_exposed_s = f.cp_exposed_s + bw.cp_exposed_s;
   c.cp_bytes = f.cp_bytes + bw.cp_bytes;
+  c.ep_total_s = f.ep_total_s + bw.ep_total_s;
+  c.ep_exposed_s = f.ep_exposed_s + bw.ep_exposed_s;
+  c.ep_bytes = f.ep_bytes + bw.ep_bytes;
   c.model_flops = f.model_flops + bw.model_flops;
   c.hardware_flops = f.hardware_flops + bw.hardware_flops;
   return c;

@@ -16,6 +16,7 @@ struct BlockCost {
   double comm_exposed_s = 0;
   double comm_bytes = 0;
   double cp_total_s = 0, cp_exposed_s = 0, cp_bytes = 0;  // context parallel's ring exchange
+  double ep_total_s = 0, ep_exposed_s = 0, ep_bytes = 0;  // MoE token dispatch/combine all-to-alls
   double model_flops = 0;     // forward + backward
   double hardware_flops = 0;  // forward + recompute + backward
 };

@@ -15,7 +15,7 @@ double curve_checksum(const LinkSpec& l) {
 }
 
 // Every number block_cost() reads from the plan besides the block itself.
-using Signature = std::array<double, 48>;
+using Signature = std::array<double, 56>;
 
 Signature signature_of(const Plan& plan) {
   const HardwareModel& hw = plan.hardware;
@@ -33,7 +33,8 @@ Signature signature_of(const Plan& plan) {
                    double(hw.network.levels), hw.network.switch_latency_s,
                    double(hw.num_devices), double(plan.tp_group.size),
                    double(plan.tp_group.ranks_per_node), double(plan.cp_group.size),
-                   double(plan.cp_group.ranks_per_node), double(s.dtype),
+                   double(plan.cp_group.ranks_per_node), double(plan.ep_group.size),
+                   double(plan.ep_group.ranks_per_node), double(s.dtype),
                    double(s.collective), double(s.overlap_tp), d.matmul_fp8.max_fraction,
                    d.matmul_fp8.half_size, d.flash2.forward.max_fraction,
                    d.flash2.forward.half_size, d.flash2.backward.max_fraction,

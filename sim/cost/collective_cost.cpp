@@ -35,6 +35,23 @@ double hierarchical_time(CommKind kind, double bytes, const CommGroup& g, const 
 
 }  // namespace
 
+// All-to-all (NCCL's grouped send/recv to every peer at once): of a rank's S bytes, 1/n stays,
+// (k - 1)/n go to the k - 1 peers in its node over NVLink and (n - k)/n to the peers in other
+// nodes through its share of the NICs, both at the same time; nothing aggregates, so no
+// algorithm reduces the inter-node part. Inside one node this is the ring's (n-1)/n S/B.
+double all_to_all_s(double bytes, const CommGroup& g, const HardwareModel& hw) {
+  const int n = g.size, k = std::min(g.ranks_per_node, g.size), nodes = g.nodes();
+  if (n <= 1) return 0;
+  const LinkLevel intra = intra_node_level(hw), inter = inter_node_level(hw);
+  const double local = k > 1 ? double(k - 1) / n * bytes / intra.bandwidth_at(bytes) +
+                                   (k - 1) * intra.latency_s
+                             : 0.0;
+  const double remote = nodes > 1 ? double(n - k) / n * bytes / inter.bandwidth_at(bytes) +
+                                        (nodes - 1) * inter.latency_s
+                                  : 0.0;
+  return std::max(local, remote);
+}
+
 LinkLevel intra_node_level(const HardwareModel& hw) {
   const LinkSpec& l = hw.node.device_link;
   return LinkLevel{l.bandwidth_Bps * l.efficiency, l.latency_s, &l};
@@ -76,6 +93,7 @@ double tree_all_reduce_s(double bytes, int n, LinkLevel link) {
 CollectiveChoice collective_time(CommKind kind, double bytes, const CommGroup& g,
                                  const HardwareModel& hw, CollectiveAlgorithm algorithm) {
   if (g.size <= 1 || bytes <= 0) return {0, algorithm};
+  if (kind == CommKind::kAllToAll) return {all_to_all_s(bytes, g, hw), CollectiveAlgorithm::kRing};
   const bool one_node = g.nodes() <= 1;
   const LinkLevel level = one_node ? intra_node_level(hw) : spanning_level(hw);
   const double ring = flat_time(kind, bytes, g.size, level, false);

@@ -37,6 +37,11 @@ double tree_all_reduce_s(double bytes, int n, LinkLevel link);
 // Chunks per half of S: NCCL's ~512 KiB slices, between log2(n) and 64 log2(n).
 int tree_chunks(double bytes, int n);
 
+// All-to-all of S bytes per rank over a group placed k ranks per node: the intra-node part
+// (k-1)/n S over NVLink beside the inter-node part (n-k)/n S through the NIC share, each with
+// one latency per peer node (or peer in the node).
+double all_to_all_s(double bytes, const CommGroup& g, const HardwareModel& hw);
+
 struct CollectiveChoice {
   double time_s = 0;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;

@@ -16,20 +16,25 @@ std::vector<MemoryBreakdown> rank_memory(const Plan& plan, const std::vector<int
   const Strategy& s = plan.strategy;
   std::vector<MemoryBreakdown> out(plan.pp);
   for (int r = 0; r < plan.pp; ++r) {
-    double params = 0, activation_sum = 0, transient = 0;
+    double params = 0, experts = 0, activation_sum = 0, transient = 0;
     int chunks = 0;
     for (const VirtualStage& st : plan.stages) {
       if (st.rank != r) continue;
       params += st.params;
+      experts += st.expert_params;
       activation_sum += st.activation_B;
       transient = std::max(transient, st.layers > 0 ? plan.layer->peak_transient_B : 0.0);
       if (st.has_head && plan.head) transient = std::max(transient, plan.head->peak_transient_B);
       ++chunks;
     }
-    MemoryBreakdown m = model_state_memory(
-        params, plan.dp, s.zero_stage,
-        StateBytes{plan.weight_bytes_per_param, plan.grad_state_bytes_per_param,
-                   plan.optimizer_bytes_per_param});
+    const StateBytes state{plan.weight_bytes_per_param, plan.grad_state_bytes_per_param,
+                           plan.optimizer_bytes_per_param};
+    // Routed experts' states are sharded over the ranks holding the same experts (edp).
+    MemoryBreakdown m = model_state_memory(params - experts, plan.dp, s.zero_stage, state);
+    if (experts > 0) {
+      const MemoryBreakdown e = model_state_memory(experts, plan.edp, s.zero_stage, state);
+      m.weights_B += e.weights_B, m.gradients_B += e.gradients_B, m.optimizer_B += e.optimizer_B;
+    }
     // PipeDream weight stashing: one weight version per in-flight micro-batch.
     if (s.schedule == ScheduleKind::kPipeDreamAsync) {
       m.weights_B *= std::max(1, in_flight[r]);

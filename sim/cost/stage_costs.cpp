@@ -20,6 +20,9 @@ void add_block(StageCost& c, const BlockCost& b, double times) {
   c.cp_total_s += times * b.cp_total_s;
   c.cp_exposed_s += times * b.cp_exposed_s;
   c.cp_bytes += times * b.cp_bytes;
+  c.ep_total_s += times * b.ep_total_s;
+  c.ep_exposed_s += times * b.ep_exposed_s;
+  c.ep_bytes += times * b.ep_bytes;
   c.model_flops += times * b.model_flops;
   c.hardware_flops += times * b.hardware_flops;
 }

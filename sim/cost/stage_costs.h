@@ -20,6 +20,7 @@ struct StageCost {
   double weight_step_s = 0;  // a split backward's W step with its exposed ZeRO collectives
   double tp_total_s = 0, tp_exposed_s = 0, tp_bytes = 0;
   double cp_total_s = 0, cp_exposed_s = 0, cp_bytes = 0;
+  double ep_total_s = 0, ep_exposed_s = 0, ep_bytes = 0;
   double zero_total_s = 0, zero_exposed_s = 0, zero_bytes = 0;
   double model_flops = 0, hardware_flops = 0;
 };

@@ -11,6 +11,7 @@ std::string_view comm_category_name(CommCategory c) {
     case CommCategory::kPipelineP2P: return "pp";
     case CommCategory::kEmbeddingSync: return "embedding";
     case CommCategory::kContextParallel: return "cp";
+    case CommCategory::kExpertParallel: return "ep";
   }
   return "?";
 }

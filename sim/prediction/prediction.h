@@ -24,7 +24,8 @@ struct MemoryBreakdown {
 };
 
 enum class CommCategory {
-  kTensorParallel, kDataParallel, kZero, kPipelineP2P, kEmbeddingSync, kContextParallel
+  kTensorParallel, kDataParallel, kZero, kPipelineP2P, kEmbeddingSync, kContextParallel,
+  kExpertParallel
 };
 std::string_view comm_category_name(CommCategory c);
 

@@ -53,7 +53,8 @@ double Simulation::collective(const CollectiveSpec& c, int rank, int replica) {
   if (n <= 1 || c.bytes <= 0) return 0;
   const double choice_B = c.choice_B > 0 ? c.choice_B : c.bytes / c.repeats;
   const CollectiveAlgorithm a =
-      collective_time(c.kind, choice_B, plan_.dp_group, plan_.hardware, plan_.strategy.collective)
+      collective_time(c.kind, choice_B, plan_.iteration.group(c.group), plan_.hardware,
+                      plan_.strategy.collective)
           .algorithm;
   const bool all_reduce = c.kind == CommKind::kAllReduce;
   if (a == CollectiveAlgorithm::kHierarchical) return hierarchical(c, rank, replica);

@@ -31,6 +31,7 @@
 #include <string>
 
 #include "sim/cost/block_cost_memo.h"
+#include "sim/cost/step_timing.h"
 #include "sim/simgrid/platform.h"
 #include "sim/simgrid/simulation.h"
 
@@ -241,6 +242,25 @@ void Simulation::compute_tracked(double seconds, BucketSignal* s) {
   }
 }
 
+double Simulation::tail_collective(const IterOp& op, int rank, int replica, const std::string& tag,
+                                   const char* what) {
+  std::vector<int> members = members_of(op.group, rank, replica);
+  if (members.empty()) {
+    const double t = comm_op_s(op, plan_);
+    const double start = sg4::Engine::get_clock();
+    sg4::this_actor::sleep_for(t);
+    record(rank, replica, EventKind::kComm, -1, 0, start, what);
+    return t;
+  }
+  const int me = host_index(rank, replica);
+  const int position = static_cast<int>(std::find(members.begin(), members.end(), me) - members.begin());
+  const std::string ring_tag = tag + "-g" + std::to_string(members.front());  // one per group
+  CollectiveSpec c{op.comm, op.bytes, std::max(1, op.repeats), std::move(members), position,
+                   ring_tag, what, true, op.bytes / std::max(1, op.repeats)};
+  c.group = op.group;
+  return collective(c, rank, replica);
+}
+
 // The rank's ops after its last backward, in the plan's order.
 void Simulation::sync_and_step(int rank, int replica, sg4::ActorPtr reducer) {
   HostResult& me = run_.hosts[host_index(rank, replica)];
@@ -254,19 +274,22 @@ void Simulation::sync_and_step(int rank, int replica, sg4::ActorPtr reducer) {
   for (const IterOp& op : plan_.iteration.tail[rank]) {
     switch (op.kind) {
       case IterOpKind::kGradientReduce:
-        if (reducer) {
+        if (op.group != GroupKind::kData) {
+          me.dp_s += tail_collective(op, rank, replica, "expert-reduce-r" + std::to_string(rank),
+                                     "expert gradient reduce");
+        } else if (reducer) {
           reducer->join();
           bucket_signal_[host_index(rank, replica)].reset();
         } else {
           reduce_gradients(rank, replica, op, nullptr);
         }
         break;
-      case IterOpKind::kParameterGather: {
-        const CollectiveSpec c{op.comm,  op.bytes, 1, dp_members(rank), replica,
-                               "dp-gather-r" + std::to_string(rank), "dp all-gather", true};
-        me.dp_s += collective(c, rank, replica);
+      case IterOpKind::kParameterGather:
+        me.dp_s += tail_collective(op, rank, replica,
+                                   (op.group == GroupKind::kData ? "dp-gather-r" : "expert-gather-r") +
+                                       std::to_string(rank),
+                                   "dp all-gather");
         break;
-      }
       case IterOpKind::kEmbeddingSync: {
         end_dp_phase();
         RingSpec r;  // the plan's ring over the first and the last stage

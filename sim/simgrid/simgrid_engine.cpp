@@ -88,6 +88,8 @@ void measured_comms(Prediction& p, const Plan& plan, const SimgridOptions& optio
   // Inside the compute durations in both engines (op_segments: only TP becomes messages).
   add_comm(p, CommCategory::kContextParallel, "cp ring attention K/V exchange", &plan.cp_group,
            totals.cp_bytes, totals.cp_total, totals.cp_exposed);
+  add_comm(p, CommCategory::kExpertParallel, "ep token dispatch/combine all-to-all",
+           &plan.ep_group, totals.ep_bytes, totals.ep_total, totals.ep_exposed);
   if (totals.zero_total > 0) {  // rank 0, as the analytical engine
     add_comm(p, CommCategory::kZero, "zero per-micro-batch collectives (simulated messages)",
              &plan.dp_group, totals.zero_bytes, run.hosts[0].zero_s, run.hosts[0].zero_exposed_s);

@@ -171,6 +171,7 @@ class Simulation {
     const char* what = "";
     bool serial = false;
     double choice_B = 0;  // bytes the algorithm is chosen for (0: bytes / repeats)
+    GroupKind group = GroupKind::kData;  // the plan's group the algorithm is chosen for
   };
   double collective(const CollectiveSpec& c, int rank, int replica);
   double hierarchical(const CollectiveSpec& c, int rank, int replica);
@@ -183,10 +184,29 @@ class Simulation {
   // The rank's gradient-reduce op (iteration.h), or null.
   const IterOp* gradient_reduce(int rank) const {
     for (const IterOp& op : plan_.iteration.tail[rank]) {
-      if (op.kind == IterOpKind::kGradientReduce) return &op;
+      if (op.kind == IterOpKind::kGradientReduce && op.group == GroupKind::kData) return &op;
     }
     return nullptr;
   }
+  // The simulated hosts holding the same experts as (rank, replica): the stage's devices are
+  // numbered tp index + tp x replica and expert-parallel groups are ep consecutive devices, so
+  // with tp | ep the replicas ep / tp apart. Empty when tp does not divide ep (the group then
+  // holds devices no host stands for; the collective is costed in closed form).
+  std::vector<int> expert_data_members(int rank, int replica) const {
+    std::vector<int> m;
+    const int tp = plan_.tp, ep = plan_.ep;
+    if (ep % tp != 0) return m;
+    const int stride = ep / tp;
+    for (int d = replica % stride; d < dp_; d += stride) m.push_back(host_index(rank, d));
+    return m;
+  }
+  std::vector<int> members_of(GroupKind g, int rank, int replica) const {
+    return g == GroupKind::kExpertData ? expert_data_members(rank, replica) : dp_members(rank);
+  }
+  // A collective of the tail over its group, simulated as messages when the group's members
+  // are simulated hosts, else for its closed-form time (collective_cost.h).
+  double tail_collective(const IterOp& op, int rank, int replica, const std::string& tag,
+                         const char* what);
   std::vector<int> dp_members(int rank) const {
     std::vector<int> m;
     for (int d = 0; d < dp_; ++d) m.push_back(host_index(rank, d));

@@ -11,7 +11,7 @@ namespace {
 // Everything a transformer block's lowering reads, as plain values.
 struct BlockKey {
   TransformerSpec t;
-  int micro_batch, tp, cp, pp_gt_1;
+  int micro_batch, tp, cp, ep, pp_gt_1;
   CpComm cp_comm;
   bool sp, causal;
   double element_bytes;
@@ -19,7 +19,7 @@ struct BlockKey {
   Recompute recompute;
 
   bool operator==(const BlockKey& o) const {
-    return t == o.t && micro_batch == o.micro_batch && tp == o.tp && cp == o.cp &&
+    return t == o.t && micro_batch == o.micro_batch && tp == o.tp && cp == o.cp && ep == o.ep &&
            cp_comm == o.cp_comm &&
            pp_gt_1 == o.pp_gt_1 &&
            sp == o.sp && causal == o.causal && element_bytes == o.element_bytes &&
@@ -41,6 +41,8 @@ struct BlockKeyHash {
     mix(k.micro_batch);
     mix(k.tp);
     mix(k.cp | static_cast<int>(k.cp_comm) << 20);
+    mix(k.ep | static_cast<long long>(k.t.moe.experts) << 24 | static_cast<long long>(k.t.moe.top_k) << 44);
+    mix(k.t.head_dim_override);
     mix(k.pp_gt_1 | k.sp << 1 | k.causal << 2 | static_cast<int>(k.recompute) << 3);
     mix(static_cast<long long>(k.element_bytes));
     const FusionPlan& f = k.fusion;  // the hash may leave fields out; equality may not
@@ -51,11 +53,13 @@ struct BlockKeyHash {
   }
 };
 
-std::shared_ptr<const Block> make_block(LayerGraph graph, Recompute mode, double params) {
+std::shared_ptr<const Block> make_block(LayerGraph graph, Recompute mode, double params,
+                                        double expert_params = 0) {
   auto b = std::make_shared<Block>();
   b->graph = std::move(graph);
   lower_block(*b, mode);
-  b->params = params;
+  b->params = params + expert_params;
+  b->expert_params = expert_params;
   return b;
 }
 
@@ -63,7 +67,10 @@ TransformerBlocks build(const TransformerSpec& t, const LayerShape& shape, Recom
                         bool pipelined) {
   const double tp = shape.tp, vocab = t.vocab, h = t.hidden;
   TransformerBlocks out;
-  out.layer = make_block(build_transformer_layer(t, shape), recompute, layer_params(t) / tp);
+  // Routed experts are split over ep (whole experts per rank), everything else over tp.
+  const double experts = expert_layer_params(t);
+  out.layer = make_block(build_transformer_layer(t, shape), recompute,
+                         (layer_params(t) - experts) / tp, experts / shape.ep);
   // The embedding and head are never recomputed (Megatron checkpoints transformer layers only).
   // The word embedding is vocabulary-parallel; learned positions are replicated.
   out.embedding = make_block(build_embedding(t, shape), Recompute::kNone,
@@ -80,7 +87,7 @@ TransformerBlocks build(const TransformerSpec& t, const LayerShape& shape, Recom
 
 TransformerBlocks transformer_blocks(const TransformerSpec& t, const LayerShape& shape,
                                      Recompute recompute, int pp) {
-  BlockKey key{t,      shape.micro_batch, shape.tp,           shape.cp,     pp > 1, shape.cp_comm,
+  BlockKey key{t,      shape.micro_batch, shape.tp,           shape.cp, shape.ep,    pp > 1, shape.cp_comm,
                shape.sequence_parallel, shape.causal, shape.element_bytes, shape.fusion, recompute};
   thread_local std::unordered_map<BlockKey, TransformerBlocks, BlockKeyHash> cache;
   auto it = cache.find(key);

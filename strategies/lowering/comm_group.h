@@ -7,9 +7,11 @@ namespace stratasim {
 
 // kData: the ranks holding the same weights of a stage (data x context parallel).
 // kPipelineEmbedding: the first and the last pipeline stage (same tp and dp index), which
-// both hold the tied word embeddings. kContext: the cp ranks sharing one sequence.
-enum class GroupKind : uint8_t { kTensor, kData, kPipelineEmbedding, kContext };
-inline constexpr int kGroupKinds = 4;
+// both hold the tied word embeddings. kContext: the cp ranks sharing one sequence. kExpert: the
+// ep ranks that exchange tokens for their experts; kExpertData: the ranks holding the same
+// experts (tp*cp*dp / ep), over which expert gradients are reduced and sharded.
+enum class GroupKind : uint8_t { kTensor, kData, kPipelineEmbedding, kContext, kExpert, kExpertData };
+inline constexpr int kGroupKinds = 6;
 
 // `size` ranks, `ranks_per_node` of them in each node.
 struct CommGroup {

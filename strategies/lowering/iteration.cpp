@@ -176,10 +176,15 @@ StageProgram stage_program(const Plan& plan, int vs) {
 // reduce-scatter; ZeRO 2/3 reduced every micro-batch), the gather of the updated weight shards
 // (ZeRO 1/2; ZeRO-3 gathers before use), the tied-embedding all-reduce between the first and
 // the last stage, and the optimizer step.
-std::vector<IterOp> rank_tail(const Plan& plan, int rank, double params) {
+// Mixture of experts: the routed experts' gradients are reduced (and their optimizer states
+// sharded) over the ranks holding the same experts (edp = tp * dp / ep), the rest over dp; the
+// experts' reduction follows the dense buckets on the same stream.
+std::vector<IterOp> rank_tail(const Plan& plan, int rank, double all_params, double expert_params) {
   const Strategy& s = plan.strategy;
   std::vector<IterOp> tail;
+  const double params = all_params - expert_params;
   const double grads = params * plan.grad_bytes_per_param;
+  const bool experts = expert_params > 0 && plan.edp > 1;
   if (plan.dp > 1 && s.zero_stage <= 1) {
     // DDP's buckets: each reduced as one collective when its gradients are final.
     const int buckets =
@@ -190,10 +195,23 @@ std::vector<IterOp> rank_tail(const Plan& plan, int rank, double params) {
     op.overlaps_last_backward = s.overlap_dp;
     tail.push_back(op);
   }
+  if (experts && s.zero_stage <= 1) {
+    const double expert_grads = expert_params * plan.grad_bytes_per_param;
+    const int buckets = static_cast<int>(
+        std::max(1.0, std::ceil(expert_grads / std::max(1.0, plan.dp_bucket_B))));
+    tail.push_back(collective_op(IterOpKind::kGradientReduce,
+                                 s.zero_stage == 0 ? CommKind::kAllReduce : CommKind::kReduceScatter,
+                                 GroupKind::kExpertData, -1, expert_grads, buckets, s.collective));
+  }
   if (plan.dp > 1 && (s.zero_stage == 1 || s.zero_stage == 2)) {
     tail.push_back(collective_op(IterOpKind::kParameterGather, CommKind::kAllGather,
                                  GroupKind::kData, -1, params * plan.weight_bytes_per_param, 1,
                                  s.collective));
+  }
+  if (experts && (s.zero_stage == 1 || s.zero_stage == 2)) {
+    tail.push_back(collective_op(IterOpKind::kParameterGather, CommKind::kAllGather,
+                                 GroupKind::kExpertData, -1,
+                                 expert_params * plan.weight_bytes_per_param, 1, s.collective));
   }
   const bool tied = plan.model.family != ModelFamily::kOpGraph &&
                     plan.model.transformer.tied_embeddings && plan.pp > 1;
@@ -207,10 +225,11 @@ std::vector<IterOp> rank_tail(const Plan& plan, int rank, double params) {
   // Mixed-precision Adam reads and writes both moments and the master weights, reads the
   // gradient and writes the 16-bit weights; ZeRO >= 1 shards the update over dp.
   const double shard = s.zero_stage >= 1 ? plan.dp : 1;
+  const double expert_shard = s.zero_stage >= 1 ? plan.edp : 1;
   IterOp step;
   step.kind = IterOpKind::kOptimizerStep;
   step.stream = Stream::kCompute;
-  step.bytes = params / shard *
+  step.bytes = (params / shard + expert_params / expert_shard) *
                (2 * plan.optimizer_bytes_per_param + plan.grad_bytes_per_param +
                 plan.weight_bytes_per_param);
   tail.push_back(step);
@@ -244,20 +263,28 @@ void lower_iteration(Plan& plan) {
   it.groups[static_cast<int>(GroupKind::kTensor)] = plan.tp_group;
   it.groups[static_cast<int>(GroupKind::kData)] = plan.dp_group;
   it.groups[static_cast<int>(GroupKind::kContext)] = plan.cp_group;
+  it.groups[static_cast<int>(GroupKind::kExpert)] = plan.ep_group;
+  it.groups[static_cast<int>(GroupKind::kExpertData)] = plan.edp_group;
   // The first and the last stage share a node only when the whole job fits in one.
   const bool one_node = static_cast<long long>(plan.pp) * plan.tp * plan.dp <=
                         plan.hardware.node.devices;
   it.groups[static_cast<int>(GroupKind::kPipelineEmbedding)] =
       CommGroup{GroupKind::kPipelineEmbedding, 2, one_node ? 2 : 1};
   it.rank_params.assign(plan.pp, 0.0);
-  for (const VirtualStage& st : plan.stages) it.rank_params[st.rank] += st.params;
+  std::vector<double> rank_experts(plan.pp, 0.0);
+  for (const VirtualStage& st : plan.stages) {
+    it.rank_params[st.rank] += st.params;
+    rank_experts[st.rank] += st.expert_params;
+  }
   it.stages.clear();
   it.stages.reserve(plan.stages.size());
   for (int vs = 0; vs < static_cast<int>(plan.stages.size()); ++vs) {
     it.stages.push_back(stage_program(plan, vs));
   }
   it.tail.clear();
-  for (int r = 0; r < plan.pp; ++r) it.tail.push_back(rank_tail(plan, r, it.rank_params[r]));
+  for (int r = 0; r < plan.pp; ++r) {
+    it.tail.push_back(rank_tail(plan, r, it.rank_params[r], rank_experts[r]));
+  }
 }
 
 }  // namespace stratasim

@@ -11,7 +11,7 @@ namespace stratasim {
 namespace {
 
 LayerShape shape_of(const Strategy& s, bool causal) {
-  return LayerShape{.micro_batch = s.micro_batch, .tp = s.tp, .cp = s.cp, .cp_comm = s.cp_comm,
+  return LayerShape{.micro_batch = s.micro_batch, .tp = s.tp, .cp = s.cp, .cp_comm = s.cp_comm, .ep = s.ep,
                     .sequence_parallel = s.sequence_parallel,
                     .element_bytes = dtype_bytes(storage_dtype(s.dtype)), .causal = causal, .fusion = s.fusion};
 }
@@ -78,6 +78,7 @@ void assign_stages(Plan& plan) {
     st.has_embedding = i == 0 && plan.model.family != ModelFamily::kOpGraph;
     st.has_head = i == vstages - 1 && plan.model.family != ModelFamily::kOpGraph;
     st.params = st.layers * plan.layer->params;
+    st.expert_params = st.layers * plan.layer->expert_params;
     st.activation_B = st.layers * plan.layer->saved_activation_B * plan.block_repeat;
     if (st.has_embedding) {
       st.params += plan.embedding->params;
@@ -101,6 +102,11 @@ void place_groups(Plan& plan) {
                             std::max(1, std::min(plan.cp, per_node / tp_in_node))};
   const int dp_per_node = std::max(1, std::min(plan.dp, per_node / std::min(plan.tp, per_node)));
   plan.dp_group = CommGroup{GroupKind::kData, plan.dp, dp_per_node};
+  // Experts (MoE parallel folding, expert tp 1): ep consecutive ranks of the stage exchange
+  // tokens; the ranks holding the same experts are ep apart.
+  plan.ep_group = CommGroup{GroupKind::kExpert, plan.ep, std::min(plan.ep, per_node)};
+  plan.edp_group = CommGroup{GroupKind::kExpertData, plan.edp,
+                             std::max(1, std::min(plan.edp, per_node / std::min(plan.ep, per_node)))};
 }
 
 void set_state_bytes(Plan& plan) {
@@ -123,7 +129,7 @@ Expected<Plan> lower(const ModelSpec& model, const Strategy& strategy,
                      const HardwareModel& hardware) {
   int dp = 1, micro_batches = 1;
   if (auto bad = check_degrees(strategy, hardware, &dp)) return *bad;
-  if (auto bad = check_model_split(model, strategy)) return *bad;
+  if (auto bad = check_model_split(model, strategy, dp)) return *bad;
   if (auto bad = check_batch_and_schedule(strategy, dp, &micro_batches)) return *bad;
   if (auto bad = check_precision(strategy, hardware)) return *bad;
   if (auto bad = check_topology(strategy, hardware)) return *bad;
@@ -137,6 +143,8 @@ Expected<Plan> lower(const ModelSpec& model, const Strategy& strategy,
   plan.cp = strategy.cp;
   plan.dp = dp * strategy.cp;  // gradients are shared by the data and the context replicas
   plan.chunks = strategy.interleave;
+  plan.ep = strategy.ep;
+  plan.edp = static_cast<int>(static_cast<long long>(strategy.tp) * plan.dp / strategy.ep);
   plan.micro_batches = micro_batches;
   plan.samples_per_iteration = strategy.global_batch;
   if (model.family == ModelFamily::kOpGraph) {

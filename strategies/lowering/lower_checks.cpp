@@ -18,9 +18,14 @@ std::optional<Infeasible> check_tp_divides(const TransformerSpec& t, int tp) {
     return Infeasible{InfeasibleReason::kTensorParallel,
                       "tp=" + str(tp) + " does not divide kv_heads=" + str(t.kv_heads_or_heads()), "tp"};
   }
-  if (t.ffn_or_default() % tp != 0) {
+  if (!t.moe.enabled() && t.ffn_or_default() % tp != 0) {
     return Infeasible{InfeasibleReason::kTensorParallel,
                       "tp=" + str(tp) + " does not divide ffn_hidden=" + str(t.ffn_or_default()), "tp"};
+  }
+  if (t.moe.shared_experts > 0 && (static_cast<long long>(t.moe.shared_experts) * t.shared_ffn()) % tp != 0) {
+    return Infeasible{InfeasibleReason::kTensorParallel,
+                      "tp=" + str(tp) + " does not divide the shared experts' width " +
+                          str(static_cast<long long>(t.moe.shared_experts) * t.shared_ffn()), "tp"};
   }
   return std::nullopt;
 }
@@ -77,8 +82,45 @@ static std::optional<Infeasible> check_context_parallel(const ModelSpec& m, cons
   return std::nullopt;
 }
 
-std::optional<Infeasible> check_model_split(const ModelSpec& m, const Strategy& s) {
+// Mixture of experts: the ep ranks are folded over the stage's tp*cp*dp ranks (Megatron-Core's
+// MoE parallel folding), each holding experts/ep whole experts. With tp > 1 the tokens entering
+// the MoE layer are the sequence-parallel shard of each tp rank (Megatron-Core requires
+// sequence parallelism with MoE and tp > 1).
+static std::optional<Infeasible> check_experts(const ModelSpec& m, const Strategy& s, int dp) {
+  const bool moe = m.family != ModelFamily::kOpGraph && m.transformer.moe.enabled();
+  if (!moe) {
+    if (s.ep == 1) return std::nullopt;
+    return Infeasible{InfeasibleReason::kExpertParallel,
+                      "ep=" + str(s.ep) + " splits experts, but this model has none (set model.moe)", "ep"};
+  }
+  const MoeSpec& e = m.transformer.moe;
+  if (e.experts % s.ep != 0) {
+    return Infeasible{InfeasibleReason::kExpertParallel,
+                      "ep=" + str(s.ep) + " does not divide experts=" + str(e.experts), "ep"};
+  }
+  const long long ranks = static_cast<long long>(s.tp) * s.cp * dp;
+  if (ranks % s.ep != 0) {
+    return Infeasible{InfeasibleReason::kExpertParallel,
+                      "ep=" + str(s.ep) + " does not divide tp*cp*dp=" + str(ranks) +
+                          " (the expert-parallel ranks are folded over a stage's ranks)", "ep"};
+  }
+  if (s.zero_stage >= 2) {
+    return Infeasible{InfeasibleReason::kExpertParallel,
+                      "ZeRO-" + str(s.zero_stage) + " of a mixture-of-experts model is not modelled yet "
+                      "(expert shards over the expert-data group); use zero_stage <= 1 (Megatron's distributed optimizer)",
+                      "zero_stage"};
+  }
+  if (s.tp > 1 && !s.sequence_parallel) {
+    return Infeasible{InfeasibleReason::kExpertParallel,
+                      "mixture of experts with tp=" + str(s.tp) +
+                          " needs sequence_parallel (each tp rank routes its own tokens)", "sequence_parallel"};
+  }
+  return std::nullopt;
+}
+
+std::optional<Infeasible> check_model_split(const ModelSpec& m, const Strategy& s, int dp) {
   if (auto bad = check_context_parallel(m, s)) return bad;
+  if (auto bad = check_experts(m, s, dp)) return bad;
   if (m.family == ModelFamily::kOpGraph) {
     if (s.tp > 1 || s.pp > 1 || s.sequence_parallel) {
       return Infeasible{InfeasibleReason::kModel,

@@ -12,7 +12,8 @@ namespace stratasim {
 
 // Resolves dp (0 = derived) and checks tp * pp * dp == devices.
 std::optional<Infeasible> check_degrees(const Strategy& s, const HardwareModel& hw, int* dp);
-std::optional<Infeasible> check_model_split(const ModelSpec& m, const Strategy& s);
+// dp: the data-parallel degree check_degrees derived.
+std::optional<Infeasible> check_model_split(const ModelSpec& m, const Strategy& s, int dp);
 // Computes the micro-batches per iteration and checks the schedule's rules.
 std::optional<Infeasible> check_batch_and_schedule(const Strategy& s, int dp, int* micro_batches);
 std::optional<Infeasible> check_precision(const Strategy& s, const HardwareModel& hw);

@@ -58,7 +58,8 @@ struct Block {
   std::vector<Kernel> backward;  // recomputation kernels first, then the backward proper
   double saved_activation_B = 0;  // kept from forward to backward, per micro-batch
   double peak_transient_B = 0;    // largest working set during its backward
-  double params = 0;              // parameters on one device (after TP sharding)
+  double params = 0;              // parameters on one device (after TP sharding), experts included
+  double expert_params = 0;       // the routed experts' share of params (after EP sharding)
 };
 
 struct VirtualStage {
@@ -69,6 +70,7 @@ struct VirtualStage {
   bool has_embedding = false;
   bool has_head = false;
   double params = 0;        // on one device of this stage
+  double expert_params = 0; // the routed experts' share of params (reduced over the expert-data group)
   double activation_B = 0;  // saved per micro-batch (layers + embedding/head)
 };
 
@@ -81,6 +83,9 @@ struct Plan {
   // are reduced and ZeRO shards; cp of them split each sequence (Strategy::cp).
   int tp = 1, pp = 1, dp = 1, chunks = 1, cp = 1;
   int data_parallel() const { return dp / cp; }  // replicas that see different samples
+  // Expert parallelism (MoE): ep ranks share a layer's experts; edp = tp * dp / ep ranks hold
+  // the same experts (their gradients are reduced and ZeRO-sharded over them).
+  int ep = 1, edp = 1;
   int micro_batches = 1;     // per pipeline per iteration (gradient accumulation steps)
   double tokens_per_micro_batch = 0;  // micro_batch * seq_len (samples for op graphs)
   double samples_per_iteration = 0;   // global batch
@@ -95,7 +100,7 @@ struct Plan {
   std::vector<VirtualStage> stages;  // p * v, in virtual-stage order
   double p2p_bytes = 0;              // activation (and gradient) message between stages
 
-  CommGroup tp_group, dp_group, cp_group;
+  CommGroup tp_group, dp_group, cp_group, ep_group, edp_group;
   double grad_bytes_per_param = 2;   // gradient reduction dtype
   double dp_bucket_B = 0;
   // Optimizer-state bookkeeping (bytes per parameter), before ZeRO sharding.

@@ -71,7 +71,7 @@ class Builder {
 };
 
 struct Dims {
-  double e, n, nr, h, kv, f_in, f, a_local, s, b, t, cp;
+  double e, n, nr, h, q, kv, f, a_local, s, b, t, cp;
 };
 
 Dims dims_of(const TransformerSpec& t, const LayerShape& sh) {
@@ -84,17 +84,16 @@ Dims dims_of(const TransformerSpec& t, const LayerShape& sh) {
   d.n = d.b * d.s / d.cp;                               // tokens of the micro-batch on this rank
   d.nr = sh.sequence_parallel ? d.n / d.t : d.n;        // tokens held in the norm/dropout region
   d.h = t.hidden;
+  d.q = t.attention_width();  // = h unless head_dim is set apart (Qwen3)
   d.kv = static_cast<double>(t.kv_heads_or_heads()) * t.head_dim();
   d.f = t.ffn_or_default();
-  d.f_in = t.activation == Activation::kSwiGLU ? 2 * d.f : d.f;  // gate + up for SwiGLU
   d.a_local = t.heads / d.t;
   return d;
 }
 
-// norm -> (SP all-gather) ; returns the tensor the column-parallel GEMM reads.
-int norm_and_gather(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSpec& t,
-                    std::string_view norm_name, std::string_view gather_name, int x,
-                    bool fused_input) {
+// The pre-MLP/pre-attention norm on the residual stream's region (sequence-parallel shard).
+int norm(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSpec& t,
+         std::string_view norm_name, int x, bool fused_input) {
   int y = B.tensor(d.nr * d.h * d.e);
   LayerOp& ln = B.elementwise(norm_name, {x}, y, 5, FusionRule::kNone, -1);
   ln.saves = kSaveInput0;  // LayerNorm input: 2sbh (/t under SP)
@@ -107,10 +106,21 @@ int norm_and_gather(Builder& B, const Dims& d, const LayerShape& sh, const Trans
     ln.eager_bytes = d.nr * d.h * (2 * d.e + 28);
     ln.eager_launches = 5;
   }
+  return y;
+}
+
+// SP: the gathered input is saved as its shard (2sbh/t) and re-gathered in backward.
+int sp_gather(Builder& B, const Dims& d, const LayerShape& sh, std::string_view gather_name, int y) {
   if (!sh.sequence_parallel) return y;  // column-parallel GEMM input 2sbh, replicated
-  // SP: the gathered input is saved as its shard (2sbh/t) and re-gathered in backward.
   return B.collective(gather_name, CommKind::kAllGather, y, d.n * d.h * d.e, d.nr * d.h * d.e,
                       d.n * d.h * d.e);
+}
+
+// norm -> (SP all-gather) ; returns the tensor the column-parallel GEMM reads.
+int norm_and_gather(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSpec& t,
+                    std::string_view norm_name, std::string_view gather_name, int x,
+                    bool fused_input) {
+  return sp_gather(B, d, sh, gather_name, norm(B, d, sh, t, norm_name, x, fused_input));
 }
 
 // Row-parallel output -> all-reduce (or SP reduce-scatter) -> bias, dropout, residual add.
@@ -148,8 +158,8 @@ int reduce_and_residual(Builder& B, const Dims& d, const LayerShape& sh, const T
 // [read e, write 4], complex multiply by freqs_cis [4, 4], type_as [4, e] per element of q and
 // k: 16 more bytes per element and 2 more kernels for each of q and k.
 int rotary(Builder& B, const Dims& d, const LayerShape& sh, int qkv) {
-  int rotated = B.tensor(d.n * (d.h + 2 * d.kv) / d.t * d.e);
-  const double qk_elements = d.n * (d.h + d.kv) / d.t;
+  int rotated = B.tensor(d.n * (d.q + 2 * d.kv) / d.t * d.e);
+  const double qk_elements = d.n * (d.q + d.kv) / d.t;
   LayerOp& rope = B.elementwise("rope", {qkv}, rotated, 0, FusionRule::kNone, -1);
   rope.other_flops = 6 * qk_elements;
   if (!sh.fusion.fused_norm) {
@@ -190,8 +200,8 @@ int attention_core(Builder& B, const Dims& d, const LayerShape& sh, bool dropout
   const double scores = d.b * d.a_local * d.s * d.s * d.e;  // per-head s x s scores
   // Each rank attends its s / cp queries to all s keys; with load-balanced chunks the causal
   // work is the same on every rank.
-  const double core_flops = 2 * d.b * d.s * d.s * d.h / d.t / d.cp;
-  int context = B.tensor(d.n * d.h / d.t * d.e);
+  const double core_flops = 2 * d.b * d.s * d.s * d.q / d.t / d.cp;
+  int context = B.tensor(d.n * d.q / d.t * d.e);
   if (sh.fusion.flash_attention) {
     const bool ulysses = sh.cp > 1 && sh.cp_comm == CpComm::kAllToAll;
     if (sh.cp > 1 && !ulysses) ring_exchange(B, d, qkv);
@@ -199,8 +209,8 @@ int attention_core(Builder& B, const Dims& d, const LayerShape& sh, bool dropout
     // tokens of every head into all s tokens of heads/cp (the same bytes, (cp-1)/cp of them
     // moved), on the critical path; the attention runs whole; a second all-to-all turns the
     // output back.
-    if (ulysses) qkv = ulysses_all_to_all(B, "cp_a2a_qkv", qkv, d.n * (d.h + 2 * d.kv) / d.t * d.e);
-    int attended = ulysses ? B.tensor(d.n * d.h / d.t * d.e) : context;
+    if (ulysses) qkv = ulysses_all_to_all(B, "cp_a2a_qkv", qkv, d.n * (d.q + 2 * d.kv) / d.t * d.e);
+    int attended = ulysses ? B.tensor(d.n * d.q / d.t * d.e) : context;
     LayerOp& fa = B.op("flash_attention", OpClass::kFlashAttention, {qkv}, attended);
     fa.model_flops = 2 * core_flops;
     fa.matmul_flops = 2 * core_flops * (sh.causal ? 0.5 : 1.0);  // causal skips masked tiles
@@ -210,11 +220,11 @@ int attention_core(Builder& B, const Dims& d, const LayerShape& sh, bool dropout
     fa.backward_flops_factor = 2.5;  // Dao 2023: backward runs 5 GEMMs to forward's 2
     // Ring attention runs one kernel per K/V block: cp launches of 1/cp of the work each.
     if (!ulysses) fa.eager_launches = static_cast<int16_t>(sh.cp - 1);
-    if (ulysses) return ulysses_all_to_all(B, "cp_a2a_out", attended, d.n * d.h / d.t * d.e);
+    if (ulysses) return ulysses_all_to_all(B, "cp_a2a_out", attended, d.n * d.q / d.t * d.e);
     return context;
   }
   int raw = B.tensor(scores);
-  const double head_dim = d.h / (d.a_local * d.t), heads = d.b * d.a_local;
+  const double head_dim = d.q / (d.a_local * d.t), heads = d.b * d.a_local;
   // 2 * b * (a/t) * s * s * (h/a) = 2bs^2h/t FLOP each.
   LayerOp& qk = B.matmul("attn_scores", qkv, raw, 0, d.s, d.s, head_dim, heads);  // saves Q, K, V: 6sbh/t
   qk.attention_core = true;
@@ -238,9 +248,9 @@ int attention_core(Builder& B, const Dims& d, const LayerShape& sh, bool dropout
   return context;
 }
 
-int mlp_activation(Builder& B, const Dims& d, const TransformerSpec& t, int up) {
+int mlp_activation(Builder& B, const Dims& d, const TransformerSpec& t, int up, double f) {
   int x = up;
-  const double region = d.n * d.f / d.t * d.e;
+  const double region = d.n * f / d.t * d.e;
   if (t.activation == Activation::kSwiGLU) {
     int out = B.tensor(region);
     LayerOp& act = B.elementwise("swiglu", {x}, out, 6, FusionRule::kEpilogue, 0);
@@ -250,13 +260,106 @@ int mlp_activation(Builder& B, const Dims& d, const TransformerSpec& t, int up) 
   if (t.linear_bias) {
     int biased = B.tensor(region);
     B.elementwise("fc1_bias", {x}, biased, 1, FusionRule::kEpilogue, 0).weight_bytes =
-        d.f / d.t * d.e;
+        f / d.t * d.e;
     x = biased;
   }
   int out = B.tensor(region);
   LayerOp& act = B.elementwise(t.activation == Activation::kGeLU ? "gelu" : "relu", {x}, out,
                                8, FusionRule::kEpilogue, 0);
   act.saves = kSaveInput0;  // activation input: 8sbh/t
+  return out;
+}
+
+// Column-parallel up projection, activation, row-parallel down projection of width f (split
+// over tp): returns the partial sums the tp ranks reduce.
+int dense_mlp(Builder& B, const Dims& d, const TransformerSpec& t, int x, double f,
+              std::string_view up_name, std::string_view down_name) {
+  const double f_in = t.activation == Activation::kSwiGLU ? 2 * f : f;  // gate + up for SwiGLU
+  int up = B.tensor(d.n * f_in / d.t * d.e);
+  B.matmul(up_name, x, up, d.h * f_in / d.t * d.e, d.n, f_in / d.t, d.h);
+  int act = mlp_activation(B, d, t, up, f);
+  int down = B.tensor(d.n * d.h * d.e);
+  B.matmul(down_name, act, down, f * d.h / d.t * d.e, d.n, d.h, f / d.t);
+  return down;
+}
+
+// Mixture-of-experts MLP (Megatron-Core's MoELayer with the alltoall token dispatcher; GShard,
+// Lepikhin et al. 2020). Each rank routes the tokens it holds (its sequence-parallel shard:
+// n / tp): a router GEMM (h x experts) and top-k pick k experts per token; the k copies of each
+// token are permuted into expert order and sent by an all-to-all over the ep ranks to the rank
+// holding their expert; each rank runs its experts/ep experts as grouped GEMMs on what it
+// received; a second all-to-all returns the outputs, which are summed with their router
+// weights. With balanced routing a rank receives as many copies as it sends (n k / tp, h
+// elements each); the most loaded rank receives `load` times that and sets everyone's pace, so
+// its all-to-all bytes and GEMM rows are scaled by it (model FLOPs are not). Shared experts
+// run as a dense, tensor-parallel MLP beside the routed ones.
+int moe_mlp(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSpec& t, int mid,
+            bool add_norm) {
+  const MoeSpec& m = t.moe;
+  const double tokens = d.nr, copies = tokens * m.top_k;
+  const double load = m.capacity_factor > 0 ? m.capacity_factor : m.load_imbalance;
+  const double received = copies * load;  // token copies on the most loaded rank
+  const double local_experts = double(m.experts) / sh.ep;
+  const double rows = received / local_experts;  // tokens per local expert
+  const double fe = t.expert_ffn();
+  const double fe_in = t.activation == Activation::kSwiGLU ? 2 * fe : fe;
+
+  int y = norm(B, d, sh, t, "norm2", mid, add_norm);
+  int logits = B.tensor(tokens * m.experts * 4);  // fp32 router scores
+  LayerOp& router = B.matmul("router", y, logits, d.h * m.experts * d.e, tokens, m.experts, d.h);
+  router.high_precision = true;  // routers stay 16-bit or higher under fp8 training
+  int routes = B.tensor(tokens * m.top_k * 8);  // top-k weights and expert indices
+  LayerOp& topk = B.op("router_topk", OpClass::kMemoryBound, {logits}, routes);
+  topk.other_flops = 6 * tokens * m.experts;  // softmax (or sigmoid) and top-k over the scores
+  topk.saves = kSaveOutput;
+
+  int permuted = B.tensor(copies * d.h * d.e);
+  B.op("permute", OpClass::kMemoryBound, {y, routes}, permuted);
+  int dispatched = B.tensor(received * d.h * d.e);
+  LayerOp& dispatch = B.op("ep_dispatch", OpClass::kCollective, {permuted}, dispatched);
+  dispatch.comm = CommKind::kAllToAll;
+  dispatch.comm_bytes = received * d.h * d.e;
+  dispatch.group = GroupKind::kExpert;
+
+  int up = B.tensor(received * fe_in * d.e);
+  LayerOp& fc1 = B.matmul("expert_fc1", dispatched, up, local_experts * d.h * fe_in * d.e, rows,
+                          fe_in, d.h, local_experts);
+  fc1.model_flops = 2 * copies * fe_in * d.h;
+  int act = B.tensor(received * fe * d.e);
+  LayerOp& glu = B.elementwise(t.activation == Activation::kSwiGLU ? "expert_swiglu" : "expert_gelu",
+                               {up}, act, 6, FusionRule::kEpilogue, 3);
+  glu.saves = kSaveInput0;
+  int down = B.tensor(received * d.h * d.e);
+  LayerOp& fc2 = B.matmul("expert_fc2", act, down, local_experts * fe * d.h * d.e, rows, d.h, fe,
+                          local_experts);
+  fc2.model_flops = 2 * copies * fe * d.h;
+
+  int combined = B.tensor(copies * d.h * d.e);
+  LayerOp& combine = B.op("ep_combine", OpClass::kCollective, {down}, combined);
+  combine.comm = CommKind::kAllToAll;
+  combine.comm_bytes = received * d.h * d.e;
+  combine.group = GroupKind::kExpert;
+  int moe_out = B.tensor(tokens * d.h * d.e);
+  LayerOp& unpermute = B.op("unpermute", OpClass::kMemoryBound, {combined, routes}, moe_out);
+  unpermute.other_flops = 2 * copies * d.h;  // weighted sum of the k outputs per token
+  unpermute.saves = kSaveInput0 | kSaveInput1;
+
+  int x = moe_out;
+  if (m.shared_experts > 0) {
+    const double fs = double(m.shared_experts) * t.shared_ffn();
+    int shared = dense_mlp(B, d, t, sp_gather(B, d, sh, "sp_all_gather2", y), fs, "shared_fc1",
+                           "shared_fc2");
+    if (sh.tp > 1) {
+      shared = B.collective("tp_reduce_shared",
+                            sh.sequence_parallel ? CommKind::kReduceScatter : CommKind::kAllReduce,
+                            shared, tokens * d.h * d.e, tokens * d.h * d.e, d.n * d.h * d.e);
+    }
+    int sum = B.tensor(tokens * d.h * d.e);
+    B.elementwise("shared_add", {moe_out, shared}, sum, 1, FusionRule::kBiasDropoutResidual, 2);
+    x = sum;
+  }
+  int out = B.tensor(tokens * d.h * d.e);
+  B.elementwise("residual_add", {x, mid}, out, 1, FusionRule::kBiasDropoutResidual, 2);
   return out;
 }
 
@@ -272,22 +375,22 @@ LayerGraph build_transformer_layer(const TransformerSpec& t, const LayerShape& s
   g.input_tensor = B.tensor(d.nr * d.h * d.e);  // residual stream, 2sbh (/t under SP)
 
   int x = norm_and_gather(B, d, sh, t, "norm1", "sp_all_gather1", g.input_tensor, add_norm);
-  int qkv = B.tensor(d.n * (d.h + 2 * d.kv) / d.t * d.e);
-  B.matmul("qkv", x, qkv, d.h * (d.h + 2 * d.kv) / d.t * d.e, d.n, (d.h + 2 * d.kv) / d.t,
+  int qkv = B.tensor(d.n * (d.q + 2 * d.kv) / d.t * d.e);
+  B.matmul("qkv", x, qkv, d.h * (d.q + 2 * d.kv) / d.t * d.e, d.n, (d.q + 2 * d.kv) / d.t,
            d.h);  // saves its input: 2sbh
   if (t.rotary) qkv = rotary(B, d, sh, qkv);
   int context = attention_core(B, d, sh, t.dropout, qkv);
   int proj = B.tensor(d.n * d.h * d.e);
-  B.matmul("attn_proj", context, proj, d.h * d.h / d.t * d.e, d.n, d.h, d.h / d.t);
+  B.matmul("attn_proj", context, proj, d.q * d.h / d.t * d.e, d.n, d.h, d.q / d.t);
   int mid = reduce_and_residual(B, d, sh, t, "tp_reduce1", proj, g.input_tensor, 1);
 
-  x = norm_and_gather(B, d, sh, t, "norm2", "sp_all_gather2", mid, add_norm);
-  int up = B.tensor(d.n * d.f_in / d.t * d.e);
-  B.matmul("fc1", x, up, d.h * d.f_in / d.t * d.e, d.n, d.f_in / d.t, d.h);
-  int act = mlp_activation(B, d, t, up);
-  int down = B.tensor(d.n * d.h * d.e);
-  B.matmul("fc2", act, down, d.f * d.h / d.t * d.e, d.n, d.h, d.f / d.t);
-  g.output_tensor = reduce_and_residual(B, d, sh, t, "tp_reduce2", down, mid, 2);
+  if (t.moe.enabled()) {
+    g.output_tensor = moe_mlp(B, d, sh, t, mid, add_norm);
+  } else {
+    x = norm_and_gather(B, d, sh, t, "norm2", "sp_all_gather2", mid, add_norm);
+    int down = dense_mlp(B, d, t, x, d.f, "fc1", "fc2");
+    g.output_tensor = reduce_and_residual(B, d, sh, t, "tp_reduce2", down, mid, 2);
+  }
 
   for (LayerOp& o : g.ops) {
     if (!B.rule_on(o.fusion)) o.fusion_group = -1;

@@ -13,6 +13,7 @@ struct LayerShape {
   int tp = 1;
   int cp = 1;  // context parallel: this rank holds seq_len / cp tokens of each sequence
   CpComm cp_comm = CpComm::kRing;
+  int ep = 1;  // expert parallel: this rank holds experts / ep of each MoE layer's experts
   bool sequence_parallel = false;
   double element_bytes = 2;  // activation dtype
   bool causal = true;        // decoder: causal attention (flash skips masked blocks)

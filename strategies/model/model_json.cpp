@@ -19,6 +19,28 @@ constexpr std::array<EnumName<GraphOpKind>, 7> kOpKinds = {{
     {"elementwise", GraphOpKind::kElementwise}, {"pool", GraphOpKind::kPool},
     {"softmax", GraphOpKind::kSoftmax}, {"loss", GraphOpKind::kLoss}}};
 
+MoeSpec read_moe(const JsonNode& n, MoeSpec m) {
+  n.allow_keys({"experts", "top_k", "expert_ffn_hidden", "shared_experts", "shared_ffn_hidden",
+                "capacity_factor", "load_imbalance", "description"});
+  if (m.experts == 0) n.at("experts");  // required unless the preset has experts
+  m.experts = static_cast<int>(n.integer_or("experts", m.experts, 1, 1 << 20));
+  m.top_k = static_cast<int>(n.integer_or("top_k", m.top_k, 1, m.experts));
+  m.expert_ffn_hidden =
+      static_cast<int>(n.integer_or("expert_ffn_hidden", m.expert_ffn_hidden, 0, 100000000));
+  m.shared_experts = static_cast<int>(n.integer_or("shared_experts", m.shared_experts, 0, 1024));
+  m.shared_ffn_hidden =
+      static_cast<int>(n.integer_or("shared_ffn_hidden", m.shared_ffn_hidden, 0, 100000000));
+  m.capacity_factor = n.number_or("capacity_factor", m.capacity_factor);
+  if (m.capacity_factor != 0 && !(m.capacity_factor >= 1 && m.capacity_factor <= 64)) {
+    n.at("capacity_factor").fail("must be 0 (dropless) or between 1 and 64");
+  }
+  m.load_imbalance = n.number_or("load_imbalance", m.load_imbalance);
+  if (!(m.load_imbalance >= 1 && m.load_imbalance <= 64)) {
+    n.at("load_imbalance").fail("must be between 1 (balanced) and 64 (most loaded rank / mean)");
+  }
+  return m;
+}
+
 void read_transformer_fields(const JsonNode& n, TransformerSpec& t) {
   t.layers = static_cast<int>(n.integer_or("layers", t.layers, 1, 100000));
   t.hidden = static_cast<int>(n.integer_or("hidden", t.hidden, 1, 10000000));
@@ -34,10 +56,12 @@ void read_transformer_fields(const JsonNode& n, TransformerSpec& t) {
   t.rotary = n.bool_or("rotary", t.rotary);
   t.linear_bias = n.bool_or("linear_bias", t.linear_bias);
   t.dropout = n.bool_or("dropout", t.dropout);
+  t.head_dim_override = static_cast<int>(n.integer_or("head_dim", t.head_dim_override, 0, 1000000));
+  if (auto moe = n.find("moe")) t.moe = read_moe(*moe, t.moe);
 }
 
 void check_transformer(const JsonNode& n, const TransformerSpec& t) {
-  if (t.hidden % t.heads != 0) {
+  if (t.head_dim_override == 0 && t.hidden % t.heads != 0) {
     n.fail("has hidden=" + std::to_string(t.hidden) + " not divisible by heads=" +
            std::to_string(t.heads));
   }
@@ -101,7 +125,7 @@ ModelSpec read_model(const JsonNode& n) {
   if (n.is_string()) return preset_for(n);
   n.allow_keys({"preset", "name", "family", "layers", "hidden", "heads", "kv_heads",
                 "ffn_hidden", "activation", "norm", "seq_len", "vocab", "tied_embeddings",
-                "learned_positions", "rotary", "linear_bias", "dropout", "ops", "repeat",
+                "learned_positions", "rotary", "linear_bias", "dropout", "head_dim", "moe", "ops", "repeat",
                 "description"});
   ModelSpec m;
   if (auto preset = n.find("preset")) {
@@ -120,7 +144,7 @@ ModelSpec read_model(const JsonNode& n) {
   }
   n.allow_keys({"preset", "name", "family", "layers", "hidden", "heads", "kv_heads", "ffn_hidden",
                 "activation", "norm", "seq_len", "vocab", "tied_embeddings", "learned_positions",
-                "rotary", "linear_bias", "dropout", "description"});
+                "rotary", "linear_bias", "dropout", "head_dim", "moe", "description"});
   read_transformer_fields(n, m.transformer);
   check_transformer(n, m.transformer);
   return m;
@@ -154,6 +178,14 @@ Json to_json(const ModelSpec& m) {
             {"learned_positions", t.learned_positions}, {"rotary", t.rotary},
             {"linear_bias", t.linear_bias},
             {"dropout", t.dropout}});
+  if (t.head_dim_override > 0) j["head_dim"] = t.head_dim_override;
+  if (t.moe.enabled()) {
+    const MoeSpec& m = t.moe;
+    j["moe"] = Json{{"experts", m.experts}, {"top_k", m.top_k},
+                    {"expert_ffn_hidden", t.expert_ffn()}, {"shared_experts", m.shared_experts},
+                    {"shared_ffn_hidden", m.shared_experts > 0 ? t.shared_ffn() : 0},
+                    {"capacity_factor", m.capacity_factor}, {"load_imbalance", m.load_imbalance}};
+  }
   return j;
 }
 

@@ -31,6 +31,12 @@ ModelSpec llama(std::string name, int layers, int hidden, int heads, int kv_head
   return m;
 }
 
+ModelSpec moe(ModelSpec m, int experts, int top_k, int expert_ffn, int head_dim = 0) {
+  m.transformer.moe = MoeSpec{.experts = experts, .top_k = top_k, .expert_ffn_hidden = expert_ffn};
+  m.transformer.head_dim_override = head_dim;
+  return m;
+}
+
 const std::map<std::string, std::function<ModelSpec()>>& presets() {
   static const std::map<std::string, std::function<ModelSpec()>> table = {
       // Brown et al. 2020, Table 2.1; Megatron's 51200 padded vocabulary.
@@ -44,6 +50,16 @@ const std::map<std::string, std::function<ModelSpec()>>& presets() {
       // Llama 3 model card (Meta, 2024).
       {"llama3-8b", [] { return llama("llama3-8b", 32, 4096, 32, 8, 14336, 8192, 128256); }},
       {"llama3-70b", [] { return llama("llama3-70b", 80, 8192, 64, 8, 28672, 8192, 128256); }},
+      // Jiang et al. 2024 (Mixtral of Experts), Table 1: 8 experts, top-2, Mistral 7B's
+      // dimensions; trained here at 4096 tokens (Megatron-Core's Mixtral recipe).
+      {"mixtral-8x7b",
+       [] { return moe(llama("mixtral-8x7b", 32, 4096, 32, 8, 14336, 4096, 32000), 8, 2, 14336); }},
+      // Qwen3 technical report (Yang et al. 2025), Table 2, and the Hugging Face configs:
+      // 128 experts, top-8, head_dim 128, untied embeddings, vocabulary 151936.
+      {"qwen3-30b-a3b",
+       [] { return moe(llama("qwen3-30b-a3b", 48, 2048, 32, 4, 6144, 4096, 151936), 128, 8, 768, 128); }},
+      {"qwen3-235b-a22b",
+       [] { return moe(llama("qwen3-235b-a22b", 94, 4096, 64, 4, 12288, 4096, 151936), 128, 8, 1536, 128); }},
       // Devlin et al. 2019: 24 layers, 1024 hidden, 16 heads, seq 512, WordPiece 30522.
       {"bert-large",
        [] {

@@ -33,16 +33,45 @@ std::string_view activation_name(Activation a) {
   return "?";
 }
 
-double layer_params(const TransformerSpec& t) {
+namespace {
+
+// One MLP of width f: up (gate + up for SwiGLU) and down projections with their biases.
+double mlp_params(const TransformerSpec& t, double f) {
   const double h = t.hidden;
+  const double bias = t.linear_bias ? 1.0 : 0.0;
+  const double up_matrices = t.activation == Activation::kSwiGLU ? 2.0 : 1.0;
+  return up_matrices * h * f + bias * up_matrices * f + f * h + bias * h;
+}
+
+// Everything but the MLP: attention (q, k, v, output projection) and the two norms.
+double attention_and_norm_params(const TransformerSpec& t) {
+  const double h = t.hidden, q = t.attention_width();
   const double kv = static_cast<double>(t.kv_heads_or_heads()) * t.head_dim();
-  const double f = t.ffn_or_default();
   const double bias = t.linear_bias ? 1.0 : 0.0;
   const double norm_params = t.norm == NormKind::kLayerNorm ? 2 * h : h;  // gamma (+ beta)
-  const double attention = h * (h + 2 * kv) + bias * (h + 2 * kv) + h * h + bias * h;
-  const double up_matrices = t.activation == Activation::kSwiGLU ? 2.0 : 1.0;
-  const double mlp = up_matrices * h * f + bias * up_matrices * f + f * h + bias * h;
-  return attention + mlp + 2 * norm_params;
+  const double attention = h * (q + 2 * kv) + bias * (q + 2 * kv) + q * h + bias * h;
+  return attention + 2 * norm_params;
+}
+
+// Router (h x experts) and shared experts: the MoE layer's parameters outside the routed experts.
+double moe_dense_params(const TransformerSpec& t) {
+  return double(t.hidden) * t.moe.experts + t.moe.shared_experts * mlp_params(t, t.shared_ffn());
+}
+
+}  // namespace
+
+double layer_params(const TransformerSpec& t) {
+  if (!t.moe.enabled()) return attention_and_norm_params(t) + mlp_params(t, t.ffn_or_default());
+  return attention_and_norm_params(t) + moe_dense_params(t) + expert_layer_params(t);
+}
+
+double expert_layer_params(const TransformerSpec& t) {
+  return t.moe.enabled() ? t.moe.experts * mlp_params(t, t.expert_ffn()) : 0.0;
+}
+
+double active_layer_params(const TransformerSpec& t) {
+  if (!t.moe.enabled()) return layer_params(t);
+  return attention_and_norm_params(t) + moe_dense_params(t) + t.moe.top_k * mlp_params(t, t.expert_ffn());
 }
 
 double embedding_params(const TransformerSpec& t) {

@@ -12,6 +12,28 @@ enum class ModelFamily { kDecoder, kEncoder, kOpGraph };
 enum class Activation { kGeLU, kReLU, kSwiGLU };
 enum class NormKind { kLayerNorm, kRMSNorm };
 
+// Mixture of experts (Shazeer et al. 2017; GShard, Lepikhin et al. 2020): each layer's MLP is
+// `experts` expert MLPs of width `expert_ffn_hidden` of which a router picks `top_k` per token,
+// plus `shared_experts` always-active MLPs of width `shared_ffn_hidden` (DeepSeekMoE, Dai et al.
+// 2024). experts == 0: a dense model.
+struct MoeSpec {
+  int experts = 0;
+  int top_k = 1;
+  int expert_ffn_hidden = 0;  // 0 = the dense ffn_hidden
+  int shared_experts = 0;
+  int shared_ffn_hidden = 0;  // 0 = expert_ffn_hidden (per shared expert)
+  // > 0: GShard/Switch fixed capacity: every expert processes capacity_factor x its mean token
+  // count (overflow dropped, the rest padded). 0: dropless (Megatron-Core's default, MegaBlocks).
+  double capacity_factor = 0;
+  // Dropless: tokens of the most loaded expert-parallel rank over the mean. It sets the pace of
+  // every rank (the all-to-all waits for it). 1 = balanced: Megatron-Bridge's benchmark
+  // protocol forces balanced routing (--moe-router-force-load-balancing), so published
+  // throughput tables measure 1; a learned router with an auxiliary loss runs above it.
+  double load_imbalance = 1;
+  bool enabled() const { return experts > 0; }
+  bool operator==(const MoeSpec&) const = default;
+};
+
 struct TransformerSpec {
   int layers = 1;
   int hidden = 1;
@@ -27,10 +49,19 @@ struct TransformerSpec {
   bool rotary = false;            // rotary position embedding on q and k (RoPE: Llama, NeoX)
   bool linear_bias = true;        // biases in linear layers (GPT-3 yes, Llama no)
   bool dropout = true;            // attention and residual dropout (GPT/BERT yes, Llama no)
+  // Width of one attention head; 0 = hidden / heads. Qwen3 sets it apart from hidden (kv_channels
+  // 128 with hidden 4096 and 64 heads), so q and the attention output are heads x head_dim wide.
+  int head_dim_override = 0;
+  MoeSpec moe;
 
   int kv_heads_or_heads() const { return kv_heads > 0 ? kv_heads : heads; }
   int ffn_or_default() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
-  int head_dim() const { return hidden / heads; }
+  int head_dim() const { return head_dim_override > 0 ? head_dim_override : hidden / heads; }
+  int attention_width() const { return heads * head_dim(); }  // q and attention output
+  int expert_ffn() const { return moe.expert_ffn_hidden > 0 ? moe.expert_ffn_hidden : ffn_or_default(); }
+  int shared_ffn() const {
+    return moe.shared_ffn_hidden > 0 ? moe.shared_ffn_hidden : expert_ffn();
+  }
   bool operator==(const TransformerSpec&) const = default;
 };
 
@@ -70,6 +101,11 @@ std::string_view activation_name(Activation a);
 // Megatron GPT: 12 l h^2 (1 + 13/(12h) + (V + s)/(12 l h)) (Narayanan et al. SC21, Eq. 2
 // context); generalised here to GQA, SwiGLU, RMSNorm and untied embeddings.
 double layer_params(const TransformerSpec& t);
+// The routed experts' share of layer_params (0 for a dense model): they are split over the
+// expert-parallel ranks, the rest over tensor parallelism.
+double expert_layer_params(const TransformerSpec& t);
+// Parameters one token passes through in a layer (a dense model: layer_params).
+double active_layer_params(const TransformerSpec& t);
 double embedding_params(const TransformerSpec& t);  // token (+ position) embeddings
 double head_params(const TransformerSpec& t);       // final norm + untied output projection
 double total_params(const ModelSpec& m);

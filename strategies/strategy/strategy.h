@@ -58,6 +58,12 @@ struct Strategy {
   // "a2a": all-to-alls before and after the attention trade the sequence split for a head
   // split; needs heads and K/V heads per tp rank divisible by cp).
   CpComm cp_comm = CpComm::kRing;
+  // Expert parallelism (mixture-of-experts models): the routed experts of each layer split over
+  // ep ranks, tokens sent to their experts' ranks by an all-to-all and back by another (GShard;
+  // Megatron-Core's alltoall token dispatcher). The ep ranks are folded over the tp x cp x dp
+  // ranks of a stage (Megatron-Core's MoE parallel folding), experts unsplit by tensor
+  // parallelism (expert tp 1); their gradients are reduced over the tp*cp*dp/ep replicas.
+  int ep = 1;
   int zero_stage = 0;
   bool sequence_parallel = false;
   ScheduleKind schedule = ScheduleKind::k1F1B;

@@ -1,0 +1,200 @@
+// Mixture of experts with expert parallelism (issue 15), worked out by hand on a small MoE
+// decoder: 4 layers, hidden 1024, 16 heads (no GQA), RMSNorm, SwiGLU, no biases, 8 experts of
+// width 512, top-2, seq 512, vocab 32000 (tied, learned positions).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "sim/analytical/analytical_engine.h"
+#include "sim/cost/collective_cost.h"
+#include "sim/cost/memory_model.h"
+#include "strategies/lowering/lower.h"
+#include "tests/support/small_plans.h"
+
+using namespace stratasim;
+
+namespace {
+
+ModelSpec moe_model() {
+  ModelSpec m = testing::small_gpt(4);
+  TransformerSpec& t = m.transformer;
+  t.activation = Activation::kSwiGLU, t.norm = NormKind::kRMSNorm, t.linear_bias = false;
+  t.moe = MoeSpec{.experts = 8, .top_k = 2, .expert_ffn_hidden = 512};
+  return m;
+}
+
+Strategy moe_strategy(int tp, int ep) {
+  Strategy s;
+  s.tp = tp, s.ep = ep, s.global_batch = 16, s.micro_batch = 1, s.zero_stage = 1;
+  s.sequence_parallel = tp > 1;
+  fusion_preset("all", &s.fusion);
+  return s;
+}
+
+const Kernel& kernel(const std::vector<Kernel>& ks, const Block& b, std::string_view name) {
+  auto it = std::find_if(ks.begin(), ks.end(),
+                         [&](const Kernel& k) { return b.graph.ops[k.first_op].name == name; });
+  REQUIRE(it != ks.end());
+  return *it;
+}
+
+// One expert: gate and up (2 x 1024 x 512) and down (512 x 1024) = 1,572,864 parameters.
+constexpr double kExpert = 3.0 * 1024 * 512;
+// Attention q, k, v (1024 x 3072) and output (1024 x 1024) + two RMSNorm gains (2 x 1024).
+constexpr double kAttention = 1024.0 * 3072 + 1024.0 * 1024 + 2 * 1024;
+constexpr double kRouter = 1024.0 * 8;
+
+}  // namespace
+
+TEST_CASE("moe: parameters of a layer, total and active per token") {
+  const TransformerSpec t = moe_model().transformer;
+  CHECK(expert_layer_params(t) == doctest::Approx(8 * kExpert));               // 12,582,912
+  CHECK(layer_params(t) == doctest::Approx(kAttention + kRouter + 8 * kExpert));  // 16,787,456
+  CHECK(active_layer_params(t) == doctest::Approx(kAttention + kRouter + 2 * kExpert));
+  // Shared experts (DeepSeekMoE) are dense: 1 of width 256 adds 3 x 1024 x 256 everywhere.
+  TransformerSpec shared = t;
+  shared.moe.shared_experts = 1, shared.moe.shared_ffn_hidden = 256;
+  CHECK(layer_params(shared) - layer_params(t) == doctest::Approx(3.0 * 1024 * 256));
+  CHECK(active_layer_params(shared) - active_layer_params(t) == doctest::Approx(3.0 * 1024 * 256));
+}
+
+TEST_CASE("moe: ep 4 on 8 GPUs: experts per rank, groups and the expert-data replicas") {
+  const Plan p = testing::lower_on_dgx_a100(moe_model(), moe_strategy(1, 4), 8);
+  // 8 experts over ep 4: 2 whole experts per rank; attention and router unsplit (tp 1).
+  CHECK(p.layer->expert_params == doctest::Approx(2 * kExpert));
+  CHECK(p.layer->params == doctest::Approx(kAttention + kRouter + 2 * kExpert));
+  // tp 1 x dp 8 = 8 ranks per stage: ep groups of 4 consecutive ranks, 8 / 4 = 2 ranks hold
+  // the same experts, 4 apart (both in the one 8-GPU node).
+  CHECK(p.ep_group.size == 4);
+  CHECK(p.ep_group.ranks_per_node == 4);
+  CHECK(p.edp == 2);
+  CHECK(p.edp_group.size == 2);
+  CHECK(p.edp_group.ranks_per_node == 2);
+}
+
+TEST_CASE("moe: dispatch and combine all-to-all bytes per token, grouped GEMM rows") {
+  const Plan p = testing::lower_on_dgx_a100(moe_model(), moe_strategy(1, 4), 8);
+  const Block& b = *p.layer;
+  // 512 tokens x top-2 = 1024 copies of 1024 elements x 2 B: 2,097,152 B each way, i.e.
+  // top_k x hidden x 2 B = 4096 B per token per all-to-all.
+  const double bytes = 512.0 * 2 * 1024 * 2;
+  for (std::string_view name : {"ep_dispatch", "ep_combine"}) {
+    const Kernel& f = kernel(b.forward, b, name);
+    CHECK(f.cls == OpClass::kCollective);
+    CHECK(f.comm == CommKind::kAllToAll);
+    CHECK(f.group == GroupKind::kExpert);
+    CHECK(f.comm_bytes == doctest::Approx(bytes));
+    const Kernel& back = kernel(b.backward, b, name);  // the gradients travel the same way back
+    CHECK(back.comm == CommKind::kAllToAll);
+    CHECK(back.comm_bytes == doctest::Approx(bytes));
+  }
+  // Balanced: a rank receives the 1024 copies it sends, over its 2 experts: 512 rows each.
+  const Kernel& fc1 = kernel(b.forward, b, "expert_fc1");
+  CHECK(fc1.gemm_batch == 2);
+  CHECK(fc1.gemm_m == 512);
+  CHECK(fc1.gemm_n == 1024);  // gate and up of width 512
+  CHECK(fc1.gemm_k == 1024);
+  CHECK(fc1.matmul_flops == doctest::Approx(2.0 * 1024 * 1024 * 1024));
+  CHECK(fc1.model_flops == doctest::Approx(2.0 * 1024 * 1024 * 1024));
+}
+
+TEST_CASE("moe: the most loaded rank sets the pace; a capacity factor pads every expert") {
+  ModelSpec skewed = moe_model();
+  skewed.transformer.moe.load_imbalance = 1.5;
+  const Plan even = testing::lower_on_dgx_a100(moe_model(), moe_strategy(1, 4), 8);
+  const Plan p = testing::lower_on_dgx_a100(skewed, moe_strategy(1, 4), 8);
+  const Kernel& fc2 = kernel(p.layer->forward, *p.layer, "expert_fc2");
+  const Kernel& fc2_even = kernel(even.layer->forward, *even.layer, "expert_fc2");
+  CHECK(fc2.matmul_flops == doctest::Approx(1.5 * fc2_even.matmul_flops));
+  CHECK(fc2.model_flops == doctest::Approx(fc2_even.model_flops));  // MFU counts routed tokens
+  CHECK(kernel(p.layer->forward, *p.layer, "ep_dispatch").comm_bytes ==
+        doctest::Approx(1.5 * 512 * 2 * 1024 * 2));
+  ModelSpec capped = skewed;
+  capped.transformer.moe.capacity_factor = 1.25;  // GShard: capacity wins over the imbalance
+  const Plan c = testing::lower_on_dgx_a100(capped, moe_strategy(1, 4), 8);
+  CHECK(kernel(c.layer->forward, *c.layer, "expert_fc1").gemm_m == doctest::Approx(1.25 * 512));
+}
+
+TEST_CASE("moe: with tp 2 each rank routes its sequence-parallel shard") {
+  const Plan p = testing::lower_on_dgx_a100(moe_model(), moe_strategy(2, 8), 8);
+  // 512 / 2 = 256 tokens per rank; ep 8 over tp 2 x dp 4 = 8 ranks; one expert per rank.
+  CHECK(kernel(p.layer->forward, *p.layer, "ep_dispatch").comm_bytes ==
+        doctest::Approx(256.0 * 2 * 1024 * 2));
+  CHECK(p.edp == 1);
+  CHECK(p.layer->expert_params == doctest::Approx(kExpert));
+  // Attention split over tp 2, experts whole: (attention + router) / 2 + 1 expert.
+  CHECK(p.layer->params == doctest::Approx((kAttention + kRouter) / 2 + kExpert));
+}
+
+TEST_CASE("moe: strategies that cannot run say why") {
+  HardwareModel hw = catalog_cluster("dgx_a100");
+  hw.num_devices = 8;
+  auto refused = [&](const ModelSpec& m, const Strategy& s) {
+    Expected<Plan> p = lower(m, s, hw);
+    REQUIRE_FALSE(p.has_value());
+    CHECK(p.error().reason == InfeasibleReason::kExpertParallel);
+    return p.error().detail;
+  };
+  CHECK(refused(moe_model(), moe_strategy(1, 3)) == "ep=3 does not divide experts=8");
+  CHECK(refused(testing::small_gpt(4), moe_strategy(1, 2)) ==
+        "ep=2 splits experts, but this model has none (set model.moe)");
+  Strategy no_sp = moe_strategy(2, 2);
+  no_sp.sequence_parallel = false;
+  CHECK(refused(moe_model(), no_sp) ==
+        "mixture of experts with tp=2 needs sequence_parallel (each tp rank routes its own tokens)");
+  Strategy wide = moe_strategy(1, 8);
+  wide.pp = 2;  // 4 ranks per stage cannot hold ep 8
+  CHECK(refused(moe_model(), wide) ==
+        "ep=8 does not divide tp*cp*dp=4 (the expert-parallel ranks are folded over a stage's ranks)");
+}
+
+TEST_CASE("moe: expert gradients and optimizer states live on the expert-data replicas") {
+  const Plan p = testing::lower_on_dgx_a100(moe_model(), moe_strategy(1, 4), 8);
+  // Per device: 4 layers of 2 experts; the rest is dense: 4 layers of attention + router, the
+  // embedding (32000 + 512 positions) x 1024 and the final RMSNorm.
+  const double experts = 4 * 2 * kExpert;                                         // 12,582,912
+  const double dense = 4 * (kAttention + kRouter) + (32000.0 + 512) * 1024 + 1024;  // 50,111,488
+  const std::vector<IterOp>& tail = p.iteration.tail[0];
+  auto reduce = [&](GroupKind g) {
+    auto it = std::find_if(tail.begin(), tail.end(), [&](const IterOp& op) {
+      return op.kind == IterOpKind::kGradientReduce && op.group == g;
+    });
+    REQUIRE(it != tail.end());
+    return *it;
+  };
+  CHECK(reduce(GroupKind::kData).bytes == doctest::Approx(2 * dense));
+  CHECK(reduce(GroupKind::kExpertData).bytes == doctest::Approx(2 * experts));
+  CHECK(reduce(GroupKind::kExpertData).comm == CommKind::kReduceScatter);  // ZeRO-1
+  // Adam's 12 B per parameter, sharded over dp 8 (dense) and edp 2 (experts).
+  const MemoryBreakdown m = rank_memory(p, {1})[0];
+  CHECK(m.optimizer_B == doctest::Approx(12 * (dense / 8 + experts / 2)));  // 150,664,704 B
+  CHECK(m.weights_B == doctest::Approx(2 * (dense + experts)));
+}
+
+TEST_CASE("moe: an all-to-all across nodes is bound by the inter-node share of each rank") {
+  const HardwareModel hw = catalog_cluster("dgx_a100");
+  const double S = 256e6;
+  const LinkLevel intra = intra_node_level(hw), inter = inter_node_level(hw);
+  // 16 ranks, 8 per node: 7/16 of S over NVLink beside 8/16 of S through the NIC share.
+  const CommGroup g{GroupKind::kExpert, 16, 8};
+  const double local = 7.0 / 16 * S / intra.bandwidth_at(S) + 7 * intra.latency_s;
+  const double remote = 8.0 / 16 * S / inter.bandwidth_at(S) + 1 * inter.latency_s;
+  CHECK(all_to_all_s(S, g, hw) == doctest::Approx(std::max(local, remote)));
+  CHECK(remote > local);  // 25 GB/s of NIC per A100 against 300 GB/s of NVLink
+  // Inside one node it is the ring's (n-1)/n S/B + (n-1) alpha.
+  const CommGroup node{GroupKind::kExpert, 8, 8};
+  CHECK(all_to_all_s(S, node, hw) == doctest::Approx(ring_gather_s(S, 8, intra)));
+  CHECK(collective_time(CommKind::kAllToAll, S, g, hw, CollectiveAlgorithm::kAuto).time_s ==
+        doctest::Approx(std::max(local, remote)));
+}
+
+TEST_CASE("moe: expert parallelism is reported as its own communication") {
+  const Plan p = testing::lower_on_dgx_a100(moe_model(), moe_strategy(1, 4), 8);
+  const Prediction pr = predict_analytical(p);
+  auto it = std::find_if(pr.comms.begin(), pr.comms.end(),
+                         [](const CommStat& c) { return c.category == CommCategory::kExpertParallel; });
+  REQUIRE(it != pr.comms.end());
+  // 4 all-to-alls of 2,097,152 B per layer and micro-batch; 4 layers, 16 / 8 = 2 micro-batches.
+  CHECK(it->bytes == doctest::Approx(4 * 2097152.0 * 4 * 2));
+  CHECK(it->group_size == 4);
+}
