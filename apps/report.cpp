@@ -96,6 +96,19 @@ std::string describe_model(const ModelSpec& m) {
                format_count(total_params(m)).c_str());
   }
   const TransformerSpec& t = m.transformer;
+  if (t.moe.enabled()) {
+    const MoeSpec& e = t.moe;
+    const std::string shared =
+        e.shared_experts > 0 ? format_text(" + %d shared of %d", e.shared_experts, t.shared_ffn()) : "";
+    const double active = t.layers * active_layer_params(t) + embedding_params(t) + head_params(t);
+    return format_text("%s: %s, %d layers, hidden %d, %d heads (%d kv, head dim %d), MoE %d experts of "
+                       "ffn %d %s, top-%d%s, seq %d, vocab %d, %s params (%s active)",
+               m.name.c_str(), std::string(family_name(m.family)).c_str(), t.layers, t.hidden,
+               t.heads, t.kv_heads_or_heads(), t.head_dim(), e.experts, t.expert_ffn(),
+               std::string(activation_name(t.activation)).c_str(), e.top_k, shared.c_str(),
+               t.seq_len, t.vocab, format_count(total_params(m)).c_str(),
+               format_count(active).c_str());
+  }
   return format_text("%s: %s, %d layers, hidden %d, %d heads (%d kv), ffn %d %s, seq %d, vocab %d, %s params",
              m.name.c_str(), std::string(family_name(m.family)).c_str(), t.layers, t.hidden,
              t.heads, t.kv_heads_or_heads(), t.ffn_or_default(),
@@ -112,14 +125,16 @@ std::string describe_cluster(const HardwareModel& hw) {
 }
 
 std::string describe_strategy(const Strategy& s, int dp, int micro_batches) {
-  const std::string cp = s.cp > 1 ? format_text(" cp=%d", s.cp) : "";
+  const std::string cp = (s.cp > 1 ? format_text(" cp=%d", s.cp) : "") +
+                         (s.ep > 1 ? format_text(" ep=%d", s.ep) : "");
   return format_text("tp=%d pp=%d dp=%d%s v=%d zero=%d sp=%s | %s | micro-batch %d, global %d (%d "
-             "micro-batches) | recompute %s | fusion %s | overlap dp=%s tp=%s | %s",
+             "micro-batches) | recompute %s | fusion %s | overlap dp=%s tp=%s%s | %s",
              s.tp, s.pp, dp, cp.c_str(), s.interleave, s.zero_stage, s.sequence_parallel ? "on" : "off",
              std::string(schedule_name(s.schedule)).c_str(), s.micro_batch, s.global_batch,
              micro_batches, std::string(recompute_name(s.recompute)).c_str(),
              describe_fusion(s.fusion).c_str(), s.overlap_dp ? "on" : "off",
-             s.overlap_tp ? "on" : "off", std::string(dtype_name(s.dtype)).c_str());
+             s.overlap_tp ? "on" : "off", s.ep > 1 ? (s.overlap_ep ? " ep=on" : " ep=off") : "",
+             std::string(dtype_name(s.dtype)).c_str());
 }
 
 std::string evaluation_report(const Scenario& sc, const Plan& plan, const Prediction& p) {

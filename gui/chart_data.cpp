@@ -30,8 +30,9 @@ std::vector<GanttRow> gantt_rows(const Prediction& p) {
 
 namespace {
 
-constexpr std::array<CommCategory, 6> kCommOrder{
-    CommCategory::kTensorParallel, CommCategory::kContextParallel, CommCategory::kPipelineP2P,
+constexpr std::array<CommCategory, 7> kCommOrder{
+    CommCategory::kTensorParallel, CommCategory::kContextParallel, CommCategory::kExpertParallel,
+    CommCategory::kPipelineP2P,
     CommCategory::kDataParallel, CommCategory::kZero, CommCategory::kEmbeddingSync};
 
 }  // namespace

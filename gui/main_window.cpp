@@ -141,7 +141,7 @@ QWidget* MainWindow::build_filter_bar() {
   });
   for (auto [name, column] : {std::pair{"tp", int(VariantTableModel::kTp)},
                               {"pp", int(VariantTableModel::kPp)}, {"dp", int(VariantTableModel::kDp)},
-                              {"cp", int(VariantTableModel::kCp)}}) {
+                              {"cp", int(VariantTableModel::kCp)}, {"ep", int(VariantTableModel::kEp)}}) {
     QSpinBox* box = degree_filter(name);
     layout->addWidget(box);
     connect(box, &QSpinBox::valueChanged, this,

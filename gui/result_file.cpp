@@ -8,8 +8,9 @@
 namespace stratasim {
 namespace {
 
-constexpr std::array<EnumName<CommCategory>, 6> kCommNames{{
-    {"tp", CommCategory::kTensorParallel}, {"cp", CommCategory::kContextParallel}, {"dp", CommCategory::kDataParallel},
+constexpr std::array<EnumName<CommCategory>, 7> kCommNames{{
+    {"tp", CommCategory::kTensorParallel}, {"cp", CommCategory::kContextParallel},
+    {"ep", CommCategory::kExpertParallel}, {"dp", CommCategory::kDataParallel},
     {"zero", CommCategory::kZero}, {"pp", CommCategory::kPipelineP2P},
     {"embedding", CommCategory::kEmbeddingSync}}};
 constexpr std::array<EnumName<EventKind>, 7> kEventNames{{

@@ -24,7 +24,8 @@ void StrategyFilter::set_degree(int column, int degree) {
     case VariantTableModel::kPp: pp_ = degree; break;
     case VariantTableModel::kDp: dp_ = degree; break;
     case VariantTableModel::kCp: cp_ = degree; break;
-    default: Q_ASSERT_X(false, "set_degree", "column must be tp, pp, dp or cp");
+    case VariantTableModel::kEp: ep_ = degree; break;
+    default: Q_ASSERT_X(false, "set_degree", "column must be tp, pp, dp, cp or ep");
   }
   invalidateFilter();
 }
@@ -32,7 +33,7 @@ void StrategyFilter::set_degree(int column, int degree) {
 void StrategyFilter::clear_filters() {
   fits_only_ = false;
   schedule_.clear();
-  tp_ = pp_ = dp_ = cp_ = 0;
+  tp_ = pp_ = dp_ = cp_ = ep_ = 0;
   invalidateFilter();
 }
 
@@ -47,7 +48,7 @@ bool StrategyFilter::filterAcceptsRow(int source_row, const QModelIndex& source_
   }
   const std::pair<int, int> degrees[] = {
       {VariantTableModel::kTp, tp_}, {VariantTableModel::kPp, pp_}, {VariantTableModel::kDp, dp_},
-      {VariantTableModel::kCp, cp_}};
+      {VariantTableModel::kCp, cp_}, {VariantTableModel::kEp, ep_}};
   for (const auto& [column, want] : degrees) {
     if (want > 0 && value(column).toInt() != want) return false;
   }

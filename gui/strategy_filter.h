@@ -23,7 +23,7 @@ class StrategyFilter : public QSortFilterProxyModel {
  private:
   bool fits_only_ = false;
   QString schedule_;
-  int tp_ = 0, pp_ = 0, dp_ = 0, cp_ = 0;
+  int tp_ = 0, pp_ = 0, dp_ = 0, cp_ = 0, ep_ = 0;
 };
 
 }  // namespace stratasim

@@ -24,6 +24,8 @@ QVariant sort_value(const VariantResult& v, int column) {
       return v.feasible() ? v.plan->data_parallel() : -1;
     case VariantTableModel::kCp:
       return v.strategy.cp;
+    case VariantTableModel::kEp:
+      return v.strategy.ep;
     case VariantTableModel::kSchedule:
       return text(schedule_name(v.strategy.schedule));
     case VariantTableModel::kIteration:
@@ -101,7 +103,7 @@ QVariant VariantTableModel::data(const QModelIndex& index, int role) const {
 QVariant VariantTableModel::headerData(int section, Qt::Orientation o, int role) const {
   if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
   static const char* const kHeaders[kColumns] = {"variant",     "tp",        "pp",       "dp",
-                                                 "cp",          "schedule",    "iteration", "tokens/s", "MFU",
+                                                 "cp",          "ep",          "schedule",    "iteration", "tokens/s", "MFU",
                                                  "peak memory", "fits"};
   return QString(kHeaders[section]);
 }

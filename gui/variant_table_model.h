@@ -18,6 +18,7 @@ class VariantTableModel : public QAbstractTableModel {
     kPp,
     kDp,
     kCp,
+    kEp,
     kSchedule,
     kIteration,
     kTokens,

@@ -51,18 +51,23 @@ std::string reason_not_expressible(const Json& c) {
   const Json& m = c.value("model", Json::object());
   const Json& p = c.value("parallel", Json::object());
   const std::string arch = lowercase(case_field_text(c, "model.arch"));
-  if ((has_number(m, "experts") && m.at("experts").get<double>() > 1) || has_word(arch, "moe") ||
-      arch.find("experts") != std::string::npos) {
-    const std::string n = case_field_text(c, "model.experts");
-    return "mixture of experts (" + (n.empty() ? std::string("number of experts not stated") : n + " experts") +
-           "): expert parallelism comes with issue 15";
+  const bool moe = (has_number(m, "experts") && m.at("experts").get<double>() > 1) ||
+                   has_word(arch, "moe") || arch.find("experts") != std::string::npos;
+  if (moe && arch.find("mla") != std::string::npos) {
+    return "multi-head latent attention (" + case_field_text(c, "model.arch") +
+           "): MLA's compressed K/V projections are not modelled yet";
+  }
+  if (moe && (!has_number(m, "experts") || !has_number(m, "top_k") ||
+              !has_number(m, "layers") || !has_number(m, "hidden") || !has_number(m, "heads"))) {
+    return "mixture of experts whose architecture the source does not state (" +
+           case_field_text(c, "model.arch") + ")";
   }
   if (!has_number(m, "layers") || !has_number(m, "hidden") || !has_number(m, "heads")) {
     return "not a transformer (" + case_field_text(c, "model.arch") +
            "): operator graphs with pipeline parallelism come with issue 16";
   }
-  if (has_number(p, "ep") && p.at("ep").get<double>() > 1) {
-    return "expert parallelism (ep=" + json_text(p.at("ep")) + ") comes with issue 15";
+  if (!moe && has_number(p, "ep") && p.at("ep").get<double>() > 1) {
+    return "expert parallelism (ep=" + json_text(p.at("ep")) + ") on a model with no experts stated";
   }
   return "";
 }
@@ -72,6 +77,14 @@ Json model_of(const JsonNode& c, const CaseRules& rules) {
   Json model = {{"name", c.string("id")}, {"family", "decoder"}};
   for (const char* key : {"layers", "hidden", "heads", "kv_heads", "ffn_hidden", "seq_len", "vocab"}) {
     if (has_number(m.raw(), key)) model[key] = m.raw().at(key);
+  }
+  if (has_number(m.raw(), "experts") && m.raw().at("experts").get<double>() > 1) {
+    Json moe = {{"experts", m.raw().at("experts")}};
+    for (auto [from, to] : {std::pair{"top_k", "top_k"}, {"moe_ffn_hidden", "expert_ffn_hidden"},
+                            {"shared_experts", "shared_experts"}}) {
+      if (has_number(m.raw(), from)) moe[to] = m.raw().at(from);
+    }
+    model["moe"] = moe;
   }
   for (const CaseRule& r : rules.model) {
     if (rule_matches(r, c.raw())) merge_into(model, r.apply);
@@ -141,6 +154,7 @@ void stated_parallel(const JsonNode& c, Json& strategy, Json& search, const Json
   }
   const int tp = pr.at("tp").get<int>(), pp = pr.at("pp").get<int>();
   if (has_number(pr, "cp") && pr.at("cp").get<double>() > 1) strategy["cp"] = pr.at("cp");
+  if (has_number(pr, "ep") && pr.at("ep").get<double>() > 1) strategy["ep"] = pr.at("ep");
   if (has_number(pr, "micro_batch")) {
     strategy["micro_batch"] = pr.at("micro_batch");
   } else if (!add_free(search, free, "micro_batch")) {

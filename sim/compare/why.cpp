@@ -83,7 +83,8 @@ double exposed(const Prediction& p, CommCategory c) {
 std::string comm_sentence(const EvaluatedStrategy& b, const EvaluatedStrategy& o) {
   constexpr CommCategory kAll[] = {CommCategory::kTensorParallel, CommCategory::kDataParallel,
                                    CommCategory::kZero, CommCategory::kPipelineP2P,
-                                   CommCategory::kEmbeddingSync, CommCategory::kContextParallel};
+                                   CommCategory::kEmbeddingSync, CommCategory::kContextParallel,
+                                   CommCategory::kExpertParallel};
   CommCategory most = kAll[0];
   double largest = 0;
   for (CommCategory c : kAll) {
@@ -109,6 +110,8 @@ std::string comm_sentence(const EvaluatedStrategy& b, const EvaluatedStrategy& o
     causes.push_back(change("ZeRO stage", so.zero_stage, sb.zero_stage));
   if (most == CommCategory::kPipelineP2P && so.pp != sb.pp) causes.push_back(change("PP", so.pp, sb.pp));
   if (most == CommCategory::kContextParallel && so.cp != sb.cp) causes.push_back(change("CP", so.cp, sb.cp));
+  if (most == CommCategory::kExpertParallel && so.ep != sb.ep) causes.push_back(change("EP", so.ep, sb.ep));
+  if (most == CommCategory::kExpertParallel && so.tp != sb.tp) causes.push_back(change("TP", so.tp, sb.tp));
   std::string cause;
   for (const std::string& c : causes) cause += (cause.empty() ? "" : ", ") + c;
   return format_text("Exposed %s communication %.1f -> %.1f ms per iteration%s%s%s.",

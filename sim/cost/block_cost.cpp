@@ -58,6 +58,26 @@ PhaseSums sum_kernels(const std::vector<Kernel>& ks, const Plan& plan) {
   return sum;
 }
 
+// Strategy::overlap_ep: a forward and a backward of different micro-batches run interleaved,
+// each pass's token all-to-alls beside the other pass's compute (its kernels without exposed
+// communication): what exceeds that compute stays exposed, and the compute runs
+// overlap_slowdown times slower while they overlap, as for TP overlap above.
+void overlap_expert_all_to_all(PhaseSums& f, PhaseSums& b, const Plan& plan) {
+  if (!plan.strategy.overlap_ep || f.ep_total_s + b.ep_total_s <= 0) return;
+  const double interference = 1 - 1 / plan.hardware.device.overlap_slowdown;
+  auto compute = [](const PhaseSums& s) {
+    return s.time_s - s.comm_exposed_s - s.cp_exposed_s - s.ep_exposed_s;
+  };
+  const double beside_f = compute(b), beside_b = compute(f);
+  auto hide = [&](PhaseSums& s, double partner) {
+    const double exposed = std::max(s.ep_total_s - partner, interference * s.ep_total_s);
+    s.time_s += exposed - s.ep_exposed_s;
+    s.ep_exposed_s = exposed;
+  };
+  hide(f, beside_f);
+  hide(b, beside_b);
+}
+
 }  // namespace
 
 std::vector<KernelTiming> kernel_timings(const std::vector<Kernel>& ks, const Plan& plan) {
@@ -98,8 +118,9 @@ std::vector<KernelTiming> kernel_timings(const std::vector<Kernel>& ks, const Pl
 }
 
 BlockCost block_cost(const Block& b, const Plan& plan) {
-  const PhaseSums f = sum_kernels(b.forward, plan);
-  const PhaseSums bw = sum_kernels(b.backward, plan);
+  PhaseSums f = sum_kernels(b.forward, plan);
+  PhaseSums bw = sum_kernels(b.backward, plan);
+  overlap_expert_all_to_all(f, bw, plan);
   BlockCost c;
   c.forward_s = f.time_s;
   c.backward_s = bw.time_s;

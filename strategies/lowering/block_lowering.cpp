@@ -178,10 +178,34 @@ std::vector<bool> saved_with(const LayerGraph& g, const Usage& u, Recompute mode
   return saved;
 }
 
+// Bytes kept of each saved tensor. With FP8 training that saves FP8 inputs (Transformer
+// Engine's Linear and GroupedLinear keep the FP8 cast of their input for the weight gradient
+// and drop the 16-bit one: linear.py, "Discard row-wise data since it is not needed in
+// backward pass"; 1 B per element on Hopper and Blackwell alike), a tensor only linear layers
+// save is kept at fp8_saved_fraction of its size; one that another op saves as well (the
+// attention output, saved by the attention and read by the output projection) is kept whole
+// and in FP8 beside it.
 double saved_bytes_with(const LayerGraph& g, const std::vector<bool>& saved, Recompute mode) {
+  std::vector<uint8_t> linear(g.fp8_saved_fraction > 0 ? g.tensors.size() : 0, 0),
+      other(linear.size(), 0);
+  if (!linear.empty() && mode != Recompute::kFull) {
+    for (const LayerOp& op : g.ops) {
+      const bool fp8_linear = op.cls == OpClass::kMatmul && !op.high_precision && op.weight_bytes > 0;
+      for (int j = 0; j < kMaxOpInputs; ++j) {
+        if ((op.saves & (1u << j)) && op.inputs[j] >= 0) (fp8_linear ? linear : other)[op.inputs[j]] = 1;
+      }
+      if ((op.saves & kSaveOutput) && op.output >= 0) other[op.output] = 1;
+    }
+  }
   double bytes = 0;
   for (size_t t = 0; t < saved.size(); ++t) {
-    if (saved[t]) bytes += g.tensors[t].saved_bytes;
+    if (!saved[t]) continue;
+    const double whole = g.tensors[t].saved_bytes;
+    if (linear.empty() || !linear[t]) {
+      bytes += whole;
+    } else {
+      bytes += (other[t] ? whole : 0) + g.fp8_saved_fraction * whole;
+    }
   }
   for (const LayerOp& op : g.ops) {
     if (op_state_kept(op, mode)) bytes += op.aux_saved_bytes;

@@ -88,6 +88,10 @@ struct LayerGraph {
   std::vector<LayerOp> ops;
   int input_tensor = 0;   // the block input (saved under full recomputation)
   int output_tensor = 0;  // the block output (always written)
+  // FP8 training that keeps a linear layer's input for its weight gradient as the FP8 cast
+  // (Transformer Engine): the bytes of that saved copy per byte of the 16-bit tensor (1/2 for
+  // bf16); 0 when linear layers save their 16-bit input.
+  double fp8_saved_fraction = 0;
 };
 
 

@@ -13,7 +13,8 @@ namespace {
 LayerShape shape_of(const Strategy& s, bool causal) {
   return LayerShape{.micro_batch = s.micro_batch, .tp = s.tp, .cp = s.cp, .cp_comm = s.cp_comm, .ep = s.ep,
                     .sequence_parallel = s.sequence_parallel,
-                    .element_bytes = dtype_bytes(storage_dtype(s.dtype)), .causal = causal, .fusion = s.fusion};
+                    .element_bytes = dtype_bytes(storage_dtype(s.dtype)),
+                    .fp8_saved_inputs = s.dtype == DType::kFp8 && s.fp8_saved_inputs, .causal = causal, .fusion = s.fusion};
 }
 
 // Explicit op groups from the strategy ("fuse conv1, bn1, relu1"); they must be consecutive.

@@ -292,7 +292,10 @@ int dense_mlp(Builder& B, const Dims& d, const TransformerSpec& t, int x, double
 // weights. With balanced routing a rank receives as many copies as it sends (n k / tp, h
 // elements each); the most loaded rank receives `load` times that and sets everyone's pace, so
 // its all-to-all bytes and GEMM rows are scaled by it (model FLOPs are not). Shared experts
-// run as a dense, tensor-parallel MLP beside the routed ones.
+// run as a dense, tensor-parallel MLP beside the routed ones. The router weights scale the
+// experts' activation (Megatron-Core since 0.13, commit 2659630, "memory efficient token
+// permutation": weighted SwiGLU on the permuted probs), so the combine's unpermute is a plain
+// sum that saves only its index map, and the expert outputs are not kept for the backward.
 int moe_mlp(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSpec& t, int mid,
             bool add_norm) {
   const MoeSpec& m = t.moe;
@@ -327,8 +330,8 @@ int moe_mlp(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSp
   fc1.model_flops = 2 * copies * fe_in * d.h;
   int act = B.tensor(received * fe * d.e);
   LayerOp& glu = B.elementwise(t.activation == Activation::kSwiGLU ? "expert_swiglu" : "expert_gelu",
-                               {up}, act, 6, FusionRule::kEpilogue, 3);
-  glu.saves = kSaveInput0;
+                               {up, routes}, act, 6, FusionRule::kEpilogue, 3);
+  glu.saves = kSaveInput0 | kSaveInput1;  // its input and the router weights
   int down = B.tensor(received * d.h * d.e);
   LayerOp& fc2 = B.matmul("expert_fc2", act, down, local_experts * fe * d.h * d.e, rows, d.h, fe,
                           local_experts);
@@ -341,8 +344,8 @@ int moe_mlp(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSp
   combine.group = GroupKind::kExpert;
   int moe_out = B.tensor(tokens * d.h * d.e);
   LayerOp& unpermute = B.op("unpermute", OpClass::kMemoryBound, {combined, routes}, moe_out);
-  unpermute.other_flops = 2 * copies * d.h;  // weighted sum of the k outputs per token
-  unpermute.saves = kSaveInput0 | kSaveInput1;
+  unpermute.other_flops = copies * d.h;  // sum of the k weighted outputs per token
+  unpermute.saves = kSaveInput1;  // the routing (index map) only
 
   int x = moe_out;
   if (m.shared_experts > 0) {
@@ -369,6 +372,7 @@ LayerGraph build_transformer_layer(const TransformerSpec& t, const LayerShape& s
   LayerGraph g;
   g.tensors.reserve(32);
   g.ops.reserve(32);
+  g.fp8_saved_fraction = sh.fp8_saved_inputs ? 1.0 / sh.element_bytes : 0.0;
   Builder B(g, sh);
   const Dims d = dims_of(t, sh);
   const bool add_norm = sh.fusion.norm_residual;

@@ -16,6 +16,7 @@ struct LayerShape {
   int ep = 1;  // expert parallel: this rank holds experts / ep of each MoE layer's experts
   bool sequence_parallel = false;
   double element_bytes = 2;  // activation dtype
+  bool fp8_saved_inputs = false;  // LayerGraph::fp8_saved_fraction: FP8 training saving FP8 inputs
   bool causal = true;        // decoder: causal attention (flash skips masked blocks)
   FusionPlan fusion;
 };

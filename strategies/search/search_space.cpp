@@ -10,10 +10,10 @@
 namespace stratasim {
 namespace {
 
-constexpr std::array<std::string_view, 16> kAxisNames = {
+constexpr std::array<std::string_view, 18> kAxisNames = {
     "tp", "pp", "dp", "micro_batch", "schedule", "interleave", "recompute", "zero_stage",
     "sequence_parallel", "fusion", "overlap_dp", "overlap_tp", "dtype", "devices", "cluster",
-    "cp"};
+    "cp", "ep", "overlap_ep"};
 
 constexpr std::array<EnumName<int>, 2> kBools = {{{"false", 0}, {"true", 1}}};
 constexpr std::array<std::string_view, 4> kFusions = {"none", "epilogues", "megatron", "all"};
@@ -21,7 +21,7 @@ constexpr std::array<std::string_view, 4> kFusions = {"none", "epilogues", "mega
 bool is_enum_axis(Axis a) {
   return a == Axis::kSchedule || a == Axis::kRecompute || a == Axis::kDtype ||
          a == Axis::kFusion || a == Axis::kSequenceParallel || a == Axis::kOverlapDp ||
-         a == Axis::kOverlapTp;
+         a == Axis::kOverlapTp || a == Axis::kOverlapEp;
 }
 
 int enum_value(Axis a, const JsonNode& v) {
@@ -147,10 +147,12 @@ void point_at(const SearchSpace& space, uint64_t index, const Strategy& base, in
       case Axis::kFusion: fusion_preset(kFusions[v], &s.fusion); break;
       case Axis::kOverlapDp: s.overlap_dp = v != 0; break;
       case Axis::kOverlapTp: s.overlap_tp = v != 0; break;
+      case Axis::kOverlapEp: s.overlap_ep = v != 0; break;
       case Axis::kDtype: s.dtype = static_cast<DType>(v); break;
       case Axis::kDevices: point.devices = v; break;
       case Axis::kCluster: point.cluster = v; break;
       case Axis::kCp: s.cp = v; break;
+      case Axis::kEp: s.ep = v; break;
     }
   }
 }

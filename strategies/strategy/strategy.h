@@ -80,12 +80,20 @@ struct Strategy {
   FusionPlan fusion;
   bool overlap_dp = false;  // DP gradient buckets overlapped with backward (and ZeRO prefetch)
   bool overlap_tp = false;  // TP communication overlapped with the adjacent GEMMs
+  // MoE token all-to-alls of one micro-batch run beside the compute of another: a forward and
+  // a backward of different micro-batches interleaved (DeepSeek-V3's DualPipe, Sec. 3.2.1;
+  // Megatron-Core's --overlap-moe-expert-parallel-comm), so each pass's dispatch and combine
+  // hide behind the other pass's compute.
+  bool overlap_ep = false;
   // Pipeline sends/receives run asynchronously beside compute. When false (Megatron's default),
   // a stage's send blocks it until the transfer is done.
   bool overlap_p2p = false;
   double dp_bucket_B = 0;   // gradient bucket size in bytes; 0 = 40M elements (Megatron)
   CollectiveAlgorithm collective = CollectiveAlgorithm::kAuto;
   DType dtype = DType::kBf16;   // compute and activation precision
+  // FP8 training: linear layers keep the FP8 cast of their input for the weight gradient
+  // (Transformer Engine) rather than the 16-bit input (false: torchao's Float8Linear).
+  bool fp8_saved_inputs = true;
   bool master_weights_fp32 = true;  // mixed precision keeps an fp32 copy in the optimizer
   // Gradients reduced (and their shards kept) in fp32: FSDP2's reduce_dtype float32
   // (TorchTitan's default), Megatron's grad_reduce_in_fp32.

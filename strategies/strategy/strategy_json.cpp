@@ -57,7 +57,7 @@ Json fusion_to_json(const FusionPlan& f) {
 Strategy read_strategy(const JsonNode& n) {
   n.allow_keys({"tp", "pp", "dp", "cp", "cp_comm", "ep", "zero_stage", "sequence_parallel", "schedule", "interleave",
                 "uneven_stages", "first_stage_layers", "last_stage_layers", "micro_batch", "global_batch", "recompute", "fusion",
-                "overlap_dp", "overlap_tp", "overlap_p2p", "dp_bucket", "collective", "dtype",
+                "overlap_dp", "overlap_tp", "overlap_ep", "overlap_p2p", "dp_bucket", "collective", "dtype", "fp8_saved_inputs",
                 "master_weights_fp32", "grad_reduce_fp32", "optimizer", "description"});
   Strategy s;
   s.tp = static_cast<int>(n.integer_or("tp", 1, 1, 1 << 20));
@@ -79,10 +79,12 @@ Strategy read_strategy(const JsonNode& n) {
   if (auto f = n.find("fusion")) s.fusion = read_fusion(*f);
   s.overlap_dp = n.bool_or("overlap_dp", false);
   s.overlap_tp = n.bool_or("overlap_tp", false);
+  s.overlap_ep = n.bool_or("overlap_ep", false);
   s.overlap_p2p = n.bool_or("overlap_p2p", false);
   s.dp_bucket_B = n.quantity_or("dp_bucket", Dimension::kBytes, 0);
   s.collective = n.enum_or("collective", kAlgorithmNames, CollectiveAlgorithm::kAuto);
   s.dtype = n.enum_or("dtype", kDTypeNames, DType::kBf16);
+  s.fp8_saved_inputs = n.bool_or("fp8_saved_inputs", true);
   s.master_weights_fp32 = n.bool_or("master_weights_fp32", s.dtype != DType::kFp32);
   s.grad_reduce_fp32 = n.bool_or("grad_reduce_fp32", false);
   s.optimizer = n.enum_or("optimizer", kOptimizerNames, Optimizer::kAdam);
@@ -107,6 +109,8 @@ Json to_json(const Strategy& s) {
   if (s.dp > 0) j["dp"] = s.dp;
   if (s.cp > 1) j["cp"] = s.cp;
   if (s.ep > 1) j["ep"] = s.ep;
+  if (s.overlap_ep) j["overlap_ep"] = true;
+  if (s.dtype == DType::kFp8) j["fp8_saved_inputs"] = s.fp8_saved_inputs;
   if (s.cp_comm != CpComm::kRing) j["cp_comm"] = std::string(enum_to_name(kCpCommNames, s.cp_comm));
   if (s.first_stage_layers > 0) j["first_stage_layers"] = s.first_stage_layers;
   if (s.last_stage_layers > 0) j["last_stage_layers"] = s.last_stage_layers;

@@ -150,5 +150,21 @@ TEST_CASE("main window: the cp column and filter show the context-parallel varia
   CHECK(f->rowCount() == 7);
 }
 
+TEST_CASE("main window: the ep column and filter pick the expert-parallel degree") {
+  // qwen3_235b_256_h100: ep 32 in the base and three variants, 16 and 8 in one each.
+  MainWindow w;
+  REQUIRE(wait_for_evaluation(w, QString::fromStdString(scenario_path("qwen3_235b_256_h100.json"))));
+  StrategyFilter* f = w.filter();
+  REQUIRE(f->rowCount() == 6);
+  f->set_degree(VariantTableModel::kEp, 16);
+  REQUIRE(f->rowCount() == 1);
+  CHECK(f->index(0, VariantTableModel::kVariant).data().toString() == "ep 16");
+  CHECK(f->index(0, VariantTableModel::kEp).data().toInt() == 16);
+  f->set_degree(VariantTableModel::kEp, 32);
+  CHECK(f->rowCount() == 4);
+  f->clear_filters();
+  CHECK(f->rowCount() == 6);
+}
+
 }  // namespace
 }  // namespace stratasim

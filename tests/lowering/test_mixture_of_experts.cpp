@@ -6,8 +6,10 @@
 #include <algorithm>
 
 #include "sim/analytical/analytical_engine.h"
+#include "sim/cost/block_cost.h"
 #include "sim/cost/collective_cost.h"
 #include "sim/cost/memory_model.h"
+#include "strategies/lowering/block_lowering.h"
 #include "strategies/lowering/lower.h"
 #include "tests/support/small_plans.h"
 
@@ -197,4 +199,74 @@ TEST_CASE("moe: expert parallelism is reported as its own communication") {
   // 4 all-to-alls of 2,097,152 B per layer and micro-batch; 4 layers, 16 / 8 = 2 micro-batches.
   CHECK(it->bytes == doctest::Approx(4 * 2097152.0 * 4 * 2));
   CHECK(it->group_size == 4);
+}
+
+TEST_CASE("moe: overlap_ep hides each pass's all-to-alls behind the other pass's compute") {
+  Strategy s = moe_strategy(1, 8);
+  HardwareModel hw = catalog_cluster("dgx_a100");
+  hw.num_devices = 16;  // ep 8 over two nodes' worth of dp: 16 ranks, ep groups inside a node
+  const Plan plain = *lower(moe_model(), s, hw);
+  s.overlap_ep = true;
+  const Plan overlapped = *lower(moe_model(), s, hw);
+  const BlockCost a = block_cost(*plain.layer, plain), b = block_cost(*overlapped.layer, overlapped);
+  CHECK(b.ep_total_s == doctest::Approx(a.ep_total_s));  // the same traffic
+  CHECK(a.ep_exposed_s == doctest::Approx(a.ep_total_s));
+  // Forward all-to-alls beside the backward's compute and vice versa; with a compute longer
+  // than the traffic only the interference stays: (1 - 1/overlap_slowdown) x the traffic.
+  const double interference = 1 - 1 / hw.device.overlap_slowdown;
+  const double compute_f = a.forward_s - a.comm_exposed_s / 2 - a.ep_exposed_s / 2;
+  CHECK(compute_f > a.ep_total_s / 2);  // small a2a on NVLink: fully hidden but for interference
+  CHECK(b.ep_exposed_s == doctest::Approx(interference * a.ep_total_s));
+  CHECK(b.forward_s + b.backward_s ==
+        doctest::Approx(a.forward_s + a.backward_s - (a.ep_exposed_s - b.ep_exposed_s)));
+}
+
+TEST_CASE("fp8: linear layers keep the FP8 cast of their input (Transformer Engine), 1 B per element") {
+  // Dense layer, tp 1, micro-batch 1 x 512 tokens, hidden 1024, bf16 (2 B) activations.
+  const ModelSpec m = testing::small_gpt(4);
+  Strategy s;
+  s.global_batch = 8;
+  fusion_preset("all", &s.fusion);
+  s.dtype = DType::kFp8;
+  s.fp8_saved_inputs = false;
+  HardwareModel h100 = catalog_cluster("dgx_h100");
+  h100.num_devices = 8;
+  const Plan wide = *lower(m, s, h100);
+  s.fp8_saved_inputs = true;
+  const Plan narrow = *lower(m, s, h100);
+  // Saved inputs of the linear layers: qkv (the norm output) 512 x 1024, fc1 (norm output)
+  // 512 x 1024, fc2 (GeLU output) 512 x 4096 each halve; the attention output, saved by the
+  // flash attention kernel too, stays whole and gains its FP8 copy (512 x 1024 x 1 B).
+  const double halved = (512.0 * 1024 + 512.0 * 1024 + 512.0 * 4096) * 2 / 2;
+  const double added = 512.0 * 1024;
+  CHECK(wide.layer->saved_activation_B - narrow.layer->saved_activation_B ==
+        doctest::Approx(halved - added));
+  // bf16 training is untouched by the flag.
+  s.dtype = DType::kBf16;
+  const Plan bf16 = testing::lower_on_dgx_a100(m, s, 8);
+  s.fp8_saved_inputs = false;
+  CHECK(testing::lower_on_dgx_a100(m, s, 8).layer->saved_activation_B ==
+        doctest::Approx(bf16.layer->saved_activation_B));
+}
+
+TEST_CASE("moe: saved activations of the routed experts, per token copy") {
+  const Plan p = testing::lower_on_dgx_a100(moe_model(), moe_strategy(1, 4), 8);
+  const LayerGraph& g = p.layer->graph;
+  const std::vector<bool> saved = saved_tensors(g, Recompute::kNone);
+  auto output_of = [&](std::string_view name) {
+    auto it = std::find_if(g.ops.begin(), g.ops.end(), [&](const LayerOp& o) { return o.name == name; });
+    REQUIRE(it != g.ops.end());
+    return it->output;
+  };
+  // 1024 copies: the dispatched tokens (fc1's input, 1024 x 1024 x 2 B), the gate and up
+  // projections (the weighted SwiGLU's input, 1024 x 1024 x 2 B) and its output (fc2's input,
+  // 1024 x 512 x 2 B) are kept; the experts' outputs are not (the combine sums them unweighted).
+  CHECK(saved[output_of("ep_dispatch")]);
+  CHECK(saved[output_of("expert_fc1")]);
+  CHECK(saved[output_of("expert_swiglu")]);
+  CHECK_FALSE(saved[output_of("expert_fc2")]);
+  CHECK_FALSE(saved[output_of("ep_combine")]);
+  CHECK_FALSE(saved[output_of("permute")]);
+  CHECK(g.tensors[output_of("ep_dispatch")].saved_bytes == doctest::Approx(1024.0 * 1024 * 2));
+  CHECK(g.tensors[output_of("expert_swiglu")].saved_bytes == doctest::Approx(1024.0 * 512 * 2));
 }

@@ -88,13 +88,15 @@ TEST_CASE("validate: cases it cannot express yet are listed with the reason, not
   std::map<std::string, std::string> reason;
   for (const UnsupportedCase& u : r.unsupported) reason[u.id] = u.reason;
   CHECK(reason.count("titan_t2_llama8b_8gpu_fsdp4_cp2_s65536") == 0);  // context parallel: expressible
-  CHECK(reason.at("mbridge2511_h100_qwen3_30b_a3b_16gpu_tp1pp2cp1ep8")
-            .find("mixture of experts") != std::string::npos);
+  CHECK(reason.count("mbridge2511_h100_qwen3_30b_a3b_16gpu_tp1pp2cp1ep8") == 0);  // MoE: expressible
+  CHECK(reason.at("mbridge2509_h100_deepseekv3_1024gpu_tp2pp8cp1ep64").find(
+            "multi-head latent attention") != std::string::npos);
   CHECK(reason.at("gpipe_resnet101_pipeline2").find("not a transformer") != std::string::npos);
   // "moe" is a word of its own: AmoebaNet is a CNN, not a mixture of experts.
   CHECK(reason.at("gpipe_amoebanetd_18_256_k2_m1").find("not a transformer") != std::string::npos);
   CHECK(reason.at("mbridge2511_h100_gptoss120b_64gpu_tp1pp4cp1ep8") ==
-        "mixture of experts (number of experts not stated): expert parallelism comes with issue 15");
+        "mixture of experts whose architecture the source does not state (gpt-oss-120b MoE "
+        "(architecture not read from a source here; use the HF config))");
   CHECK(reason.at("zero_fig1_7.5B_nd64_stage0").find("not a measurement") != std::string::npos);
 }
 
