@@ -100,11 +100,19 @@ std::string describe_model(const ModelSpec& m) {
     const MoeSpec& e = t.moe;
     const std::string shared =
         e.shared_experts > 0 ? format_text(" + %d shared of %d", e.shared_experts, t.shared_ffn()) : "";
-    const double active = t.layers * active_layer_params(t) + embedding_params(t) + head_params(t);
-    return format_text("%s: %s, %d layers, hidden %d, %d heads (%d kv, head dim %d), MoE %d experts of "
+    const int dense = std::min(e.first_dense_layers, t.layers);
+    const double active = (t.layers - dense) * active_layer_params(t) +
+                          dense * dense_layer_params(t) + embedding_params(t) + head_params(t);
+    const std::string attention =
+        t.mla.enabled()
+            ? format_text("%d heads of MLA (q/kv rank %d/%d, qk %d, v %d)", t.heads, t.mla.q_lora_rank,
+                          t.mla.kv_lora_rank, t.qk_head_dim(), t.v_head_dim())
+            : format_text("%d heads (%d kv, head dim %d)", t.heads, t.kv_heads_or_heads(), t.head_dim());
+    const std::string first = dense > 0 ? format_text(" after %d dense layers", dense) : "";
+    return format_text("%s: %s, %d layers, hidden %d, %s, MoE%s: %d experts of "
                        "ffn %d %s, top-%d%s, seq %d, vocab %d, %s params (%s active)",
                m.name.c_str(), std::string(family_name(m.family)).c_str(), t.layers, t.hidden,
-               t.heads, t.kv_heads_or_heads(), t.head_dim(), e.experts, t.expert_ffn(),
+               attention.c_str(), first.c_str(), e.experts, t.expert_ffn(),
                std::string(activation_name(t.activation)).c_str(), e.top_k, shared.c_str(),
                t.seq_len, t.vocab, format_count(total_params(m)).c_str(),
                format_count(active).c_str());

@@ -25,6 +25,17 @@ SearchSpace large_space() {
   return read_search_space(JsonNode(j, "bench", "search"));
 }
 
+// Issue 15's space for a mixture-of-experts model: expert and context parallelism, the
+// all-to-all overlap and the pipeline/batching axes around them.
+SearchSpace moe_space() {
+  const Json j = parse_json_text(R"({
+    "tp": [1, 2, 4, 8], "pp": [1, 2, 4, 8, 16], "ep": [1, 8, 16, 32, 64, 128, 256],
+    "cp": [1, 2, 4], "micro_batch": [1, 2, 4], "schedule": ["1f1b", "interleaved"],
+    "interleave": [1, 2, 4], "recompute": ["none", "selective", "full"],
+    "sequence_parallel": [false, true], "overlap_ep": [false, true]})", "bench");
+  return read_search_space(JsonNode(j, "bench", "search"));
+}
+
 void measure(const Scenario& sc, const SearchSpace& space, const char* label, int threads) {
   SearchOptions o;
   o.threads = threads;
@@ -49,7 +60,8 @@ int run_bench(int argc, char** argv) {
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) files.push_back(argv[i]);
   if (files.empty()) {
-    files = {"scenarios/megatron_1t_3072_a100.json", "scenarios/gpt3_175b_1024_a100.json"};
+    files = {"scenarios/megatron_1t_3072_a100.json", "scenarios/gpt3_175b_1024_a100.json",
+             "scenarios/deepseek_v3_2048_h100.json"};
   }
   const int all = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const SearchSpace large = large_space();
@@ -58,7 +70,8 @@ int run_bench(int argc, char** argv) {
     std::printf("%s\n", f.c_str());
     for (int t : {1, all}) {
       if (!sc.search.axes.empty()) measure(sc, sc.search, "own", t);
-      measure(sc, large, "large", t);
+      const bool moe = sc.model.family != ModelFamily::kOpGraph && sc.model.transformer.moe.enabled();
+      measure(sc, moe ? moe_space() : large, moe ? "moe" : "large", t);
     }
   }
   return 0;

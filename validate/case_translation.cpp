@@ -47,17 +47,16 @@ bool has_word(const std::string& text, std::string_view word) {
   return false;
 }
 
-std::string reason_not_expressible(const Json& c) {
-  const Json& m = c.value("model", Json::object());
+// `m`: the model as translated (the case's fields and the model rules of rules.json).
+std::string reason_not_expressible(const Json& c, const Json& m) {
   const Json& p = c.value("parallel", Json::object());
   const std::string arch = lowercase(case_field_text(c, "model.arch"));
-  const bool moe = (has_number(m, "experts") && m.at("experts").get<double>() > 1) ||
-                   has_word(arch, "moe") || arch.find("experts") != std::string::npos;
-  if (moe && arch.find("mla") != std::string::npos) {
-    return "multi-head latent attention (" + case_field_text(c, "model.arch") +
-           "): MLA's compressed K/V projections are not modelled yet";
+  const bool moe = m.contains("moe") || has_word(arch, "moe") || arch.find("experts") != std::string::npos;
+  if (has_word(arch, "mla") && !m.contains("mla")) {
+    return "multi-head latent attention whose ranks no rule states (" + case_field_text(c, "model.arch") + ")";
   }
-  if (moe && (!has_number(m, "experts") || !has_number(m, "top_k") ||
+  const Json& e = m.value("moe", Json::object());
+  if (moe && (!has_number(e, "experts") || !has_number(e, "top_k") ||
               !has_number(m, "layers") || !has_number(m, "hidden") || !has_number(m, "heads"))) {
     return "mixture of experts whose architecture the source does not state (" +
            case_field_text(c, "model.arch") + ")";
@@ -277,7 +276,7 @@ TranslatedCase translate_case(const JsonNode& c, const CaseRules& rules) {
     t.unsupported = "not a measurement: " + (group->why.empty() ? group->group : group->why);
     return t;
   }
-  t.unsupported = reason_not_expressible(c.raw());
+  t.unsupported = reason_not_expressible(c.raw(), model_of(c, rules));
   if (!t.unsupported.empty()) return t;
   t.metrics = metrics_of(c, group);
   if (t.metrics.empty()) {

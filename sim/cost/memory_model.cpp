@@ -23,7 +23,8 @@ std::vector<MemoryBreakdown> rank_memory(const Plan& plan, const std::vector<int
       params += st.params;
       experts += st.expert_params;
       activation_sum += st.activation_B;
-      transient = std::max(transient, st.layers > 0 ? plan.layer->peak_transient_B : 0.0);
+      transient = std::max(transient, st.layers > st.dense_layers ? plan.layer->peak_transient_B : 0.0);
+      if (st.dense_layers > 0) transient = std::max(transient, plan.dense_layer->peak_transient_B);
       if (st.has_head && plan.head) transient = std::max(transient, plan.head->peak_transient_B);
       ++chunks;
     }

@@ -71,6 +71,7 @@ bool pipeline_neighbours_share_node(const Plan& plan, int rank) {
 
 StageCosts stage_costs(const Plan& plan) {
   const BlockCost layer = memoized_block_cost(plan.layer, plan);
+  const BlockCost dense = plan.dense_layer ? memoized_block_cost(plan.dense_layer, plan) : BlockCost{};
   const bool transformer = plan.model.family != ModelFamily::kOpGraph;
   const BlockCost embedding = transformer ? memoized_block_cost(plan.embedding, plan) : BlockCost{};
   const BlockCost head = transformer ? memoized_block_cost(plan.head, plan) : BlockCost{};
@@ -85,7 +86,8 @@ StageCosts stage_costs(const Plan& plan) {
   for (size_t i = 0; i < n; ++i) {
     const VirtualStage& st = plan.stages[i];
     StageCost& c = out.stages[i];
-    add_block(c, layer, double(st.layers) * plan.block_repeat);
+    add_block(c, layer, double(st.layers - st.dense_layers) * plan.block_repeat);
+    if (st.dense_layers > 0) add_block(c, dense, st.dense_layers);
     if (st.has_embedding) add_block(c, embedding, 1);
     if (st.has_head) add_block(c, head, 1);
     double forward_lat = 0, backward_lat = 0;

@@ -69,10 +69,17 @@ TransformerBlocks build(const TransformerSpec& t, const LayerShape& shape, Recom
                         bool pipelined) {
   const double tp = shape.tp, vocab = t.vocab, h = t.hidden;
   TransformerBlocks out;
-  // Routed experts are split over ep (whole experts per rank), everything else over tp.
-  const double experts = expert_layer_params(t);
+  // Routed experts are split over ep (whole experts per rank), MLA's down projections are
+  // whole on every tp rank, everything else is split over tp.
+  const double experts = expert_layer_params(t), replicated = replicated_layer_params(t);
   out.layer = make_block(build_transformer_layer(t, shape), recompute,
-                         (layer_params(t) - experts) / tp, experts / shape.ep);
+                         (layer_params(t) - experts - replicated) / tp + replicated,
+                         experts / shape.ep);
+  if (t.moe.enabled() && t.moe.first_dense_layers > 0) {
+    const TransformerSpec dense = dense_variant(t);
+    out.dense_layer = make_block(build_transformer_layer(dense, shape), recompute,
+                                 (dense_layer_params(t) - replicated) / tp + replicated);
+  }
   // The embedding and head are never recomputed (Megatron checkpoints transformer layers only).
   // The word embedding is vocabulary-parallel; learned positions are replicated.
   out.embedding = make_block(build_embedding(t, shape), Recompute::kNone,

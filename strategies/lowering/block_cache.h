@@ -15,6 +15,7 @@ enum class BlockKind : uint8_t { kLayer, kEmbedding, kHead };
 
 struct TransformerBlocks {
   std::shared_ptr<const Block> layer, embedding, head;
+  std::shared_ptr<const Block> dense_layer;  // MoE models with first_dense_layers; else null
 };
 
 // Lowered layer, embedding and head for this shape; from the per-thread cache when present.

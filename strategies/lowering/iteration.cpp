@@ -31,7 +31,8 @@ Work weight_work(const Plan& plan, const VirtualStage& st) {
     for (const Kernel& k : b->backward) f += k.phase == Phase::kBackward ? k.weight_grad_flops : 0;
     return f;
   };
-  double flops = of(plan.layer.get()) * st.layers * plan.block_repeat;
+  double flops = of(plan.layer.get()) * (st.layers - st.dense_layers) * plan.block_repeat;
+  if (st.dense_layers > 0) flops += of(plan.dense_layer.get()) * st.dense_layers;
   if (st.has_embedding) flops += of(plan.embedding.get());
   if (st.has_head) flops += of(plan.head.get());
   return Work{flops, 0};
@@ -40,8 +41,12 @@ Work weight_work(const Plan& plan, const VirtualStage& st) {
 Work stage_work(const Plan& plan, const VirtualStage& st, Phase phase) {
   const auto list = phase == Phase::kForward ? &Block::forward : &Block::backward;
   const Work layer = phase_work(plan.layer.get(), phase, list);
-  const double times = double(st.layers) * plan.block_repeat;
+  const double times = double(st.layers - st.dense_layers) * plan.block_repeat;
   Work w{times * layer.flops, times * layer.bytes};
+  if (st.dense_layers > 0) {
+    const Work dense = phase_work(plan.dense_layer.get(), phase, list);
+    w.flops += st.dense_layers * dense.flops, w.bytes += st.dense_layers * dense.bytes;
+  }
   for (const auto& [has, block] : {std::pair{st.has_embedding, plan.embedding.get()},
                                    std::pair{st.has_head, plan.head.get()}}) {
     if (!has) continue;

@@ -47,6 +47,7 @@ void build_transformer_blocks(Plan& plan) {
   const TransformerBlocks blocks = transformer_blocks(
       t, shape_of(s, plan.model.family == ModelFamily::kDecoder), s.recompute, s.pp);
   plan.layer = blocks.layer;
+  plan.dense_layer = blocks.dense_layer;
   plan.embedding = blocks.embedding;
   plan.head = blocks.head;
   plan.tokens_per_micro_batch = double(s.micro_batch) * t.seq_len;
@@ -78,9 +79,16 @@ void assign_stages(Plan& plan) {
     next += st.layers;
     st.has_embedding = i == 0 && plan.model.family != ModelFamily::kOpGraph;
     st.has_head = i == vstages - 1 && plan.model.family != ModelFamily::kOpGraph;
-    st.params = st.layers * plan.layer->params;
-    st.expert_params = st.layers * plan.layer->expert_params;
-    st.activation_B = st.layers * plan.layer->saved_activation_B * plan.block_repeat;
+    const int dense_end = plan.dense_layer ? plan.model.transformer.moe.first_dense_layers : 0;
+    st.dense_layers = std::clamp(dense_end - st.first_layer, 0, st.layers);
+    const int routed = st.layers - st.dense_layers;
+    st.params = routed * plan.layer->params;
+    st.expert_params = routed * plan.layer->expert_params;
+    st.activation_B = routed * plan.layer->saved_activation_B * plan.block_repeat;
+    if (st.dense_layers > 0) {
+      st.params += st.dense_layers * plan.dense_layer->params;
+      st.activation_B += st.dense_layers * plan.dense_layer->saved_activation_B;
+    }
     if (st.has_embedding) {
       st.params += plan.embedding->params;
       st.activation_B += plan.embedding->saved_activation_B;

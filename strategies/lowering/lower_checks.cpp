@@ -72,6 +72,10 @@ static std::optional<Infeasible> check_context_parallel(const ModelSpec& m, cons
                       "context parallelism runs ring attention on FlashAttention kernels; set fusion.flash_attention", "cp"};
   }
   const TransformerSpec& t = m.transformer;
+  if (t.mla.enabled() && s.cp_comm == CpComm::kAllToAll) {
+    return Infeasible{InfeasibleReason::kContextParallel,
+                      "Ulysses (cp_comm a2a) with multi-head latent attention is not modelled; use cp_comm ring", "cp_comm"};
+  }
   const long long group = static_cast<long long>(s.tp) * s.cp;
   if (s.cp_comm == CpComm::kAllToAll && (t.heads % group != 0 || t.kv_heads_or_heads() % group != 0)) {
     return Infeasible{InfeasibleReason::kContextParallel,
@@ -104,6 +108,11 @@ static std::optional<Infeasible> check_experts(const ModelSpec& m, const Strateg
                       "ep=" + str(s.ep) + " does not divide tp*cp*dp=" + str(ranks) +
                           " (the expert-parallel ranks are folded over a stage's ranks)", "ep"};
   }
+  if (e.first_dense_layers >= m.transformer.layers) {
+    return Infeasible{InfeasibleReason::kModel,
+                      "moe.first_dense_layers=" + str(e.first_dense_layers) + " leaves no layer with experts (layers=" +
+                          str(m.transformer.layers) + ")"};
+  }
   if (s.zero_stage >= 2) {
     return Infeasible{InfeasibleReason::kExpertParallel,
                       "ZeRO-" + str(s.zero_stage) + " of a mixture-of-experts model is not modelled yet "
@@ -131,6 +140,11 @@ std::optional<Infeasible> check_model_split(const ModelSpec& m, const Strategy& 
   }
   const TransformerSpec& t = m.transformer;
   if (auto bad = check_tp_divides(t, s.tp)) return bad;
+  if (t.mla.enabled() && !s.fusion.flash_attention) {
+    return Infeasible{InfeasibleReason::kModel,
+                      "multi-head latent attention runs on a fused attention kernel (different query/key and value "
+                      "head widths); set fusion.flash_attention", "fusion"};
+  }
   if (s.sequence_parallel && s.tp == 1) {
     return Infeasible{InfeasibleReason::kSequenceParallel, "sequence parallelism needs tp > 1", "sequence_parallel"};
   }

@@ -67,6 +67,7 @@ struct VirtualStage {
   int chunk = 0;
   int first_layer = 0;
   int layers = 0;
+  int dense_layers = 0;  // of `layers`, how many are dense_layer blocks (the model's first ones)
   bool has_embedding = false;
   bool has_head = false;
   double params = 0;        // on one device of this stage
@@ -93,6 +94,8 @@ struct Plan {
   // Blocks are immutable once lowered and shared between plans that lower them identically
   // (see block_cache.h); an op-graph model has only `layer`.
   std::shared_ptr<const Block> layer;      // one transformer layer (or the whole op graph)
+  // The first moe.first_dense_layers layers of an MoE model (dense MLP); null otherwise.
+  std::shared_ptr<const Block> dense_layer;
   std::shared_ptr<const Block> embedding;  // token/position embedding (first virtual stage)
   std::shared_ptr<const Block> head;       // final norm, output projection, loss (last stage)
   int block_repeat = 1;  // op graphs: block runs `repeat` times per micro-batch (RNN steps)

@@ -72,6 +72,8 @@ class Builder {
 
 struct Dims {
   double e, n, nr, h, q, kv, f, a_local, s, b, t, cp;
+  double qkd, vd;  // per head: query/key width scored, value width
+  double kw, vw;   // K and V width per token over all heads (before tp)
 };
 
 Dims dims_of(const TransformerSpec& t, const LayerShape& sh) {
@@ -84,9 +86,13 @@ Dims dims_of(const TransformerSpec& t, const LayerShape& sh) {
   d.n = d.b * d.s / d.cp;                               // tokens of the micro-batch on this rank
   d.nr = sh.sequence_parallel ? d.n / d.t : d.n;        // tokens held in the norm/dropout region
   d.h = t.hidden;
-  d.q = t.attention_width();  // = h unless head_dim is set apart (Qwen3)
+  d.q = t.attention_width();  // = h unless head_dim is set apart (Qwen3) or MLA
+  d.qkd = t.qk_head_dim();
+  d.vd = t.v_head_dim();
   d.kv = static_cast<double>(t.kv_heads_or_heads()) * t.head_dim();
   d.f = t.ffn_or_default();
+  d.kw = t.mla.enabled() ? double(t.heads) * d.qkd : d.kv;
+  d.vw = t.mla.enabled() ? double(t.heads) * d.vd : d.kv;
   d.a_local = t.heads / d.t;
   return d;
 }
@@ -175,7 +181,7 @@ int rotary(Builder& B, const Dims& d, const LayerShape& sh, int qkv) {
 // it. In the forward a rank receives (cp - 1)/cp of the whole sequence's K and V, an
 // all-gather's volume; the backward passes K, V again and the partial dK, dV: twice that.
 void ring_exchange(Builder& B, const Dims& d, int qkv) {
-  const double sequence_kv = 2 * d.b * d.s * d.kv / d.t * d.e;  // K and V of all s tokens
+  const double sequence_kv = d.b * d.s * (d.kw + d.vw) / d.t * d.e;  // K and V of all s tokens
   int gathered = B.tensor(0, 0);  // blocks consumed as they arrive, kept by no one
   LayerOp& ring = B.op("cp_ring_kv", OpClass::kCollective, {qkv}, gathered);
   ring.comm = CommKind::kAllGather;
@@ -200,7 +206,9 @@ int attention_core(Builder& B, const Dims& d, const LayerShape& sh, bool dropout
   const double scores = d.b * d.a_local * d.s * d.s * d.e;  // per-head s x s scores
   // Each rank attends its s / cp queries to all s keys; with load-balanced chunks the causal
   // work is the same on every rank.
-  const double core_flops = 2 * d.b * d.s * d.s * d.q / d.t / d.cp;
+  // Q K^T takes 2 s^2 d_qk and P V 2 s^2 d_v FLOP per head and sequence: core_flops is half
+  // their sum over the rank's heads (2 b s^2 h / t for standard heads), doubled below.
+  const double core_flops = d.b * d.s * d.s * d.a_local * (d.qkd + d.vd) / d.cp;
   int context = B.tensor(d.n * d.q / d.t * d.e);
   if (sh.fusion.flash_attention) {
     const bool ulysses = sh.cp > 1 && sh.cp_comm == CpComm::kAllToAll;
@@ -366,6 +374,42 @@ int moe_mlp(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSp
   return out;
 }
 
+// Multi-head latent attention (DeepSeek-V2 Sec. 2.1, Megatron-Core's MLASelfAttention): the
+// norm output is projected down to the query rank r_q and to the K/V rank r_kv plus the shared
+// RoPE key (d_rope), both unsplit by tp and run on the rank's sequence-parallel shard, then
+// gathered (the narrow low-rank tensor crosses the tp ranks, not the hidden state); each is
+// normalized and projected up per head (column-parallel): queries to d_nope + d_rope, keys and
+// values to d_nope + d_v. RoPE on the query's and the shared key's RoPE parts, concatenated
+// into the heads' keys, feeds the fused attention.
+int mla_projections(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSpec& t,
+                    int input, bool add_norm) {
+  const MlaSpec& m = t.mla;
+  const double rq = m.q_lora_rank, rkv = m.kv_lora_rank, dr = m.qk_rope_head_dim;
+  const double nope = m.qk_nope_head_dim, low = rq + rkv + dr, a = d.a_local;
+  int y = norm(B, d, sh, t, "norm1", input, add_norm);
+  int down = B.tensor(d.nr * low * d.e);
+  B.matmul("mla_down", y, down, d.h * low * d.e, d.nr, low, d.h);
+  if (sh.sequence_parallel) {
+    down = B.collective("sp_all_gather1", CommKind::kAllGather, down, d.n * low * d.e,
+                        d.nr * low * d.e, d.n * low * d.e);
+  }
+  int q_low = B.tensor(d.n * rq * d.e), kv_low = B.tensor(d.n * rkv * d.e);
+  LayerOp& qn = B.elementwise("q_norm", {down}, q_low, 5, FusionRule::kNone, -1);
+  qn.saves = kSaveInput0;
+  qn.weight_bytes = rq * d.e;
+  LayerOp& kvn = B.elementwise("kv_norm", {down}, kv_low, 5, FusionRule::kNone, -1);
+  kvn.weight_bytes = rkv * d.e;
+  int q = B.tensor(d.n * a * (nope + dr) * d.e);
+  B.matmul("q_up", q_low, q, rq * a * (nope + dr) * d.e, d.n, a * (nope + dr), rq);
+  int kv = B.tensor(d.n * a * (nope + d.vd) * d.e);
+  B.matmul("kv_up", kv_low, kv, rkv * a * (nope + d.vd) * d.e, d.n, a * (nope + d.vd), rkv);
+  // Q (d_nope + d_rope), K (d_nope + the shared d_rope) and V per head, RoPE applied.
+  int qkv = B.tensor(d.n * a * (2 * (nope + dr) + d.vd) * d.e);
+  LayerOp& rope = B.op("mla_rope", OpClass::kMemoryBound, {q, kv, down}, qkv);
+  rope.other_flops = 6 * d.n * (a + 1) * dr;
+  return qkv;
+}
+
 }  // namespace
 
 LayerGraph build_transformer_layer(const TransformerSpec& t, const LayerShape& sh) {
@@ -378,11 +422,16 @@ LayerGraph build_transformer_layer(const TransformerSpec& t, const LayerShape& s
   const bool add_norm = sh.fusion.norm_residual;
   g.input_tensor = B.tensor(d.nr * d.h * d.e);  // residual stream, 2sbh (/t under SP)
 
-  int x = norm_and_gather(B, d, sh, t, "norm1", "sp_all_gather1", g.input_tensor, add_norm);
-  int qkv = B.tensor(d.n * (d.q + 2 * d.kv) / d.t * d.e);
-  B.matmul("qkv", x, qkv, d.h * (d.q + 2 * d.kv) / d.t * d.e, d.n, (d.q + 2 * d.kv) / d.t,
-           d.h);  // saves its input: 2sbh
-  if (t.rotary) qkv = rotary(B, d, sh, qkv);
+  int qkv = -1;
+  if (t.mla.enabled()) {
+    qkv = mla_projections(B, d, sh, t, g.input_tensor, add_norm);
+  } else {
+    int x = norm_and_gather(B, d, sh, t, "norm1", "sp_all_gather1", g.input_tensor, add_norm);
+    qkv = B.tensor(d.n * (d.q + 2 * d.kv) / d.t * d.e);
+    B.matmul("qkv", x, qkv, d.h * (d.q + 2 * d.kv) / d.t * d.e, d.n, (d.q + 2 * d.kv) / d.t,
+             d.h);  // saves its input: 2sbh
+    if (t.rotary) qkv = rotary(B, d, sh, qkv);
+  }
   int context = attention_core(B, d, sh, t.dropout, qkv);
   int proj = B.tensor(d.n * d.h * d.e);
   B.matmul("attn_proj", context, proj, d.q * d.h / d.t * d.e, d.n, d.h, d.q / d.t);
@@ -391,7 +440,7 @@ LayerGraph build_transformer_layer(const TransformerSpec& t, const LayerShape& s
   if (t.moe.enabled()) {
     g.output_tensor = moe_mlp(B, d, sh, t, mid, add_norm);
   } else {
-    x = norm_and_gather(B, d, sh, t, "norm2", "sp_all_gather2", mid, add_norm);
+    int x = norm_and_gather(B, d, sh, t, "norm2", "sp_all_gather2", mid, add_norm);
     int down = dense_mlp(B, d, t, x, d.f, "fc1", "fc2");
     g.output_tensor = reduce_and_residual(B, d, sh, t, "tp_reduce2", down, mid, 2);
   }

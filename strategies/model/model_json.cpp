@@ -21,7 +21,7 @@ constexpr std::array<EnumName<GraphOpKind>, 7> kOpKinds = {{
 
 MoeSpec read_moe(const JsonNode& n, MoeSpec m) {
   n.allow_keys({"experts", "top_k", "expert_ffn_hidden", "shared_experts", "shared_ffn_hidden",
-                "capacity_factor", "load_imbalance", "description"});
+                "capacity_factor", "load_imbalance", "first_dense_layers", "description"});
   if (m.experts == 0) n.at("experts");  // required unless the preset has experts
   m.experts = static_cast<int>(n.integer_or("experts", m.experts, 1, 1 << 20));
   m.top_k = static_cast<int>(n.integer_or("top_k", m.top_k, 1, m.experts));
@@ -30,6 +30,8 @@ MoeSpec read_moe(const JsonNode& n, MoeSpec m) {
   m.shared_experts = static_cast<int>(n.integer_or("shared_experts", m.shared_experts, 0, 1024));
   m.shared_ffn_hidden =
       static_cast<int>(n.integer_or("shared_ffn_hidden", m.shared_ffn_hidden, 0, 100000000));
+  m.first_dense_layers =
+      static_cast<int>(n.integer_or("first_dense_layers", m.first_dense_layers, 0, 100000));
   m.capacity_factor = n.number_or("capacity_factor", m.capacity_factor);
   if (m.capacity_factor != 0 && !(m.capacity_factor >= 1 && m.capacity_factor <= 64)) {
     n.at("capacity_factor").fail("must be 0 (dropless) or between 1 and 64");
@@ -38,6 +40,19 @@ MoeSpec read_moe(const JsonNode& n, MoeSpec m) {
   if (!(m.load_imbalance >= 1 && m.load_imbalance <= 64)) {
     n.at("load_imbalance").fail("must be between 1 (balanced) and 64 (most loaded rank / mean)");
   }
+  return m;
+}
+
+MlaSpec read_mla(const JsonNode& n, MlaSpec m) {
+  n.allow_keys({"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+                "v_head_dim", "description"});
+  if (m.kv_lora_rank == 0) n.at("kv_lora_rank");  // required unless the preset has MLA
+  m.kv_lora_rank = static_cast<int>(n.integer_or("kv_lora_rank", m.kv_lora_rank, 1, 1 << 20));
+  m.q_lora_rank = static_cast<int>(n.integer_or("q_lora_rank", m.q_lora_rank, 0, 1 << 20));
+  m.qk_nope_head_dim = static_cast<int>(n.integer_or("qk_nope_head_dim", m.qk_nope_head_dim, 1, 1 << 16));
+  m.qk_rope_head_dim = static_cast<int>(n.integer_or("qk_rope_head_dim", m.qk_rope_head_dim, 0, 1 << 16));
+  m.v_head_dim = static_cast<int>(n.integer_or("v_head_dim", m.v_head_dim, 1, 1 << 16));
+  if (m.q_lora_rank == 0) n.at("q_lora_rank").fail("must be at least 1 (queries projected down, as DeepSeek-V3 does)");
   return m;
 }
 
@@ -58,6 +73,7 @@ void read_transformer_fields(const JsonNode& n, TransformerSpec& t) {
   t.dropout = n.bool_or("dropout", t.dropout);
   t.head_dim_override = static_cast<int>(n.integer_or("head_dim", t.head_dim_override, 0, 1000000));
   if (auto moe = n.find("moe")) t.moe = read_moe(*moe, t.moe);
+  if (auto mla = n.find("mla")) t.mla = read_mla(*mla, t.mla);
 }
 
 void check_transformer(const JsonNode& n, const TransformerSpec& t) {
@@ -125,7 +141,7 @@ ModelSpec read_model(const JsonNode& n) {
   if (n.is_string()) return preset_for(n);
   n.allow_keys({"preset", "name", "family", "layers", "hidden", "heads", "kv_heads",
                 "ffn_hidden", "activation", "norm", "seq_len", "vocab", "tied_embeddings",
-                "learned_positions", "rotary", "linear_bias", "dropout", "head_dim", "moe", "ops", "repeat",
+                "learned_positions", "rotary", "linear_bias", "dropout", "head_dim", "moe", "mla", "ops", "repeat",
                 "description"});
   ModelSpec m;
   if (auto preset = n.find("preset")) {
@@ -144,7 +160,7 @@ ModelSpec read_model(const JsonNode& n) {
   }
   n.allow_keys({"preset", "name", "family", "layers", "hidden", "heads", "kv_heads", "ffn_hidden",
                 "activation", "norm", "seq_len", "vocab", "tied_embeddings", "learned_positions",
-                "rotary", "linear_bias", "dropout", "head_dim", "moe", "description"});
+                "rotary", "linear_bias", "dropout", "head_dim", "moe", "mla", "description"});
   read_transformer_fields(n, m.transformer);
   check_transformer(n, m.transformer);
   return m;
@@ -184,7 +200,14 @@ Json to_json(const ModelSpec& m) {
     j["moe"] = Json{{"experts", m.experts}, {"top_k", m.top_k},
                     {"expert_ffn_hidden", t.expert_ffn()}, {"shared_experts", m.shared_experts},
                     {"shared_ffn_hidden", m.shared_experts > 0 ? t.shared_ffn() : 0},
-                    {"capacity_factor", m.capacity_factor}, {"load_imbalance", m.load_imbalance}};
+                    {"capacity_factor", m.capacity_factor}, {"load_imbalance", m.load_imbalance},
+                    {"first_dense_layers", m.first_dense_layers}};
+  }
+  if (t.mla.enabled()) {
+    const MlaSpec& a = t.mla;
+    j["mla"] = Json{{"q_lora_rank", a.q_lora_rank}, {"kv_lora_rank", a.kv_lora_rank},
+                    {"qk_nope_head_dim", a.qk_nope_head_dim}, {"qk_rope_head_dim", a.qk_rope_head_dim},
+                    {"v_head_dim", a.v_head_dim}};
   }
   return j;
 }

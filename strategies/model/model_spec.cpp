@@ -1,5 +1,7 @@
 #include "strategies/model/model_spec.h"
 
+#include <algorithm>
+
 namespace stratasim {
 
 std::string_view graph_op_kind_name(GraphOpKind k) {
@@ -44,11 +46,22 @@ double mlp_params(const TransformerSpec& t, double f) {
 }
 
 // Everything but the MLP: attention (q, k, v, output projection) and the two norms.
+double mla_params(const TransformerSpec& t) {
+  const MlaSpec& m = t.mla;
+  const double h = t.hidden, a = t.heads;
+  const double down = h * (m.q_lora_rank + m.kv_lora_rank + m.qk_rope_head_dim);
+  const double norms = m.q_lora_rank + m.kv_lora_rank;
+  const double up = m.q_lora_rank * a * t.qk_head_dim() +
+                    m.kv_lora_rank * a * (m.qk_nope_head_dim + m.v_head_dim);
+  return down + norms + up + a * m.v_head_dim * h;  // + the output projection
+}
+
 double attention_and_norm_params(const TransformerSpec& t) {
+  const double norm_params = t.norm == NormKind::kLayerNorm ? 2.0 * t.hidden : t.hidden;  // gamma (+ beta)
+  if (t.mla.enabled()) return mla_params(t) + 2 * norm_params;
   const double h = t.hidden, q = t.attention_width();
   const double kv = static_cast<double>(t.kv_heads_or_heads()) * t.head_dim();
   const double bias = t.linear_bias ? 1.0 : 0.0;
-  const double norm_params = t.norm == NormKind::kLayerNorm ? 2 * h : h;  // gamma (+ beta)
   const double attention = h * (q + 2 * kv) + bias * (q + 2 * kv) + q * h + bias * h;
   return attention + 2 * norm_params;
 }
@@ -61,8 +74,25 @@ double moe_dense_params(const TransformerSpec& t) {
 }  // namespace
 
 double layer_params(const TransformerSpec& t) {
-  if (!t.moe.enabled()) return attention_and_norm_params(t) + mlp_params(t, t.ffn_or_default());
+  if (!t.moe.enabled()) return dense_layer_params(t);
   return attention_and_norm_params(t) + moe_dense_params(t) + expert_layer_params(t);
+}
+
+double dense_layer_params(const TransformerSpec& t) {
+  return attention_and_norm_params(t) + mlp_params(t, t.ffn_or_default());
+}
+
+double replicated_layer_params(const TransformerSpec& t) {
+  if (!t.mla.enabled()) return 0;
+  const MlaSpec& m = t.mla;
+  return double(t.hidden) * (m.q_lora_rank + m.kv_lora_rank + m.qk_rope_head_dim) + m.q_lora_rank +
+         m.kv_lora_rank;
+}
+
+TransformerSpec dense_variant(const TransformerSpec& t) {
+  TransformerSpec d = t;
+  d.moe = MoeSpec{};
+  return d;
 }
 
 double expert_layer_params(const TransformerSpec& t) {
@@ -92,7 +122,9 @@ double total_params(const ModelSpec& m) {
     return p;
   }
   const TransformerSpec& t = m.transformer;
-  return t.layers * layer_params(t) + embedding_params(t) + head_params(t);
+  const int dense = t.moe.enabled() ? std::min(t.moe.first_dense_layers, t.layers) : 0;
+  return (t.layers - dense) * layer_params(t) + dense * dense_layer_params(t) +
+         embedding_params(t) + head_params(t);
 }
 
 }  // namespace stratasim

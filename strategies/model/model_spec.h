@@ -30,8 +30,24 @@ struct MoeSpec {
   // protocol forces balanced routing (--moe-router-force-load-balancing), so published
   // throughput tables measure 1; a learned router with an auxiliary loss runs above it.
   double load_imbalance = 1;
+  // The first layers keep a dense MLP of ffn_hidden (DeepSeek-V3: 3 of 61).
+  int first_dense_layers = 0;
   bool enabled() const { return experts > 0; }
   bool operator==(const MoeSpec&) const = default;
+};
+
+// Multi-head latent attention (DeepSeek-V2, Liu et al. 2024, Sec. 2.1; DeepSeek-V3): queries and
+// keys/values are projected down to low ranks and up again per head; each head's query and key
+// are a no-RoPE part and a RoPE part (the key's RoPE part shared by all heads), values are
+// v_head_dim wide. kv_lora_rank == 0: standard attention.
+struct MlaSpec {
+  int q_lora_rank = 0;
+  int kv_lora_rank = 0;
+  int qk_nope_head_dim = 128;
+  int qk_rope_head_dim = 64;
+  int v_head_dim = 128;
+  bool enabled() const { return kv_lora_rank > 0; }
+  bool operator==(const MlaSpec&) const = default;
 };
 
 struct TransformerSpec {
@@ -53,11 +69,15 @@ struct TransformerSpec {
   // 128 with hidden 4096 and 64 heads), so q and the attention output are heads x head_dim wide.
   int head_dim_override = 0;
   MoeSpec moe;
+  MlaSpec mla;
 
   int kv_heads_or_heads() const { return kv_heads > 0 ? kv_heads : heads; }
   int ffn_or_default() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
   int head_dim() const { return head_dim_override > 0 ? head_dim_override : hidden / heads; }
-  int attention_width() const { return heads * head_dim(); }  // q and attention output
+  // Per head: query/key width scored, value width (MLA: nope + rope, v_head_dim).
+  int qk_head_dim() const { return mla.enabled() ? mla.qk_nope_head_dim + mla.qk_rope_head_dim : head_dim(); }
+  int v_head_dim() const { return mla.enabled() ? mla.v_head_dim : head_dim(); }
+  int attention_width() const { return heads * v_head_dim(); }  // attention output
   int expert_ffn() const { return moe.expert_ffn_hidden > 0 ? moe.expert_ffn_hidden : ffn_or_default(); }
   int shared_ffn() const {
     return moe.shared_ffn_hidden > 0 ? moe.shared_ffn_hidden : expert_ffn();
@@ -100,7 +120,14 @@ std::string_view activation_name(Activation a);
 // Parameter counts (elements), independent of any strategy.
 // Megatron GPT: 12 l h^2 (1 + 13/(12h) + (V + s)/(12 l h)) (Narayanan et al. SC21, Eq. 2
 // context); generalised here to GQA, SwiGLU, RMSNorm and untied embeddings.
-double layer_params(const TransformerSpec& t);
+double layer_params(const TransformerSpec& t);  // an MoE layer when the model has experts
+// A layer with the dense MLP (ffn_hidden): every layer of a dense model, the first
+// moe.first_dense_layers of an MoE model.
+double dense_layer_params(const TransformerSpec& t);
+// Parameters every tensor-parallel rank holds whole (MLA's down projections).
+double replicated_layer_params(const TransformerSpec& t);
+// The same transformer with a dense MLP (the first_dense_layers of an MoE model).
+TransformerSpec dense_variant(const TransformerSpec& t);
 // The routed experts' share of layer_params (0 for a dense model): they are split over the
 // expert-parallel ranks, the rest over tensor parallelism.
 double expert_layer_params(const TransformerSpec& t);

@@ -11,6 +11,7 @@
 #include "sim/cost/memory_model.h"
 #include "strategies/lowering/block_lowering.h"
 #include "strategies/lowering/lower.h"
+#include "strategies/model/model_json.h"
 #include "tests/support/small_plans.h"
 
 using namespace stratasim;
@@ -269,4 +270,65 @@ TEST_CASE("moe: saved activations of the routed experts, per token copy") {
   CHECK_FALSE(saved[output_of("permute")]);
   CHECK(g.tensors[output_of("ep_dispatch")].saved_bytes == doctest::Approx(1024.0 * 1024 * 2));
   CHECK(g.tensors[output_of("expert_swiglu")].saved_bytes == doctest::Approx(1024.0 * 512 * 2));
+}
+
+TEST_CASE("deepseek-v3: 671B parameters, 37.6B active, worked from its configuration") {
+  const TransformerSpec t = model_preset("deepseek-v3").transformer;
+  // MLA: down 7168 x (1536 + 512 + 64), norms 1536 + 512, q up 1536 x 128 x 192, kv up
+  // 512 x 128 x (128 + 128), output 128 x 128 x 7168 = 187,107,328; + 2 RMSNorms of 7168.
+  const double attention = 7168.0 * 2112 + 2048 + 1536.0 * 128 * 192 + 512.0 * 128 * 256 +
+                           128.0 * 128 * 7168 + 2 * 7168;
+  const double expert = 3.0 * 7168 * 2048;                       // 44,040,192
+  const double dense = attention + 3.0 * 7168 * 18432;           // 583,483,392
+  const double moe = attention + 7168.0 * 256 + expert + 256 * expert;  // 11,507,286,016
+  CHECK(dense_layer_params(t) == doctest::Approx(dense));
+  CHECK(layer_params(t) == doctest::Approx(moe));
+  const double edges = 2 * 129280.0 * 7168 + 7168;  // untied embedding and output, final norm
+  CHECK(total_params(model_preset("deepseek-v3")) == doctest::Approx(3 * dense + 58 * moe + edges));
+  CHECK(3 * dense + 58 * moe + edges == doctest::Approx(671.026e9).epsilon(1e-5));
+  // Active: the shared expert and 8 routed ones per MoE layer: 37.55B (the report's "37B").
+  const double active = attention + 7168.0 * 256 + 9 * expert;
+  CHECK(3 * dense + 58 * active + edges == doctest::Approx(37.552e9).epsilon(1e-4));
+  CHECK(active_layer_params(t) == doctest::Approx(active));
+}
+
+TEST_CASE("mla: projections, attention FLOPs and the dense first layers on their stage") {
+  ModelSpec m = moe_model();
+  TransformerSpec& t = m.transformer;
+  t.mla = MlaSpec{.q_lora_rank = 256, .kv_lora_rank = 128, .qk_nope_head_dim = 32,
+                  .qk_rope_head_dim = 16, .v_head_dim = 32};
+  t.moe.first_dense_layers = 1;
+  Strategy s = moe_strategy(1, 4);
+  s.pp = 2;
+  HardwareModel hw = catalog_cluster("dgx_a100");
+  hw.num_devices = 8;  // tp 1 x pp 2 x dp 4; ep 4 over the 4 ranks of a stage
+  const Plan p = *lower(m, s, hw);
+  const Block& b = *p.layer;
+  // 512 tokens: down projection to 256 + 128 + 16 = 400; up per head: 16 x (32 + 16) = 768
+  // query dims from 256, 16 x (32 + 32) = 1024 key/value dims from 128.
+  const Kernel& down = kernel(b.forward, b, "mla_down");
+  CHECK(down.gemm_m == 512);
+  CHECK(down.gemm_n == 400);
+  CHECK(down.gemm_k == 1024);
+  CHECK(kernel(b.forward, b, "q_up").gemm_n == 768);
+  CHECK(kernel(b.forward, b, "q_up").gemm_k == 256);
+  CHECK(kernel(b.forward, b, "kv_up").gemm_n == 1024);
+  CHECK(kernel(b.forward, b, "kv_up").gemm_k == 128);
+  // Q K^T over 48 dims and P V over 32 per head: 2 x 512^2 x 16 x (48 + 32) = 671,088,640.
+  CHECK(kernel(b.forward, b, "flash_attention").model_flops == doctest::Approx(671088640.0));
+  // The output projection reads 16 heads x 32 value dims.
+  CHECK(kernel(b.forward, b, "attn_proj").gemm_k == 512);
+  // Layer 0 is dense: stage 0 holds it and one MoE layer, stage 1 two MoE layers.
+  REQUIRE(p.dense_layer);
+  CHECK(p.stages[0].dense_layers == 1);
+  CHECK(p.stages[1].dense_layers == 0);
+  CHECK(p.stages[0].expert_params == doctest::Approx(1 * b.expert_params));
+  CHECK(p.stages[1].expert_params == doctest::Approx(2 * b.expert_params));
+  CHECK(p.dense_layer->expert_params == 0);
+  CHECK(p.dense_layer->params == doctest::Approx(dense_layer_params(t)));  // tp 1: all of it
+  // MLA needs a fused attention kernel.
+  s.fusion.flash_attention = false;
+  Expected<Plan> unfused = lower(m, s, hw);
+  REQUIRE_FALSE(unfused.has_value());
+  CHECK(unfused.error().detail.find("multi-head latent attention runs on a fused attention kernel") == 0);
 }
