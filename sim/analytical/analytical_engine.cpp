@@ -226,7 +226,8 @@ Prediction predict_analytical(const Plan& plan, const EngineOptions& options) {
            totals.cp_bytes, totals.cp_total, totals.cp_exposed);
   add_comm(p, CommCategory::kExpertParallel, "ep token dispatch/combine all-to-all",
            &plan.ep_group, totals.ep_bytes, totals.ep_total, totals.ep_exposed);
-  add_comm(p, CommCategory::kZero, "zero per-micro-batch collectives", &plan.dp_group,
+  add_comm(p, CommCategory::kZero, "zero per-micro-batch collectives",
+           plan.shard < plan.dp ? &plan.shard_group : &plan.dp_group,
            totals.zero_bytes, totals.zero_total, totals.zero_exposed);
   add_comm(p, CommCategory::kDataParallel, "dp gradient sync", &plan.dp_group, sync.dp_bytes,
            sync.dp_total_s, sync.dp_exposed_s);

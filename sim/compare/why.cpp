@@ -108,6 +108,8 @@ std::string comm_sentence(const EvaluatedStrategy& b, const EvaluatedStrategy& o
   }
   if (most == CommCategory::kZero && so.zero_stage != sb.zero_stage)
     causes.push_back(change("ZeRO stage", so.zero_stage, sb.zero_stage));
+  if ((most == CommCategory::kZero || most == CommCategory::kDataParallel) && so.shard_group != sb.shard_group)
+    causes.push_back(change("shard group", so.shard_group, sb.shard_group));
   if (most == CommCategory::kPipelineP2P && so.pp != sb.pp) causes.push_back(change("PP", so.pp, sb.pp));
   if (most == CommCategory::kContextParallel && so.cp != sb.cp) causes.push_back(change("CP", so.cp, sb.cp));
   if (most == CommCategory::kExpertParallel && so.ep != sb.ep) causes.push_back(change("EP", so.ep, sb.ep));

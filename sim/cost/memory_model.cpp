@@ -31,7 +31,7 @@ std::vector<MemoryBreakdown> rank_memory(const Plan& plan, const std::vector<int
     const StateBytes state{plan.weight_bytes_per_param, plan.grad_state_bytes_per_param,
                            plan.optimizer_bytes_per_param};
     // Routed experts' states are sharded over the ranks holding the same experts (edp).
-    MemoryBreakdown m = model_state_memory(params - experts, plan.dp, s.zero_stage, state);
+    MemoryBreakdown m = model_state_memory(params - experts, plan.shard, s.zero_stage, state);
     if (experts > 0) {
       const MemoryBreakdown e = model_state_memory(experts, plan.edp, s.zero_stage, state);
       m.weights_B += e.weights_B, m.gradients_B += e.gradients_B, m.optimizer_B += e.optimizer_B;
@@ -41,7 +41,7 @@ std::vector<MemoryBreakdown> rank_memory(const Plan& plan, const std::vector<int
       m.weights_B *= std::max(1, in_flight[r]);
     }
     // ZeRO-3 gathers a layer's full weights before using it (and prefetches the next).
-    if (s.zero_stage >= 3 && plan.dp > 1) {
+    if (s.zero_stage >= 3 && plan.shard > 1) {
       m.weights_B += 2 * plan.layer->params * plan.weight_bytes_per_param;
     }
     m.activations_B = in_flight[r] * activation_sum / std::max(1, chunks);

@@ -195,14 +195,18 @@ void Simulation::comm_stream(int rank, int replica, const StepProgram& step, Ste
     if (op.stream != Stream::kComm || is_send(op)) continue;
     state.wait(op);
     const bool gather = op.kind == IterOpKind::kZeroGather;
-    const CollectiveSpec c{op.comm,
-                           op.bytes,
-                           std::max(1, op.repeats),
-                           dp_members(rank),
-                           replica,
-                           tag + "-" + std::to_string(i),
-                           gather ? "zero all-gather" : "zero reduce-scatter",
-                           false};
+    std::vector<int> members = members_of(op.group, rank, replica);
+    const int position = position_in(members, rank, replica);
+    const std::string group_tag = "-g" + std::to_string(members.front());
+    CollectiveSpec c{op.comm,
+                     op.bytes,
+                     std::max(1, op.repeats),
+                     std::move(members),
+                     position,
+                     tag + "-" + std::to_string(i) + group_tag,
+                     gather ? "zero all-gather" : "zero reduce-scatter",
+                     false};
+    c.group = op.group;
     const Interference slows_compute(speed_, plan_.hardware.device.overlap_slowdown);
     me.zero_s += collective(c, rank, replica);
     state.finish(i);

@@ -211,15 +211,19 @@ void Simulation::reduce_gradients(int rank, int replica, const IterOp& op, Bucke
   const bool serial = signal == nullptr;
   for (int b = 0; b < buckets; ++b) {
     if (signal) signal->ready->acquire();
+    std::vector<int> members = members_of(op.group, rank, replica);
+    const std::string group_tag = "-g" + std::to_string(members.front());
+    const int position = position_in(members, rank, replica);
     CollectiveSpec c{op.comm,
                      op.bytes / buckets,
                      1,
-                     dp_members(rank),
-                     replica,
-                     "dp-reduce-b" + std::to_string(b) + "-r" + std::to_string(rank),
+                     std::move(members),
+                     position,
+                     "dp-reduce-b" + std::to_string(b) + "-r" + std::to_string(rank) + group_tag,
                      all_reduce ? "dp all-reduce" : "dp reduce-scatter",
                      serial,
                      op.bytes / std::max(1, op.repeats)};  // the algorithm for the plan's bucket
+    c.group = op.group;
     // Overlapped with the last backward: the buckets slow it while they run.
     const Interference slows_compute(speed_, serial ? 1.0 : plan_.hardware.device.overlap_slowdown);
     run_.hosts[host_index(rank, replica)].dp_s += collective(c, rank, replica);
@@ -274,7 +278,7 @@ void Simulation::sync_and_step(int rank, int replica, sg4::ActorPtr reducer) {
   for (const IterOp& op : plan_.iteration.tail[rank]) {
     switch (op.kind) {
       case IterOpKind::kGradientReduce:
-        if (op.group != GroupKind::kData) {
+        if (&op != gradient_reduce(rank)) {
           me.dp_s += tail_collective(op, rank, replica, "expert-reduce-r" + std::to_string(rank),
                                      "expert gradient reduce");
         } else if (reducer) {

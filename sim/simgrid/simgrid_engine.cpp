@@ -92,7 +92,8 @@ void measured_comms(Prediction& p, const Plan& plan, const SimgridOptions& optio
            &plan.ep_group, totals.ep_bytes, totals.ep_total, totals.ep_exposed);
   if (totals.zero_total > 0) {  // rank 0, as the analytical engine
     add_comm(p, CommCategory::kZero, "zero per-micro-batch collectives (simulated messages)",
-             &plan.dp_group, totals.zero_bytes, run.hosts[0].zero_s, run.hosts[0].zero_exposed_s);
+             plan.shard < plan.dp ? &plan.shard_group : &plan.dp_group, totals.zero_bytes,
+             run.hosts[0].zero_s, run.hosts[0].zero_exposed_s);
   }
   add_comm(p, CommCategory::kDataParallel, "dp gradient sync", &plan.dp_group, dp_sync_bytes(plan),
            dp->dp_s, dp->dp_end_s - dp->pipeline_end_s);

@@ -184,7 +184,10 @@ class Simulation {
   // The rank's gradient-reduce op (iteration.h), or null.
   const IterOp* gradient_reduce(int rank) const {
     for (const IterOp& op : plan_.iteration.tail[rank]) {
-      if (op.kind == IterOpKind::kGradientReduce && op.group == GroupKind::kData) return &op;
+      if (op.kind == IterOpKind::kGradientReduce &&
+          (op.group == GroupKind::kData || op.group == GroupKind::kShard)) {
+        return &op;
+      }
     }
     return nullptr;
   }
@@ -200,13 +203,34 @@ class Simulation {
     for (int d = replica % stride; d < dp_; d += stride) m.push_back(host_index(rank, d));
     return m;
   }
+  // HSDP: a shard group is `shard` consecutive replicas; a replica group the replicas `shard`
+  // apart.
   std::vector<int> members_of(GroupKind g, int rank, int replica) const {
-    return g == GroupKind::kExpertData ? expert_data_members(rank, replica) : dp_members(rank);
+    if (g == GroupKind::kExpertData) return expert_data_members(rank, replica);
+    const int shard = plan_.shard;
+    std::vector<int> m;
+    if (g == GroupKind::kShard) {
+      for (int d = replica / shard * shard; d < (replica / shard + 1) * shard; ++d) m.push_back(host_index(rank, d));
+      return m;
+    }
+    if (g == GroupKind::kReplica) {
+      for (int d = replica % shard; d < dp_; d += shard) m.push_back(host_index(rank, d));
+      return m;
+    }
+    return dp_members(rank);
   }
   // A collective of the tail over its group, simulated as messages when the group's members
   // are simulated hosts, else for its closed-form time (collective_cost.h).
   double tail_collective(const IterOp& op, int rank, int replica, const std::string& tag,
                          const char* what);
+  // This host's place in a member list (host indices).
+  int position_in(const std::vector<int>& members, int rank, int replica) const {
+    const int me = host_index(rank, replica);
+    for (size_t i = 0; i < members.size(); ++i) {
+      if (members[i] == me) return static_cast<int>(i);
+    }
+    return 0;
+  }
   std::vector<int> dp_members(int rank) const {
     std::vector<int> m;
     for (int d = 0; d < dp_; ++d) m.push_back(host_index(rank, d));

@@ -9,9 +9,13 @@ namespace stratasim {
 // kPipelineEmbedding: the first and the last pipeline stage (same tp and dp index), which
 // both hold the tied word embeddings. kContext: the cp ranks sharing one sequence. kExpert: the
 // ep ranks that exchange tokens for their experts; kExpertData: the ranks holding the same
-// experts (tp*cp*dp / ep), over which expert gradients are reduced and sharded.
-enum class GroupKind : uint8_t { kTensor, kData, kPipelineEmbedding, kContext, kExpert, kExpertData };
-inline constexpr int kGroupKinds = 6;
+// experts (tp*cp*dp / ep), over which expert gradients are reduced and sharded. kShard: the
+// ranks one ZeRO/FSDP shard spans when it is smaller than the data-parallel group (HSDP);
+// kReplica: the ranks holding the same shard in the other shard groups.
+enum class GroupKind : uint8_t {
+  kTensor, kData, kPipelineEmbedding, kContext, kExpert, kExpertData, kShard, kReplica
+};
+inline constexpr int kGroupKinds = 8;
 
 // `size` ranks, `ranks_per_node` of them in each node.
 struct CommGroup {

@@ -95,18 +95,19 @@ struct ZeroSplit {
 };
 ZeroSplit add_zero_gather(StepProgram& s, const Plan& plan, const VirtualStage& st, int vs) {
   ZeroSplit z;
-  if (plan.strategy.zero_stage < 3 || plan.dp <= 1) return z;
+  if (plan.strategy.zero_stage < 3 || plan.shard <= 1) return z;
   const int layers = std::max(1, st.layers);
   const double weights = st.params * plan.weight_bytes_per_param;
   const CollectiveAlgorithm a = plan.strategy.collective;
+  const GroupKind g = plan.zero_group();
   if (plan.strategy.overlap_dp && layers > 1) {
-    z.first = push(s, collective_op(IterOpKind::kZeroGather, CommKind::kAllGather,
-                                    GroupKind::kData, vs, weights / layers, 1, a));
-    push(s, collective_op(IterOpKind::kZeroGather, CommKind::kAllGather, GroupKind::kData, vs,
+    z.first = push(s, collective_op(IterOpKind::kZeroGather, CommKind::kAllGather, g, vs,
+                                    weights / layers, 1, a));
+    push(s, collective_op(IterOpKind::kZeroGather, CommKind::kAllGather, g, vs,
                           weights * (layers - 1) / layers, layers - 1, a));
   } else {
-    z.first = push(s, collective_op(IterOpKind::kZeroGather, CommKind::kAllGather,
-                                    GroupKind::kData, vs, weights, layers, a));
+    z.first = push(s, collective_op(IterOpKind::kZeroGather, CommKind::kAllGather, g, vs, weights,
+                                    layers, a));
   }
   return z;
 }
@@ -118,16 +119,25 @@ int add_zero_reduce_scatter(StepProgram& s, const Plan& plan, const VirtualStage
   const int layers = std::max(1, st.layers);
   const double grads = st.params * plan.grad_bytes_per_param;
   const CollectiveAlgorithm a = plan.strategy.collective;
-  IterOp last = collective_op(IterOpKind::kZeroReduceScatter, CommKind::kReduceScatter,
-                              GroupKind::kData, vs, grads, layers, a);
+  const GroupKind g = plan.zero_group();
+  IterOp last = collective_op(IterOpKind::kZeroReduceScatter, CommKind::kReduceScatter, g, vs,
+                              grads, layers, a);
   if (plan.strategy.overlap_dp && layers > 1) {
-    push(s, collective_op(IterOpKind::kZeroReduceScatter, CommKind::kReduceScatter,
-                          GroupKind::kData, vs, grads * (layers - 1) / layers, layers - 1, a));
+    push(s, collective_op(IterOpKind::kZeroReduceScatter, CommKind::kReduceScatter, g, vs,
+                          grads * (layers - 1) / layers, layers - 1, a));
     last.bytes = grads / layers;
     last.repeats = 1;
   }
   last.deps[0] = static_cast<int8_t>(backward);
-  return push(s, last);
+  int after = plan.shard > 1 ? push(s, last) : backward;
+  // HSDP: each shard's gradient is then all-reduced across the replicas holding it.
+  if (plan.replicas() > 1) {
+    IterOp sync = collective_op(IterOpKind::kZeroReduceScatter, CommKind::kAllReduce,
+                                GroupKind::kReplica, vs, grads / plan.shard, layers, a);
+    sync.deps[0] = static_cast<int8_t>(after);
+    after = push(s, sync);
+  }
+  return after;
 }
 
 void add_send(StepProgram& s, const Plan& plan, IterOpKind kind, int vs, int after) {
@@ -190,15 +200,19 @@ std::vector<IterOp> rank_tail(const Plan& plan, int rank, double all_params, dou
   const double params = all_params - expert_params;
   const double grads = params * plan.grad_bytes_per_param;
   const bool experts = expert_params > 0 && plan.edp > 1;
-  if (plan.dp > 1 && s.zero_stage <= 1) {
+  const int buckets =
+      static_cast<int>(std::max(1.0, std::ceil(grads / std::max(1.0, plan.dp_bucket_B))));
+  if (plan.shard > 1 && s.zero_stage <= 1) {
     // DDP's buckets: each reduced as one collective when its gradients are final.
-    const int buckets =
-        static_cast<int>(std::max(1.0, std::ceil(grads / std::max(1.0, plan.dp_bucket_B))));
     IterOp op = collective_op(IterOpKind::kGradientReduce,
                               s.zero_stage == 0 ? CommKind::kAllReduce : CommKind::kReduceScatter,
-                              GroupKind::kData, -1, grads, buckets, s.collective);
+                              plan.zero_group(), -1, grads, buckets, s.collective);
     op.overlaps_last_backward = s.overlap_dp;
     tail.push_back(op);
+  }
+  if (plan.replicas() > 1 && s.zero_stage == 1) {  // HSDP: each shard across its replicas
+    tail.push_back(collective_op(IterOpKind::kGradientReduce, CommKind::kAllReduce,
+                                 GroupKind::kReplica, -1, grads / plan.shard, buckets, s.collective));
   }
   if (experts && s.zero_stage <= 1) {
     const double expert_grads = expert_params * plan.grad_bytes_per_param;
@@ -208,9 +222,9 @@ std::vector<IterOp> rank_tail(const Plan& plan, int rank, double all_params, dou
                                  s.zero_stage == 0 ? CommKind::kAllReduce : CommKind::kReduceScatter,
                                  GroupKind::kExpertData, -1, expert_grads, buckets, s.collective));
   }
-  if (plan.dp > 1 && (s.zero_stage == 1 || s.zero_stage == 2)) {
+  if (plan.shard > 1 && (s.zero_stage == 1 || s.zero_stage == 2)) {
     tail.push_back(collective_op(IterOpKind::kParameterGather, CommKind::kAllGather,
-                                 GroupKind::kData, -1, params * plan.weight_bytes_per_param, 1,
+                                 plan.zero_group(), -1, params * plan.weight_bytes_per_param, 1,
                                  s.collective));
   }
   if (experts && (s.zero_stage == 1 || s.zero_stage == 2)) {
@@ -229,7 +243,7 @@ std::vector<IterOp> rank_tail(const Plan& plan, int rank, double all_params, dou
   }
   // Mixed-precision Adam reads and writes both moments and the master weights, reads the
   // gradient and writes the 16-bit weights; ZeRO >= 1 shards the update over dp.
-  const double shard = s.zero_stage >= 1 ? plan.dp : 1;
+  const double shard = s.zero_stage >= 1 ? plan.shard : 1;
   const double expert_shard = s.zero_stage >= 1 ? plan.edp : 1;
   IterOp step;
   step.kind = IterOpKind::kOptimizerStep;
@@ -270,6 +284,8 @@ void lower_iteration(Plan& plan) {
   it.groups[static_cast<int>(GroupKind::kContext)] = plan.cp_group;
   it.groups[static_cast<int>(GroupKind::kExpert)] = plan.ep_group;
   it.groups[static_cast<int>(GroupKind::kExpertData)] = plan.edp_group;
+  it.groups[static_cast<int>(GroupKind::kShard)] = plan.shard_group;
+  it.groups[static_cast<int>(GroupKind::kReplica)] = plan.replica_group;
   // The first and the last stage share a node only when the whole job fits in one.
   const bool one_node = static_cast<long long>(plan.pp) * plan.tp * plan.dp <=
                         plan.hardware.node.devices;

@@ -59,6 +59,8 @@ std::string_view group_name(GroupKind g) {
     case GroupKind::kContext: return "context";
     case GroupKind::kExpert: return "expert";
     case GroupKind::kExpertData: return "expert_data";
+    case GroupKind::kShard: return "shard";
+    case GroupKind::kReplica: return "replica";
   }
   return "?";
 }
@@ -298,9 +300,11 @@ void header(Out& o, const Plan& plan) {
       .raw(",\"symmetry\":\"one entry per pipeline rank; it stands for its tp x dp devices, which "
            "run the same ops on equal shards\",\"groups\":{");
   for (GroupKind g : {GroupKind::kTensor, GroupKind::kData, GroupKind::kPipelineEmbedding,
-                      GroupKind::kContext, GroupKind::kExpert, GroupKind::kExpertData}) {
+                      GroupKind::kContext, GroupKind::kExpert, GroupKind::kExpertData,
+                      GroupKind::kShard, GroupKind::kReplica}) {
     const CommGroup c = plan.iteration.group(g);
     if ((g == GroupKind::kExpert || g == GroupKind::kExpertData) && plan.ep == 1) continue;
+    if ((g == GroupKind::kShard || g == GroupKind::kReplica) && plan.shard == plan.dp) continue;
     if (g != GroupKind::kTensor) o.raw(",");
     o.str(group_name(g)).raw(":{\"size\":").num(static_cast<long long>(c.size))
         .raw(",\"ranks_per_node\":").num(static_cast<long long>(c.ranks_per_node)).raw("}");

@@ -111,6 +111,10 @@ void place_groups(Plan& plan) {
                             std::max(1, std::min(plan.cp, per_node / tp_in_node))};
   const int dp_per_node = std::max(1, std::min(plan.dp, per_node / std::min(plan.tp, per_node)));
   plan.dp_group = CommGroup{GroupKind::kData, plan.dp, dp_per_node};
+  // HSDP: a shard group is `shard` consecutive dp ranks; its replicas are `shard` apart.
+  plan.shard_group = CommGroup{GroupKind::kShard, plan.shard, std::min(plan.shard, dp_per_node)};
+  plan.replica_group = CommGroup{GroupKind::kReplica, plan.replicas(),
+                                 std::max(1, std::min(plan.replicas(), dp_per_node / std::min(plan.shard, dp_per_node)))};
   // Experts (MoE parallel folding, expert tp 1): ep consecutive ranks of the stage exchange
   // tokens; the ranks holding the same experts are ep apart.
   plan.ep_group = CommGroup{GroupKind::kExpert, plan.ep, std::min(plan.ep, per_node)};
@@ -153,6 +157,7 @@ Expected<Plan> lower(const ModelSpec& model, const Strategy& strategy,
   plan.dp = dp * strategy.cp;  // gradients are shared by the data and the context replicas
   plan.chunks = strategy.interleave;
   plan.ep = strategy.ep;
+  plan.shard = strategy.shard_group > 0 ? strategy.shard_group : plan.dp;
   plan.edp = static_cast<int>(static_cast<long long>(strategy.tp) * plan.dp / strategy.ep);
   plan.micro_batches = micro_batches;
   plan.samples_per_iteration = strategy.global_batch;

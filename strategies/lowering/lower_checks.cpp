@@ -127,7 +127,24 @@ static std::optional<Infeasible> check_experts(const ModelSpec& m, const Strateg
   return std::nullopt;
 }
 
+// HSDP: the shard group divides the data-parallel ranks (dp x cp) and shards something.
+static std::optional<Infeasible> check_shard_group(const Strategy& s, int dp) {
+  if (s.shard_group == 0) return std::nullopt;
+  const long long ranks = static_cast<long long>(dp) * s.cp;
+  if (s.zero_stage == 0) {
+    return Infeasible{InfeasibleReason::kModel,
+                      "shard_group=" + str(s.shard_group) + " shards ZeRO/FSDP states; zero_stage is 0", "shard_group"};
+  }
+  if (ranks % s.shard_group != 0) {
+    return Infeasible{InfeasibleReason::kDeviceCount,
+                      "shard_group=" + str(s.shard_group) + " does not divide the data-parallel ranks dp*cp=" +
+                          str(ranks), "shard_group"};
+  }
+  return std::nullopt;
+}
+
 std::optional<Infeasible> check_model_split(const ModelSpec& m, const Strategy& s, int dp) {
+  if (auto bad = check_shard_group(s, dp)) return bad;
   if (auto bad = check_context_parallel(m, s)) return bad;
   if (auto bad = check_experts(m, s, dp)) return bad;
   if (m.family == ModelFamily::kOpGraph) {

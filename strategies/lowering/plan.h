@@ -87,6 +87,11 @@ struct Plan {
   // Expert parallelism (MoE): ep ranks share a layer's experts; edp = tp * dp / ep ranks hold
   // the same experts (their gradients are reduced and ZeRO-sharded over them).
   int ep = 1, edp = 1;
+  // ZeRO shards over `shard` ranks (Strategy::shard_group, or dp), replicated dp / shard times.
+  int shard = 1;
+  int replicas() const { return dp / shard; }
+  // The group ZeRO's collectives span: kData, or kShard for a shard group smaller than dp.
+  GroupKind zero_group() const { return shard < dp ? GroupKind::kShard : GroupKind::kData; }
   int micro_batches = 1;     // per pipeline per iteration (gradient accumulation steps)
   double tokens_per_micro_batch = 0;  // micro_batch * seq_len (samples for op graphs)
   double samples_per_iteration = 0;   // global batch
@@ -103,7 +108,7 @@ struct Plan {
   std::vector<VirtualStage> stages;  // p * v, in virtual-stage order
   double p2p_bytes = 0;              // activation (and gradient) message between stages
 
-  CommGroup tp_group, dp_group, cp_group, ep_group, edp_group;
+  CommGroup tp_group, dp_group, cp_group, ep_group, edp_group, shard_group, replica_group;
   double grad_bytes_per_param = 2;   // gradient reduction dtype
   double dp_bucket_B = 0;
   // Optimizer-state bookkeeping (bytes per parameter), before ZeRO sharding.

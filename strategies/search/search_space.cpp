@@ -10,10 +10,10 @@
 namespace stratasim {
 namespace {
 
-constexpr std::array<std::string_view, 18> kAxisNames = {
+constexpr std::array<std::string_view, 19> kAxisNames = {
     "tp", "pp", "dp", "micro_batch", "schedule", "interleave", "recompute", "zero_stage",
     "sequence_parallel", "fusion", "overlap_dp", "overlap_tp", "dtype", "devices", "cluster",
-    "cp", "ep", "overlap_ep"};
+    "cp", "ep", "overlap_ep", "shard_group"};
 
 constexpr std::array<EnumName<int>, 2> kBools = {{{"false", 0}, {"true", 1}}};
 constexpr std::array<std::string_view, 4> kFusions = {"none", "epilogues", "megatron", "all"};
@@ -153,6 +153,7 @@ void point_at(const SearchSpace& space, uint64_t index, const Strategy& base, in
       case Axis::kCluster: point.cluster = v; break;
       case Axis::kCp: s.cp = v; break;
       case Axis::kEp: s.ep = v; break;
+      case Axis::kShardGroup: s.shard_group = v; break;
     }
   }
 }

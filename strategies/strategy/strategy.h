@@ -65,6 +65,11 @@ struct Strategy {
   // parallelism (expert tp 1); their gradients are reduced over the tp*cp*dp/ep replicas.
   int ep = 1;
   int zero_stage = 0;
+  // Ranks one ZeRO/FSDP shard group spans; 0 = the whole data-parallel group (dp x cp). Smaller:
+  // hybrid sharding (HSDP: FSDP2's dp_shard x dp_replicate, Megatron's distributed-optimizer
+  // instances): states sharded over the group, replicated across dp / shard_group groups,
+  // gradients reduce-scattered inside a group and all-reduced across the replicas.
+  int shard_group = 0;
   bool sequence_parallel = false;
   ScheduleKind schedule = ScheduleKind::k1F1B;
   int interleave = 1;  // v, model chunks per pipeline rank
