@@ -12,6 +12,7 @@
 #include "tests/support/small_plans.h"
 
 using namespace stratasim;
+using testing::kernel;
 
 namespace {
 
@@ -27,13 +28,6 @@ Strategy cp_strategy(int tp, int cp) {
   s.tp = tp, s.cp = cp, s.global_batch = 8, s.micro_batch = 1;
   fusion_preset("all", &s.fusion);  // flash attention
   return s;
-}
-
-const Kernel& kernel(const std::vector<Kernel>& ks, const Block& b, std::string_view name) {
-  auto it = std::find_if(ks.begin(), ks.end(),
-                         [&](const Kernel& k) { return b.graph.ops[k.first_op].name == name; });
-  REQUIRE(it != ks.end());
-  return *it;
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "tests/support/small_plans.h"
 
 using namespace stratasim;
+using testing::kernel;
 
 namespace {
 
@@ -32,13 +33,6 @@ Strategy moe_strategy(int tp, int ep) {
   s.sequence_parallel = tp > 1;
   fusion_preset("all", &s.fusion);
   return s;
-}
-
-const Kernel& kernel(const std::vector<Kernel>& ks, const Block& b, std::string_view name) {
-  auto it = std::find_if(ks.begin(), ks.end(),
-                         [&](const Kernel& k) { return b.graph.ops[k.first_op].name == name; });
-  REQUIRE(it != ks.end());
-  return *it;
 }
 
 // One expert: gate and up (2 x 1024 x 512) and down (512 x 1024) = 1,572,864 parameters.

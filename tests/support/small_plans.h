@@ -4,6 +4,10 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <string_view>
+#include <vector>
+
 #include "hardware_models/src/hardware_json.h"
 #include "strategies/lowering/lower.h"
 
@@ -24,6 +28,14 @@ inline Plan lower_on_dgx_a100(const ModelSpec& m, const Strategy& s, int devices
   Expected<Plan> p = lower(m, s, hw);
   REQUIRE_MESSAGE(p.has_value(), (p ? "" : p.error().detail));
   return *p;
+}
+
+// The kernel of `ks` whose first graph op is `name` (a test fails when there is none).
+inline const Kernel& kernel(const std::vector<Kernel>& ks, const Block& b, std::string_view name) {
+  auto it = std::find_if(ks.begin(), ks.end(),
+                         [&](const Kernel& k) { return b.graph.ops[k.first_op].name == name; });
+  REQUIRE(it != ks.end());
+  return *it;
 }
 
 }  // namespace stratasim::testing
