@@ -167,8 +167,9 @@ RankSync finish_iteration(Prediction& p, const Plan& plan, const ScheduleTiming&
         plan.iteration.tail[r].begin(), plan.iteration.tail[r].end(),
         [](const IterOp& op) { return op.kind == IterOpKind::kGradientReduce; });
     const double late = has_reduce ? 0 : delay[r];
-    const double end = timing.rank_finish_s[r] + late + sync.dp_exposed_s + sync.embedding_s +
-                       sync.optimizer_s;
+    // Post-validated schedules (ZB-H2): each rank's iteration runs from its own first op.
+    const double end = timing.rank_finish_s[r] - timing.rank_start_s[r] + late +
+                       sync.dp_exposed_s + sync.embedding_s + sync.optimizer_s;
     if (end >= iteration) iteration = end, worst = sync;
     embedding = std::max(embedding, sync.embedding_s);
   }

@@ -21,6 +21,11 @@
 // iterations (after warm iterations covering >= 2p micro-batches, before the last one, whose
 // cool-down is not steady). The gradient sync and optimizer step run once after the stream;
 // their duration past the stream's end is added to the steady-state iteration.
+//
+// Post-validated schedules (ZB-H2: the optimizer step validated after the update, no flush of
+// all ranks between iterations): one iteration simulated, each host's times then measured from
+// the start of its first op, the rank's own iteration; as for async, waiting for a ring peer
+// that ended later (the tied-embedding all-reduce of the first and the last stage) is left out.
 #include "sim/simgrid/executor.h"
 
 #include <algorithm>
@@ -170,8 +175,12 @@ void Simulation::worker(int rank, int replica) {
       }
     }
     const double now = sg4::Engine::get_clock();
+    if (j == 0) first_op_s_[host_index(rank, replica)] = now;
     const bool keep = !async_ || iterations_done == traced;
-    if (now > cursor && keep) record(rank, replica, EventKind::kIdle, -1, 0, cursor, "idle");
+    const bool before_first = j == 0 && schedule_.post_validation;  // not part of its iteration
+    if (now > cursor && keep && !before_first) {
+      record(rank, replica, EventKind::kIdle, -1, 0, cursor, "idle");
+    }
     if (j + 1 == ops.size()) sync_phase_[rank] = 1;
     const IterOp* reduce = gradient_reduce(rank);
     if (reduce && reduce->overlaps_last_backward && j + 1 == ops.size() && !fwd) {
@@ -343,6 +352,7 @@ SimRun Simulation::run() {
   run_.hosts.resize(hosts_.size());
   sync_wait_s_.assign(hosts_.size(), 0);
   dp_wait_s_.assign(hosts_.size(), 0);
+  first_op_s_.assign(hosts_.size(), 0);
   bucket_signal_.resize(hosts_.size());
   std::vector<sg4::ActorPtr> actors(hosts_.size());
   for (int r = 0; r < p_; ++r) {
@@ -369,7 +379,26 @@ SimRun Simulation::run() {
   }
   run_.simulated_s = sg4::Engine::get_clock();
   if (async_) fold_steady_state();
+  if (schedule_.post_validation) fold_post_validation();
   return std::move(run_);
+}
+
+void Simulation::fold_post_validation() {
+  for (TimelineEvent& e : run_.events) {
+    const double shift = first_op_s_[host_index(e.device, 0)];
+    e.start_s -= shift;
+    e.end_s -= shift;
+  }
+  double end = 0;
+  for (size_t i = 0; i < run_.hosts.size(); ++i) {
+    HostResult& h = run_.hosts[i];
+    const double shift = first_op_s_[i];
+    h.pipeline_end_s -= shift;
+    h.dp_end_s -= shift + dp_wait_s_[i];
+    h.finish_s -= shift + sync_wait_s_[i];
+    end = std::max(end, h.finish_s);
+  }
+  run_.simulated_s = end;
 }
 
 void Simulation::fold_steady_state() {

@@ -141,6 +141,9 @@ class Simulation {
   // the gradient sync to follow the steady-state iteration; pipeline times become per
   // iteration (see the file comment).
   void fold_steady_state();
+  // Post-validated schedules (ZB-H2): every host's times measured from its first op, the wait
+  // for ring peers after the pipeline left out as for async (see the file comment).
+  void fold_post_validation();
   void compute(double seconds) {
     if (seconds <= 0) return;
     sg4::this_actor::execute(seconds * speed_);
@@ -250,6 +253,7 @@ class Simulation {
   std::vector<char> sync_phase_;     // per rank: past the pipeline ops (async: the sync phase)
   std::vector<char> event_in_sync_;  // per recorded event
   std::vector<double> steady_begin_s_, steady_end_s_;  // async: per rank, replica 0
+  std::vector<double> first_op_s_;                     // per host: start of its first op
   std::vector<OpPieces> pieces_;                       // per virtual stage
   // Per host: time the worker waited for ring peers after its pipeline ops, in total and
   // until its data-parallel phase ended.

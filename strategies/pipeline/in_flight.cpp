@@ -15,6 +15,9 @@ std::vector<int> peak_in_flight(ScheduleKind kind, int p, int m, int v) {
       case ScheduleKind::kPipeDreamAsync: peak[r] = p - r; break;  // the stream never drains
       // p - r - 1 warm-up forwards, one more, and r micro-batches whose W waits (B done).
       case ScheduleKind::kZeroBubbleH1: peak[r] = std::min(p, m); break;
+      // W waits until 2p - 1 micro-batches hold activations (every rank reaches the bound when
+      // m allows: its warm-up plus one more forward per B in the steady phase).
+      case ScheduleKind::kZeroBubbleH2: peak[r] = std::min(2 * p - 1, m); break;
       case ScheduleKind::kInterleaved1F1B: {
         // Warm-up of Megatron's interleaved schedule, then one more forward before a backward.
         const long long total = static_cast<long long>(m) * v;
@@ -35,6 +38,8 @@ double uniform_bubble_fraction(ScheduleKind kind, int p, int m, int v) {
     case ScheduleKind::kPipeDreamAsync: return 0;
     // F = B = W = 1: makespan 3m + (p - 1)(F + B - W) = 3m + p - 1 (Qi et al. 2024, Sec. 3.1).
     case ScheduleKind::kZeroBubbleH1: return double(p - 1) / (3.0 * m + p - 1);
+    // Post-validated: each rank's span is 3m + (p - 1)(F + B - 2W) = 3m (Qi et al., Table 1).
+    case ScheduleKind::kZeroBubbleH2: return 0;
   }
   return 0;
 }

@@ -42,6 +42,8 @@ PipelineSchedule make_schedule(ScheduleKind kind, int p, int m, int v) {
       return schedule_pipedream_async(p, m);
     case ScheduleKind::kZeroBubbleH1:
       return schedule_zb_h1(p, m);
+    case ScheduleKind::kZeroBubbleH2:
+      return schedule_zb_h2(p, m);
   }
   SS_ASSERT(false, "unknown schedule kind");
   return schedule_1f1b(p, m);

@@ -14,6 +14,8 @@ std::string_view schedule_name(ScheduleKind k) {
       return "pipedream_async";
     case ScheduleKind::kZeroBubbleH1:
       return "zb_h1";
+    case ScheduleKind::kZeroBubbleH2:
+      return "zb_h2";
   }
   return "unknown";
 }

@@ -13,10 +13,24 @@
 
 namespace stratasim {
 
-enum class ScheduleKind { kGPipe, k1F1B, kInterleaved1F1B, kPipeDreamAsync, kZeroBubbleH1 };
+enum class ScheduleKind {
+  kGPipe,
+  k1F1B,
+  kInterleaved1F1B,
+  kPipeDreamAsync,
+  kZeroBubbleH1,
+  kZeroBubbleH2
+};
 std::string_view schedule_name(ScheduleKind k);
 // Whether the schedule runs the weight gradients (W) as ops of their own (zero-bubble).
-inline bool splits_backward(ScheduleKind k) { return k == ScheduleKind::kZeroBubbleH1; }
+inline bool splits_backward(ScheduleKind k) {
+  return k == ScheduleKind::kZeroBubbleH1 || k == ScheduleKind::kZeroBubbleH2;
+}
+// Whether the optimizer step is validated after the update (Qi et al. 2024, Sec. 4): no
+// synchronization of all pipeline ranks between iterations, so each rank starts its next
+// iteration as soon as its own step is done and an iteration costs each rank's span (first
+// op to optimizer step), not the flushed makespan.
+inline bool post_validated(ScheduleKind k) { return k == ScheduleKind::kZeroBubbleH2; }
 
 // kBackward is the whole backward pass, or only its input-gradient part (B) in a schedule that
 // splits the backward (PipelineSchedule::split_backward), which then runs kWeight (W, the
@@ -37,6 +51,7 @@ struct PipelineSchedule {
   int chunks = 1;          // v
   bool flush = true;       // false for PipeDream's asynchronous schedule (no flush)
   bool split_backward = false;  // B and W are separate ops (zero-bubble schedules)
+  bool post_validation = false;  // post_validated(kind)
   std::vector<std::vector<PipeOp>> per_rank;  // size p
 
   int virtual_stages() const { return stages * chunks; }

@@ -42,9 +42,7 @@ const CompiledSchedule& cached_schedule(ScheduleKind kind, int p, int m, int v) 
   thread_local uint64_t last_key = ~uint64_t{0};
   thread_local const CompiledSchedule* last = nullptr;
   if (kind == ScheduleKind::kPipeDreamAsync || v == 1) {
-    if (kind != ScheduleKind::kGPipe && kind != ScheduleKind::kZeroBubbleH1) {
-      kind = ScheduleKind::k1F1B;
-    }
+    if (kind != ScheduleKind::kGPipe && !splits_backward(kind)) kind = ScheduleKind::k1F1B;
   }
   SS_ASSERT(p < (1 << 20) && m < (1 << 24) && v < (1 << 16), "pipeline size out of range");
   const uint64_t key =
@@ -58,7 +56,7 @@ const CompiledSchedule& cached_schedule(ScheduleKind kind, int p, int m, int v) 
     }
     auto cs = std::make_unique<CompiledSchedule>(
         pipeline_detail::compile_schedule(make_schedule(kind, p, m, v)));
-    const bool periodic = kind != ScheduleKind::kGPipe && kind != ScheduleKind::kZeroBubbleH1;
+    const bool periodic = kind != ScheduleKind::kGPipe && !splits_backward(kind);
     for (int k = 1; periodic && k <= kMaxPeriods; ++k) {
       cs->periodic.push_back(pipeline_detail::analyze_periodicity(*cs, k * p));
     }
@@ -73,7 +71,7 @@ const CompiledSchedule& cached_schedule(ScheduleKind kind, int p, int m, int v) 
 // Per-thread scratch: slot end times and per-rank finish times of the latest run.
 struct Scratch {
   DurationTables tables;
-  std::vector<double> done, finish;
+  std::vector<double> done, finish, starts;
 };
 Scratch& scratch() {
   thread_local Scratch s;
@@ -101,6 +99,20 @@ int longest_warmup(ScheduleKind kind, int p, int v) {
 int periodic_run_floor(ScheduleKind kind, int p, int v) {
   const int ops_needed = 4 * longest_warmup(kind, p, v) + 2 * p * v + 4;
   return (ops_needed + 2 * v - 1) / (2 * v);
+}
+
+// Post-validated schedules (ZB-H2): the full run, and when each rank starts its first op; the
+// iteration of rank r is its span from that start (schedule_timing.h).
+void timing_post_validated(ScheduleKind kind, int p, int m, Scratch& s, ScheduleTiming& t) {
+  const CompiledSchedule& cs = cached_schedule(kind, p, m, 1);
+  if (s.done.size() <= static_cast<size_t>(cs.slots())) s.done.resize(cs.slots() + 1);
+  s.starts.resize(cs.slots());
+  s.finish.resize(cs.p);
+  pipeline_detail::run_schedule(cs, s.tables, s.done.data(), s.finish.data(), s.starts.data());
+  t.rank_finish_s = s.finish;
+  t.rank_start_s.resize(p);
+  for (int r = 0; r < p; ++r) t.rank_start_s[r] = s.starts[cs.ops[cs.begin[r]].self];
+  g_last_method = TimingMethod::kFullSimulation;
 }
 
 void timing_full(ScheduleKind kind, int p, int m, int v, Scratch& s, std::vector<double>& out) {
@@ -203,7 +215,11 @@ void timing_async(int p, int m, Scratch& s, std::vector<double>& out) {
 
 // Busy time, last backward and bubble, which follow from the durations alone.
 void finish_timing(int p, int m, int v, const StageDurations& d, ScheduleTiming& t) {
-  t.makespan_s = max_of(t.rank_finish_s);
+  if (t.rank_start_s.empty()) t.rank_start_s.assign(p, 0.0);
+  t.makespan_s = 0;
+  for (int r = 0; r < p; ++r) {
+    t.makespan_s = std::max(t.makespan_s, t.rank_finish_s[r] - t.rank_start_s[r]);
+  }
   t.rank_busy_s.assign(p, 0.0);
   t.rank_last_backward_s.assign(p, 0.0);
   const bool split = !d.weight_s.empty();
@@ -249,6 +265,9 @@ ScheduleTiming time_schedule(ScheduleKind kind, int p, int m, int v, const Stage
       break;
     case ScheduleKind::kZeroBubbleH1:  // O(ops) list schedule; no periodic shortcut yet
       timing_full(kind, p, m, v, s, t.rank_finish_s);
+      break;
+    case ScheduleKind::kZeroBubbleH2:
+      timing_post_validated(kind, p, m, s, t);
       break;
   }
   finish_timing(p, m, v, d, t);

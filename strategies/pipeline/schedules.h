@@ -23,6 +23,9 @@ PipelineSchedule schedule_pipedream_async(int p, int m);
 // ZB-H1 (Qi et al. ICLR 2024): 1F1B with the backward split into B and W, each rank running its
 // W r micro-batches late to fill the cool-down (schedule_zb_h1.cpp).
 PipelineSchedule schedule_zb_h1(int p, int m);
+// ZB-H2 (Qi et al. ICLR 2024): 2(p - r - 1) + 1 warm-up forwards, W deferred while fewer than
+// 2p - 1 micro-batches hold activations, optimizer post-validation (schedule_zb_h2.cpp).
+PipelineSchedule schedule_zb_h2(int p, int m);
 
 PipelineSchedule make_schedule(ScheduleKind kind, int p, int m, int v);
 

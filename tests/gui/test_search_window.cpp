@@ -30,12 +30,12 @@ QString cell(const QAbstractItemModel* m, int row, int column) {
 
 TEST_CASE("search window: the table holds the top-k of run_search, best first") {
   const Scenario sc = load_scenario(scenario_path(kGpt3));
-  const SearchResult expected = search_scenario(sc, 50);  // 6912 points, ~0.2 s
+  const SearchResult expected = search_scenario(sc, 50);  // 10368 points, ~0.3 s
   REQUIRE(expected.top.size() == 50);
 
   MainWindow w;
   REQUIRE(run_job(w, [&] { return w.load_scenario(QString::fromStdString(scenario_path(kGpt3))); }));
-  CHECK(w.table()->model()->rowCount() == 9);  // base + 8 variants
+  CHECK(w.table()->model()->rowCount() == 10);  // base + 9 variants
   REQUIRE(run_job(w, [&] { return w.run_search(); }));
   CHECK_FALSE(w.last_job().cancelled);
   const QAbstractItemModel* table = w.table()->model();
@@ -50,7 +50,7 @@ TEST_CASE("search window: the table holds the top-k of run_search, best first") 
     CHECK(table->index(r, VariantTableModel::kTokens).data(Qt::UserRole).toDouble() <=
           table->index(r - 1, VariantTableModel::kTokens).data(Qt::UserRole).toDouble());
   }
-  CHECK(w.status().contains("search done after 6912 of 6912 points"));
+  CHECK(w.status().contains("search done after 10368 of 10368 points"));
 }
 
 TEST_CASE("search window: filters keep exactly the rows that match") {
@@ -84,7 +84,7 @@ TEST_CASE("search window: filters keep exactly the rows that match") {
   REQUIRE(run_job(w, [&] { return w.run_evaluate(); }));
   int fitting = 0;
   for (const VariantResult& v : evaluate_variants(sc)) fitting += v.feasible() && v.prediction.fits;
-  REQUIRE(fitting < 8);
+  REQUIRE(fitting < 10);
   f->set_fits_only(true);
   CHECK(f->rowCount() == fitting);
   for (int r = 0; r < f->rowCount(); ++r) CHECK(cell(f, r, VariantTableModel::kFits) == "yes");

@@ -129,7 +129,8 @@ TEST_CASE("iteration graph: the documented schema, for every schedule") {
                         Case{ScheduleKind::kGPipe, 2, 4, 1, 1, false},
                         Case{ScheduleKind::kInterleaved1F1B, 2, 8, 2, 3, true},
                         Case{ScheduleKind::kPipeDreamAsync, 4, 8, 1, 2, false},
-                        Case{ScheduleKind::kZeroBubbleH1, 4, 16, 1, 2, true}}) {
+                        Case{ScheduleKind::kZeroBubbleH1, 4, 16, 1, 2, true},
+                        Case{ScheduleKind::kZeroBubbleH2, 4, 16, 1, 3, true}}) {
     const Plan plan = plan_of(pipeline(c.kind, c.pp, c.gb, c.v, c.zero, c.overlap), 8);
     CAPTURE(schedule_name(c.kind));
     const json g = json::parse(iteration_graph_json(plan));
