@@ -168,8 +168,8 @@ RankSync finish_iteration(Prediction& p, const Plan& plan, const ScheduleTiming&
         [](const IterOp& op) { return op.kind == IterOpKind::kGradientReduce; });
     const double late = has_reduce ? 0 : delay[r];
     // Post-validated schedules (ZB-H2): each rank's iteration runs from its own first op.
-    const double end = timing.rank_finish_s[r] - timing.rank_start_s[r] + late +
-                       sync.dp_exposed_s + sync.embedding_s + sync.optimizer_s;
+    const double end = timing.rank_span_s(r) + late + sync.dp_exposed_s + sync.embedding_s +
+                       sync.optimizer_s;
     if (end >= iteration) iteration = end, worst = sync;
     embedding = std::max(embedding, sync.embedding_s);
   }

@@ -215,11 +215,8 @@ void timing_async(int p, int m, Scratch& s, std::vector<double>& out) {
 
 // Busy time, last backward and bubble, which follow from the durations alone.
 void finish_timing(int p, int m, int v, const StageDurations& d, ScheduleTiming& t) {
-  if (t.rank_start_s.empty()) t.rank_start_s.assign(p, 0.0);
   t.makespan_s = 0;
-  for (int r = 0; r < p; ++r) {
-    t.makespan_s = std::max(t.makespan_s, t.rank_finish_s[r] - t.rank_start_s[r]);
-  }
+  for (int r = 0; r < p; ++r) t.makespan_s = std::max(t.makespan_s, t.rank_span_s(r));
   t.rank_busy_s.assign(p, 0.0);
   t.rank_last_backward_s.assign(p, 0.0);
   const bool split = !d.weight_s.empty();

@@ -33,9 +33,13 @@ struct ScheduleTiming {
   double makespan_s = 0;  // one iteration (async: steady-state period * m; post-validated:
                           // the longest rank span)
   std::vector<double> rank_finish_s;     // when each rank ends its last op
-  // When each rank starts its first op: 0 but for post-validated schedules (ZB-H2), whose
-  // iteration on rank r is rank_finish_s[r] - rank_start_s[r] (no flush between iterations).
+  // When each rank starts its first op, for post-validated schedules (ZB-H2), whose iteration
+  // on rank r is rank_finish_s[r] - rank_start_s[r] (no flush between iterations); empty
+  // (every rank from 0) for the others.
   std::vector<double> rank_start_s;
+  double rank_span_s(int r) const {
+    return rank_finish_s[r] - (rank_start_s.empty() ? 0.0 : rank_start_s[r]);
+  }
   std::vector<double> rank_busy_s;       // compute time of each rank in the iteration
   std::vector<double> rank_last_backward_s;  // duration of each rank's last op (a backward, or W)
   double bubble_fraction = 0;            // idle / makespan, averaged over ranks
