@@ -6,23 +6,14 @@
 
 #include "strategies/pipeline/schedule_timing.h"
 #include "strategies/pipeline/schedules.h"
+#include "tests/support/split_durations.h"
 
 namespace stratasim {
-namespace {
 
-constexpr PipeOpKind F = PipeOpKind::kForward;
-constexpr PipeOpKind B = PipeOpKind::kBackward;
-constexpr PipeOpKind W = PipeOpKind::kWeight;
-
-StageDurations uniform_split(int p, double tf, double tb, double tw) {
-  StageDurations d;
-  d.forward_s.assign(p, tf);
-  d.backward_s.assign(p, tb);
-  d.weight_s.assign(p, tw);
-  return d;
-}
-
-}  // namespace
+using testing::B;
+using testing::F;
+using testing::uniform_split;
+using testing::W;
 
 TEST_CASE("zb-h1 order of a small case worked by hand (p = 3, m = 4)") {
   // Rank r: p - r - 1 warm-up forwards; then F, B pairs, each B followed by the oldest pending

@@ -7,23 +7,14 @@
 
 #include "strategies/pipeline/schedule_timing.h"
 #include "strategies/pipeline/schedules.h"
+#include "tests/support/split_durations.h"
 
 namespace stratasim {
-namespace {
 
-constexpr PipeOpKind F = PipeOpKind::kForward;
-constexpr PipeOpKind B = PipeOpKind::kBackward;
-constexpr PipeOpKind W = PipeOpKind::kWeight;
-
-StageDurations uniform_split(int p, double tf, double tb, double tw) {
-  StageDurations d;
-  d.forward_s.assign(p, tf);
-  d.backward_s.assign(p, tb);
-  d.weight_s.assign(p, tw);
-  return d;
-}
-
-}  // namespace
+using testing::B;
+using testing::F;
+using testing::uniform_split;
+using testing::W;
 
 TEST_CASE("zb-h2 order of a small case worked by hand (p = 2, m = 4)") {
   // At most 2p - 1 = 3 micro-batches hold activations. Rank 0: 2(p - 1) + 1 = 3 warm-up
