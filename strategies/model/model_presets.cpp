@@ -50,6 +50,9 @@ const std::map<std::string, std::function<ModelSpec()>>& presets() {
       // Llama 3 model card (Meta, 2024).
       {"llama3-8b", [] { return llama("llama3-8b", 32, 4096, 32, 8, 14336, 8192, 128256); }},
       {"llama3-70b", [] { return llama("llama3-70b", 80, 8192, 64, 8, 28672, 8192, 128256); }},
+      // Llama 3 Herd of Models (Dubey et al. 2024), Table 3: 126 layers, model dimension 16384,
+      // FFN 53248, 128 heads with 8 key/value heads, vocabulary 128256; pre-trained at 8192 tokens.
+      {"llama3-405b", [] { return llama("llama3-405b", 126, 16384, 128, 8, 53248, 8192, 128256); }},
       // Jiang et al. 2024 (Mixtral of Experts), Table 1: 8 experts, top-2, Mistral 7B's
       // dimensions; trained here at 4096 tokens (Megatron-Core's Mixtral recipe).
       {"mixtral-8x7b",
