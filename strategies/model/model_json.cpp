@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <filesystem>
 #include <map>
+
+#include "strategies/model/hf_config.h"
 
 namespace stratasim {
 namespace {
@@ -135,16 +138,40 @@ ModelSpec preset_for(const JsonNode& name_node) {
   return model_preset(name);
 }
 
+// {"hf_config": "config.json", "seq_len": ...}: the config file relative to the file that names
+// it; the training sequence length must be stated (see hf_config.h).
+ModelSpec from_hf_config(const JsonNode& n) {
+  if (n.has("preset")) n.at("hf_config").fail("cannot be combined with preset (choose one)");
+  const JsonNode path_node = n.at("hf_config");
+  std::filesystem::path path(path_node.as_string());
+  if (path.is_relative()) path = std::filesystem::path(n.file()).parent_path() / path;
+  const std::string resolved = path.lexically_normal().generic_string();
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(resolved, ec)) {
+    path_node.fail(std::filesystem::exists(resolved, ec)
+                       ? "names something that is not a regular file: " + resolved
+                       : "names a file that does not exist: " + resolved);
+  }
+  if (!n.has("seq_len")) {
+    n.fail("needs seq_len beside hf_config: a config's max_position_embeddings is the context "
+           "the model supports, not the length it is trained at");
+  }
+  const Json doc = load_json_file(resolved);
+  return read_hf_config(JsonNode(doc, resolved, ""));
+}
+
 }  // namespace
 
 ModelSpec read_model(const JsonNode& n) {
   if (n.is_string()) return preset_for(n);
-  n.allow_keys({"preset", "name", "family", "layers", "hidden", "heads", "kv_heads",
+  n.allow_keys({"preset", "hf_config", "name", "family", "layers", "hidden", "heads", "kv_heads",
                 "ffn_hidden", "activation", "norm", "seq_len", "vocab", "tied_embeddings",
                 "learned_positions", "rotary", "linear_bias", "dropout", "head_dim", "moe", "mla", "ops", "repeat",
                 "description"});
   ModelSpec m;
-  if (auto preset = n.find("preset")) {
+  if (n.has("hf_config")) {
+    m = from_hf_config(n);
+  } else if (auto preset = n.find("preset")) {
     m = preset_for(*preset);
   } else {
     m.family = n.at("family").as_enum(kFamilies);
@@ -158,9 +185,10 @@ ModelSpec read_model(const JsonNode& n) {
     if (!n.has("preset") || n.has("ops")) m.graph = read_graph(n);
     return m;
   }
-  n.allow_keys({"preset", "name", "family", "layers", "hidden", "heads", "kv_heads", "ffn_hidden",
-                "activation", "norm", "seq_len", "vocab", "tied_embeddings", "learned_positions",
-                "rotary", "linear_bias", "dropout", "head_dim", "moe", "mla", "description"});
+  n.allow_keys({"preset", "hf_config", "name", "family", "layers", "hidden", "heads", "kv_heads",
+                "ffn_hidden", "activation", "norm", "seq_len", "vocab", "tied_embeddings",
+                "learned_positions", "rotary", "linear_bias", "dropout", "head_dim", "moe", "mla",
+                "description"});
   read_transformer_fields(n, m.transformer);
   check_transformer(n, m.transformer);
   return m;

@@ -1,0 +1,196 @@
+// Key names and defaults are those of the transformers library's configuration classes
+// (LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config, MixtralConfig, Qwen2MoeConfig,
+// Qwen3MoeConfig, DeepseekV3Config, GPT2Config, GPTNeoXConfig): a key left out of a
+// config.json takes the class default, so the defaults below are those classes' defaults.
+#include "strategies/model/hf_config.h"
+
+#include <algorithm>
+
+namespace stratasim {
+namespace {
+
+constexpr int kMaxDim = 100000000;
+
+int dim(const JsonNode& n, std::string_view key) {
+  return static_cast<int>(n.at(key).as_integer(1, kMaxDim));
+}
+int dim_or(const JsonNode& n, std::string_view key, int fallback) {
+  auto c = n.find(key);
+  if (!c || c->raw().is_null()) return fallback;
+  return static_cast<int>(c->as_integer(1, kMaxDim));
+}
+int count_or(const JsonNode& n, std::string_view key, int fallback) {
+  auto c = n.find(key);
+  if (!c || c->raw().is_null()) return fallback;
+  return static_cast<int>(c->as_integer(0, kMaxDim));
+}
+bool flag_or(const JsonNode& n, std::string_view key, bool fallback) {
+  auto c = n.find(key);
+  return c && !c->raw().is_null() ? c->as_bool() : fallback;
+}
+double number_or_null(const JsonNode& n, std::string_view key, double fallback) {
+  auto c = n.find(key);
+  return c && !c->raw().is_null() ? c->as_number() : fallback;
+}
+
+void expect_activation(const JsonNode& n, std::string_view key, std::string_view fallback,
+                       std::initializer_list<std::string_view> accepted) {
+  auto c = n.find(key);
+  const std::string act = c ? c->as_string() : std::string(fallback);
+  if (std::find(accepted.begin(), accepted.end(), act) != accepted.end()) return;
+  std::string list;
+  for (auto a : accepted) list += (list.empty() ? "" : ", ") + std::string(a);
+  n.at(key).fail("is not an activation this family can be modelled with (" + list + ")");
+}
+
+// Llama and its descendants: SwiGLU MLP (hidden_act "silu"), RMSNorm, RoPE, no biases, untied.
+TransformerSpec llama_like(const JsonNode& n) {
+  TransformerSpec t;
+  t.layers = dim(n, "num_hidden_layers");
+  t.hidden = dim(n, "hidden_size");
+  t.heads = dim(n, "num_attention_heads");
+  t.kv_heads = dim_or(n, "num_key_value_heads", t.heads);
+  t.ffn_hidden = dim(n, "intermediate_size");
+  t.vocab = dim(n, "vocab_size");
+  expect_activation(n, "hidden_act", "silu", {"silu", "swish"});
+  t.activation = Activation::kSwiGLU;
+  t.norm = NormKind::kRMSNorm;
+  t.rotary = true;
+  t.learned_positions = false;
+  t.tied_embeddings = flag_or(n, "tie_word_embeddings", false);
+  t.linear_bias = flag_or(n, "attention_bias", false);
+  t.dropout = number_or_null(n, "attention_dropout", 0) > 0;
+  const int head_dim = count_or(n, "head_dim", 0);
+  if (head_dim > 0 && head_dim * t.heads != t.hidden) t.head_dim_override = head_dim;
+  return t;
+}
+
+void every_layer_sparse(const JsonNode& n, std::string_view step_key) {
+  if (dim_or(n, step_key, 1) != 1) {
+    n.at(step_key).fail("must be 1: MoE layers only every k-th layer are not modelled");
+  }
+  if (auto only = n.find("mlp_only_layers"); only && only->is_array() && only->size() > 0) {
+    only->fail("must be empty: dense layers among the MoE layers are not modelled");
+  }
+}
+
+TransformerSpec mixtral(const JsonNode& n) {
+  TransformerSpec t = llama_like(n);
+  t.moe.experts = dim(n, "num_local_experts");
+  t.moe.top_k = dim(n, "num_experts_per_tok");
+  t.moe.expert_ffn_hidden = t.ffn_hidden;  // each expert is a full Mistral MLP
+  return t;
+}
+
+// Qwen2-MoE / Qwen3-MoE: routed experts of moe_intermediate_size; Qwen2-MoE adds one shared
+// expert of shared_expert_intermediate_size.
+TransformerSpec qwen_moe(const JsonNode& n) {
+  TransformerSpec t = llama_like(n);
+  every_layer_sparse(n, "decoder_sparse_step");
+  t.moe.experts = dim(n, "num_experts");
+  t.moe.top_k = dim(n, "num_experts_per_tok");
+  t.moe.expert_ffn_hidden = dim(n, "moe_intermediate_size");
+  if (const int shared = count_or(n, "shared_expert_intermediate_size", 0); shared > 0) {
+    t.moe.shared_experts = 1;
+    t.moe.shared_ffn_hidden = shared;
+  }
+  return t;
+}
+
+// DeepSeek-V2/V3: multi-head latent attention, the first first_k_dense_replace layers dense
+// (intermediate_size), the others n_routed_experts of moe_intermediate_size and
+// n_shared_experts shared experts of the same width.
+TransformerSpec deepseek(const JsonNode& n) {
+  TransformerSpec t = llama_like(n);
+  every_layer_sparse(n, "moe_layer_freq");
+  t.moe.experts = dim(n, "n_routed_experts");
+  t.moe.top_k = dim(n, "num_experts_per_tok");
+  t.moe.expert_ffn_hidden = dim(n, "moe_intermediate_size");
+  t.moe.shared_experts = count_or(n, "n_shared_experts", 0);
+  t.moe.first_dense_layers = count_or(n, "first_k_dense_replace", 0);
+  t.mla.kv_lora_rank = dim(n, "kv_lora_rank");
+  t.mla.q_lora_rank = count_or(n, "q_lora_rank", 0);
+  if (t.mla.q_lora_rank == 0) {
+    n.at("q_lora_rank").fail("must be set: queries without a low-rank projection (DeepSeek-V2-Lite) are not modelled");
+  }
+  t.mla.qk_nope_head_dim = dim(n, "qk_nope_head_dim");
+  t.mla.qk_rope_head_dim = dim(n, "qk_rope_head_dim");
+  t.mla.v_head_dim = dim(n, "v_head_dim");
+  t.head_dim_override = 0;
+  return t;
+}
+
+// GPT-2: learned positions, LayerNorm, GeLU MLP of n_inner (None: 4 n_embd), biases, dropout,
+// tied embeddings.
+TransformerSpec gpt2(const JsonNode& n) {
+  TransformerSpec t;
+  t.layers = dim(n, "n_layer");
+  t.hidden = dim(n, "n_embd");
+  t.heads = dim(n, "n_head");
+  t.ffn_hidden = count_or(n, "n_inner", 0);
+  t.vocab = dim(n, "vocab_size");
+  expect_activation(n, "activation_function", "gelu_new", {"gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh"});
+  t.activation = Activation::kGeLU;
+  t.norm = NormKind::kLayerNorm;
+  t.learned_positions = true;
+  t.tied_embeddings = flag_or(n, "tie_word_embeddings", true);
+  t.dropout = number_or_null(n, "resid_pdrop", 0.1) > 0;
+  return t;
+}
+
+// GPT-NeoX (Pythia, GPT-NeoX-20B): rotary, LayerNorm, GeLU MLP, biases, untied.
+TransformerSpec gpt_neox(const JsonNode& n) {
+  TransformerSpec t;
+  t.layers = dim(n, "num_hidden_layers");
+  t.hidden = dim(n, "hidden_size");
+  t.heads = dim(n, "num_attention_heads");
+  t.ffn_hidden = dim(n, "intermediate_size");
+  t.vocab = dim(n, "vocab_size");
+  expect_activation(n, "hidden_act", "gelu", {"gelu", "gelu_new", "gelu_fast"});
+  t.activation = Activation::kGeLU;
+  t.norm = NormKind::kLayerNorm;
+  t.rotary = number_or_null(n, "rotary_pct", 0.25) > 0;
+  t.learned_positions = false;
+  t.tied_embeddings = flag_or(n, "tie_word_embeddings", false);
+  t.dropout = number_or_null(n, "hidden_dropout", 0) > 0;
+  return t;
+}
+
+struct Family {
+  std::string_view model_type;
+  TransformerSpec (*read)(const JsonNode&);
+};
+constexpr Family kFamilies[] = {
+    {"llama", llama_like},     {"mistral", llama_like},   {"qwen2", llama_like},
+    {"qwen3", llama_like},     {"mixtral", mixtral},      {"qwen2_moe", qwen_moe},
+    {"qwen3_moe", qwen_moe},   {"deepseek_v2", deepseek}, {"deepseek_v3", deepseek},
+    {"gpt2", gpt2},            {"gpt_neox", gpt_neox}};
+
+}  // namespace
+
+std::vector<std::string> hf_model_types() {
+  std::vector<std::string> out;
+  for (const Family& f : kFamilies) out.emplace_back(f.model_type);
+  return out;
+}
+
+ModelSpec read_hf_config(const JsonNode& root) {
+  root.require_object();
+  const JsonNode type = root.at("model_type");
+  const std::string name = type.as_string();
+  for (const Family& f : kFamilies) {
+    if (f.model_type != name) continue;
+    ModelSpec m;
+    m.family = ModelFamily::kDecoder;
+    m.name = root.has("_name_or_path") && root.at("_name_or_path").is_string()
+                 ? root.at("_name_or_path").as_string()
+                 : name;
+    m.transformer = f.read(root);
+    return m;
+  }
+  std::string known;
+  for (const Family& f : kFamilies) known += (known.empty() ? "" : ", ") + std::string(f.model_type);
+  type.fail("is not a model_type stratasim reads (known: " + known + ")");
+}
+
+}  // namespace stratasim
