@@ -215,8 +215,13 @@ int search_command(const Ranks& ranks, int argc, char** argv) {
   }
   const Scenario sc = load_scenario(args.positionals[0], args.sets);
   if (sc.search.axes.empty()) {
-    throw InputError(sc.file, "search", "(missing)",
-                     "must list the axes to search, e.g. \"search\": {\"tp\": [1, 2, 4, 8]}");
+    throw InputError(sc.file, "search", "(empty)",
+                     "leaves nothing to search: list axes, e.g. \"search\": {\"tp\": [1, 2, 4, 8]}");
+  }
+  if (sc.search_derived && ranks.root()) {
+    std::printf("no \"search\" block in %s: searching the space derived from the model and the "
+                "cluster: %s\n",
+                sc.file.c_str(), space_text(sc.search).c_str());
   }
   SearchOptions o;
   o.objective = parse_objective(args.option("objective", "throughput"));
@@ -261,9 +266,11 @@ int search_command(const Ranks& ranks, int argc, char** argv) {
     for (double s : rank_seconds) std::printf(" %.3f s", s);
     std::printf("\n");
   }
-  std::printf("  %llu points in %.3f s (%.0f points/s): %llu feasible and fit; pruned:",
+  std::printf("  %llu points in %.3f s (%.0f points/s): %llu feasible and fit; %llu the same "
+              "strategy as another point once knobs that do not apply are normalized; pruned:",
               static_cast<unsigned long long>(r.points), r.seconds, r.points / r.seconds,
-              static_cast<unsigned long long>(r.feasible));
+              static_cast<unsigned long long>(r.feasible),
+              static_cast<unsigned long long>(r.duplicates));
   for (const auto& [reason, n] : r.pruned) std::printf(" %s %llu,", reason.c_str(), static_cast<unsigned long long>(n));
   std::printf("\n  %s\n", base_line(sc, r).c_str());
   std::printf("top %zu by %s:\n%s\n", r.top.size(), std::string(objective_name(o.objective)).c_str(),

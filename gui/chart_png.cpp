@@ -37,7 +37,7 @@ const VariantResult& feasible_variant(const std::vector<VariantResult>& rows,
 }
 
 QChart* make_chart(const Scenario& sc, const PlotRequest& rq) {
-  if (rq.kind == PlotKind::kPareto && !sc.search.axes.empty()) {
+  if (rq.kind == PlotKind::kPareto && !sc.search.axes.empty() && !sc.search_derived) {
     return pareto_chart(sc.name + ": search", pareto_points(search_scenario(sc)),
                         sc.hardware.device.memory_B);
   }

@@ -24,8 +24,8 @@ const VariantResult& find_variant(const std::vector<VariantResult>& rows, const 
 
 SearchResult search_scenario(const Scenario& sc, int top_k) {
   if (sc.search.axes.empty()) {
-    throw InputError(sc.file, "search", "(missing)",
-                     "must list the axes to search, e.g. \"search\": {\"tp\": [1, 2, 4, 8]}");
+    throw InputError(sc.file, "search", "(empty)",
+                     "leaves nothing to search: list axes, e.g. \"search\": {\"tp\": [1, 2, 4, 8]}");
   }
   SearchOptions o;
   o.top_k = top_k;
@@ -34,8 +34,8 @@ SearchResult search_scenario(const Scenario& sc, int top_k) {
 
 SearchResult search_scenario(const Scenario& sc, const SearchOptions& options) {
   if (sc.search.axes.empty()) {
-    throw InputError(sc.file, "search", "(missing)",
-                     "must list the axes to search, e.g. \"search\": {\"tp\": [1, 2, 4, 8]}");
+    throw InputError(sc.file, "search", "(empty)",
+                     "leaves nothing to search: list axes, e.g. \"search\": {\"tp\": [1, 2, 4, 8]}");
   }
   return run_search(sc.model, sc.strategy, sc.hardware, sc.search, options);
 }

@@ -51,7 +51,7 @@ struct Chosen {
 // source did not report), or the scenario's own strategy when nothing is free.
 Chosen choose_strategy(const Scenario& s) {
   Chosen c;
-  if (s.search.axes.empty()) {
+  if (s.search.axes.empty() || s.search_derived) {  // no free knobs: the case as stated
     c.strategy = s.strategy;
     return c;
   }

@@ -14,8 +14,8 @@ namespace {
 
 Json search_json(const Scenario& sc, const SearchOptions& o) {
   if (sc.search.axes.empty()) {
-    throw InputError(sc.file, "search", "(missing)",
-                     "must list the axes to search, e.g. \"search\": {\"tp\": [1, 2, 4, 8]}");
+    throw InputError(sc.file, "search", "(empty)",
+                     "leaves nothing to search: list axes, e.g. \"search\": {\"tp\": [1, 2, 4, 8]}");
   }
   const SearchResult r = run_search(sc.model, sc.strategy, sc.hardware, sc.search, o);
   return search_result_json(r, sc.search, o, sc.hardware);

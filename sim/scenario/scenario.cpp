@@ -2,6 +2,7 @@
 
 #include "hardware_models/src/hardware_json.h"
 #include "strategies/model/model_json.h"
+#include "strategies/search/derived_space.h"
 #include "strategies/strategy/strategy_json.h"
 
 namespace stratasim {
@@ -80,7 +81,12 @@ Scenario read_scenario(const Json& j, const std::string& file) {
       s.variants.emplace_back(it.key(), read_strategy(node));
     }
   }
-  if (auto search = root.find("search")) s.search = read_search_space(*search);
+  if (auto search = root.find("search")) {
+    s.search = read_search_space(*search);
+  } else {
+    s.search = derive_search_space(s.model, s.hardware, s.strategy);
+    s.search_derived = true;
+  }
   return s;
 }
 

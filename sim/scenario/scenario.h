@@ -28,7 +28,10 @@ struct Scenario {
   HardwareModel hardware;
   Strategy strategy;
   std::vector<std::pair<std::string, Strategy>> variants;  // base strategy first ("base")
-  SearchSpace search;  // axes left free for `stratasim search` (empty: none given)
+  // Axes left free for `stratasim search`; without a "search" block, the space
+  // derive_search_space() gives for the model and the cluster (search_derived).
+  SearchSpace search;
+  bool search_derived = false;
 };
 
 // Loads a scenario file; `overrides` are "dotted.path=value" texts (from --set) applied to

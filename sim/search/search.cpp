@@ -35,7 +35,7 @@ bool better(const Candidate& a, const Candidate& b) {
 }
 
 struct Partial {
-  uint64_t points = 0, feasible = 0;
+  uint64_t points = 0, feasible = 0, duplicates = 0;
   std::map<std::string, uint64_t> pruned;
   std::vector<Candidate> top;  // heap ordered by `better` (worst at front)
   std::vector<Candidate> front;
@@ -147,6 +147,11 @@ void worker(const ModelSpec& model, const Strategy& base, const HardwareModel& b
         break;
       }
       point_at(space, i, base, base_hw.num_devices, pt);
+      if (pt.duplicate) {  // another index gives the same normalized strategy
+        ++out.points;
+        ++out.duplicates;
+        continue;
+      }
       evaluate_point(i, pt, model, cursor.at(pt), o, out);
     }
     const uint64_t finished = done.fetch_add(end - begin) + (end - begin);
@@ -161,6 +166,7 @@ SearchResult merge(std::vector<Partial>& parts, int top_k) {
   for (Partial& p : parts) {
     r.points += p.points;
     r.feasible += p.feasible;
+    r.duplicates += p.duplicates;
     for (const auto& [reason, n] : p.pruned) r.pruned[reason] += n;
     for (Candidate& c : p.top) keep_top(all, std::move(c), top_k);
     for (const Candidate& c : p.front) all.front.push_back(c);
@@ -257,6 +263,7 @@ SearchResult merge_search_results(std::vector<SearchResult> parts, int top_k) {
   for (size_t i = 0; i < parts.size(); ++i) {
     partials[i].points = parts[i].points;
     partials[i].feasible = parts[i].feasible;
+    partials[i].duplicates = parts[i].duplicates;
     partials[i].pruned = std::move(parts[i].pruned);
     partials[i].top = std::move(parts[i].top);
     partials[i].front = std::move(parts[i].pareto);

@@ -49,6 +49,9 @@ struct Candidate {
 struct SearchResult {
   uint64_t points = 0;     // visited
   uint64_t feasible = 0;   // lowered and fit in memory
+  // Points whose normalized strategy another point of the space gives (normalize_knobs):
+  // visited, not evaluated.
+  uint64_t duplicates = 0;
   std::map<std::string, uint64_t> pruned;  // reason -> count ("tensor-parallel", "out-of-memory")
   std::vector<Candidate> top;     // best first
   std::vector<Candidate> pareto;  // by devices, then throughput

@@ -28,6 +28,7 @@ Json search_result_json(const SearchResult& r, const SearchSpace& space, const S
   return Json{{"space", to_json(space)},
               {"points", r.points},
               {"feasible", r.feasible},
+              {"duplicates", r.duplicates},
               {"pruned", r.pruned},
               {"objective", std::string(objective_name(o.objective))},
               {"top", top},
@@ -38,7 +39,8 @@ Json search_shard_json(const SearchResult& r) {
   Json top = Json::array(), pareto = Json::array();
   for (const Candidate& c : r.top) top.push_back(c.index);
   for (const Candidate& c : r.pareto) pareto.push_back(c.index);
-  return Json{{"points", r.points}, {"feasible", r.feasible}, {"pruned", r.pruned},
+  return Json{{"points", r.points}, {"feasible", r.feasible}, {"duplicates", r.duplicates},
+              {"pruned", r.pruned},
               {"top", top},         {"pareto", pareto},       {"seconds", r.seconds}};
 }
 
@@ -48,6 +50,7 @@ SearchResult search_shard_from_json(const Json& j, const ModelSpec& model, const
   SearchResult r;
   r.points = j.at("points").get<uint64_t>();
   r.feasible = j.at("feasible").get<uint64_t>();
+  r.duplicates = j.at("duplicates").get<uint64_t>();
   for (const auto& [reason, n] : j.at("pruned").items()) r.pruned[reason] = n.get<uint64_t>();
   r.seconds = j.at("seconds").get<double>();
   auto rebuild = [&](const Json& indices, std::vector<Candidate>& out) {

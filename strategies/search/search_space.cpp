@@ -124,17 +124,19 @@ uint64_t SearchSpace::size() const {
   return n;
 }
 
-void point_at(const SearchSpace& space, uint64_t index, const Strategy& base, int base_devices,
-              SearchPoint& point) {
-  point.strategy = base;
-  point.devices = base_devices;
-  point.cluster = -1;
+void normalize_knobs(Strategy& s) {
+  if (s.tp == 1) s.sequence_parallel = false;
+  if (s.tp == 1) s.overlap_tp = false;
+  if (s.pp == 1 && s.schedule == ScheduleKind::kInterleaved1F1B) s.schedule = ScheduleKind::k1F1B;
+  if (s.schedule != ScheduleKind::kInterleaved1F1B) s.interleave = 1;
+  if (s.ep == 1) s.overlap_ep = false;
+}
+
+namespace {
+
+void apply_axis(Axis axis, int v, SearchPoint& point) {
   Strategy& s = point.strategy;
-  for (size_t k = space.axes.size(); k-- > 0;) {
-    const AxisValues& a = space.axes[k];
-    const int v = a.values[index % a.values.size()];
-    index /= a.values.size();
-    switch (a.axis) {
+    switch (axis) {
       case Axis::kTp: s.tp = v; break;
       case Axis::kPp: s.pp = v; break;
       case Axis::kDp: s.dp = v; break;
@@ -155,7 +157,60 @@ void point_at(const SearchSpace& space, uint64_t index, const Strategy& base, in
       case Axis::kEp: s.ep = v; break;
       case Axis::kShardGroup: s.shard_group = v; break;
     }
+}
+
+// The value of the strategy field an axis sets (the normalizable ones; others: the raw value).
+int field_of(Axis axis, const Strategy& s, int raw) {
+  switch (axis) {
+    case Axis::kSequenceParallel: return s.sequence_parallel ? 1 : 0;
+    case Axis::kOverlapTp: return s.overlap_tp ? 1 : 0;
+    case Axis::kOverlapEp: return s.overlap_ep ? 1 : 0;
+    case Axis::kSchedule: return static_cast<int>(s.schedule);
+    case Axis::kInterleave: return s.interleave;
+    default: return raw;
   }
+}
+
+// Whether normalization made this point equal to one with a smaller value index on some axis:
+// the canonical index of a normalized axis is that of the normalized value, or else the first
+// value that normalizes to it.
+bool is_duplicate(const SearchSpace& space, const std::vector<int>& chosen, const SearchPoint& p) {
+  for (size_t k = 0; k < space.axes.size(); ++k) {
+    const AxisValues& a = space.axes[k];
+    const int raw = a.values[chosen[k]];
+    const int norm = field_of(a.axis, p.strategy, raw);
+    if (norm == raw) continue;
+    for (int j = 0; j < chosen[k]; ++j) {
+      SearchPoint q = p;
+      apply_axis(a.axis, a.values[j], q);
+      normalize_knobs(q.strategy);
+      if (field_of(a.axis, q.strategy, a.values[j]) == norm) return true;
+    }
+    const auto it = std::find(a.values.begin(), a.values.end(), norm);
+    if (it != a.values.end() && it - a.values.begin() != chosen[k]) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void point_at(const SearchSpace& space, uint64_t index, const Strategy& base, int base_devices,
+              SearchPoint& point) {
+  point.strategy = base;
+  point.devices = base_devices;
+  point.cluster = -1;
+  point.duplicate = false;
+  thread_local std::vector<int> chosen;
+  chosen.assign(space.axes.size(), 0);
+  for (size_t k = space.axes.size(); k-- > 0;) {
+    const AxisValues& a = space.axes[k];
+    chosen[k] = static_cast<int>(index % a.values.size());
+    index /= a.values.size();
+    apply_axis(a.axis, a.values[chosen[k]], point);
+  }
+  const Strategy raw = point.strategy;
+  normalize_knobs(point.strategy);
+  if (!(raw == point.strategy)) point.duplicate = is_duplicate(space, chosen, point);
 }
 
 SearchSpace read_search_space(const JsonNode& n) {

@@ -36,10 +36,18 @@ struct SearchPoint {
   Strategy strategy;
   int devices = 0;
   int cluster = -1;  // index into the kCluster axis' names, -1 = the scenario's cluster
+  // Normalized to a strategy another index of the space also gives (e.g. sequence parallelism
+  // on and off at tp = 1): the search skips it, the other index stands for both.
+  bool duplicate = false;
 };
 
+// Knobs that do not apply take their neutral value, so that a point is not pruned for them:
+// sequence parallelism and TP overlap at tp = 1, interleaving outside the interleaved
+// schedule, the interleaved schedule at pp = 1 (plain 1F1B), EP overlap at ep = 1.
+void normalize_knobs(Strategy& s);
+
 // Writes the index-th point of the product into `point` (starting from the base strategy and
-// device count). Axis 0 varies slowest.
+// device count), normalized (normalize_knobs). Axis 0 varies slowest.
 void point_at(const SearchSpace& space, uint64_t index, const Strategy& base, int base_devices,
               SearchPoint& point);
 

@@ -131,28 +131,36 @@ TEST_CASE("batch: --search writes each scenario's search result") {
   const TempDir tmp;
   const std::string& dir = tmp.path;
   write_tiny_scenarios(dir, 2, true);
-  write_text(dir + "/s50_no_space.json", tiny_scenario("no space"));
+  // No "search" block: the derived space. An empty one: nothing to search, an error.
+  write_text(dir + "/s40_derived.json", tiny_scenario("derived"));
+  std::string empty = tiny_scenario("no space");
+  empty.insert(empty.rfind('}'), ",\n  \"search\": {}");
+  write_text(dir + "/s50_no_space.json", empty);
   const std::string out = dir + "/results.jsonl";
   const CliRun run = run_cli("batch " + dir + " --search --top 3 --out " + out);
   CHECK(run.code == 2);
   const std::vector<std::string> lines = lines_of(out);
-  REQUIRE(lines.size() == 3);
+  REQUIRE(lines.size() == 4);
   const Json j = parse_json_text(lines[0], out);
   CHECK(j["mode"] == "search");
   // 2 tp x 4 micro_batch x 3 recompute x 2 sequence_parallel = 48 points.
   CHECK(j["search"]["points"] == 48);
   CHECK(j["search"]["top"].size() == 3);
-  const Json none = parse_json_text(lines[2], out);
+  const Json derived = parse_json_text(lines[2], out);
+  CHECK(derived["status"] == "ok");
+  CHECK(derived["search"]["space"].contains("tp"));
+  CHECK(derived["search"]["top"].size() == 3);
+  const Json none = parse_json_text(lines[3], out);
   CHECK(none["status"] == "error");
-  CHECK(none["error"].get<std::string>().find("must list the axes to search") != std::string::npos);
+  CHECK(none["error"].get<std::string>().find("search: (empty) leaves nothing to search") != std::string::npos);
 
   // Results are keyed by mode too: resuming as an evaluation skips none of the searches; the
   // failed search line is dropped and that scenario now evaluates fine.
   const CliRun evaluate = run_cli("batch " + dir + " --out " + out + " --resume");
   CHECK(evaluate.code == 0);
-  CHECK(evaluate.output.find("3 scenario(s) run") != std::string::npos);
+  CHECK(evaluate.output.find("4 scenario(s) run") != std::string::npos);
   CHECK(evaluate.output.find("1 earlier failure(s) retried") != std::string::npos);
-  CHECK(lines_of(out).size() == 5);  // 2 searches + 3 evaluations
+  CHECK(lines_of(out).size() == 7);  // 3 searches + 4 evaluations
 }
 
 TEST_CASE("batch: content hashes are FNV-1a 64") {

@@ -113,3 +113,18 @@ TEST_CASE("cli: every bundled scenario evaluates") {
   CHECK(r.output.find("failed to load") != std::string::npos);
   CHECK(r.output.find(" 0 failed to load") != std::string::npos);
 }
+
+TEST_CASE("cli: search without a search block lists the derived axes and searches them") {
+  // tiny_2gpu_1layer: 2 A100s, 16 heads, 1 layer: tp 1/2, pp 1 only (one layer).
+  const Run r = run(std::string("search ") + STRATASIM_SOURCE_DIR + "/scenarios/tiny_2gpu_1layer.json --top 2");
+  CHECK(r.code == 0);
+  CHECK(r.output.find("no \"search\" block in ") != std::string::npos);
+  CHECK(r.output.find("searching the space derived from the model and the cluster: tp(2) x "
+                      "micro_batch(3)") != std::string::npos);
+  CHECK(r.output.find("the same strategy as another point once knobs that do not apply are "
+                      "normalized") != std::string::npos);
+  const Run empty = run("search " + write_temp("empty_search.json", std::string(kGood).insert(
+                                                   std::string(kGood).rfind('}'), ", \"search\": {}")));
+  CHECK(empty.code == 2);
+  CHECK(empty.output.find("search: (empty) leaves nothing to search") != std::string::npos);
+}

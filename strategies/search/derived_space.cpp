@@ -1,0 +1,87 @@
+#include "strategies/search/derived_space.h"
+
+#include <algorithm>
+
+namespace stratasim {
+namespace {
+
+AxisValues axis(Axis a, std::vector<int> values) { return AxisValues{a, std::move(values), {}}; }
+
+std::vector<int> powers_of_two(int limit, auto&& keep) {
+  std::vector<int> out;
+  for (int v = 1; v <= limit; v *= 2) {
+    if (keep(v)) out.push_back(v);
+  }
+  return out;
+}
+
+int enum_int(auto e) { return static_cast<int>(e); }
+
+// The 16-bit dtypes the device runs, and fp8 when it has an fp8 peak (transformers only: fp8
+// training applies to linear layers).
+std::vector<int> dtypes(const DeviceSpec& d, bool fp8) {
+  std::vector<int> out;
+  const DType wide = d.peak_flops[enum_int(DType::kBf16)] > 0 ? DType::kBf16 : DType::kFp16;
+  if (d.peak_flops[enum_int(wide)] > 0) out.push_back(enum_int(wide));
+  if (fp8 && d.peak_flops[enum_int(DType::kFp8)] > 0) out.push_back(enum_int(DType::kFp8));
+  return out;
+}
+
+// Fusion axis values are indices of the presets none, epilogues, megatron, all.
+constexpr int kFusionMegatron = 2, kFusionAll = 3;
+
+void add(SearchSpace& space, AxisValues a) {
+  if (a.values.size() > 1) space.axes.push_back(std::move(a));
+}
+
+SearchSpace graph_space(const HardwareModel& hw) {
+  SearchSpace space;
+  add(space, axis(Axis::kMicroBatch, {1, 2, 4, 8, 16, 32}));
+  add(space, axis(Axis::kZeroStage, {0, 1, 2, 3}));
+  add(space, axis(Axis::kOverlapDp, {0, 1}));
+  add(space, axis(Axis::kFusion, {0, kFusionAll}));
+  add(space, axis(Axis::kDtype, dtypes(hw.device, false)));
+  return space;
+}
+
+}  // namespace
+
+SearchSpace derive_search_space(const ModelSpec& model, const HardwareModel& hw,
+                                const Strategy& base) {
+  (void)base;
+  if (model.family == ModelFamily::kOpGraph) return graph_space(hw);
+  const TransformerSpec& t = model.transformer;
+  const int devices = std::max(1, hw.num_devices);
+  const int node = std::max(1, std::min(hw.node.devices, devices));
+  SearchSpace space;
+  add(space, axis(Axis::kTp, powers_of_two(node, [&](int v) {
+                    return t.heads % v == 0 && (t.kv_heads_or_heads() % v == 0 || v % t.kv_heads_or_heads() == 0);
+                  })));
+  add(space, axis(Axis::kPp, powers_of_two(std::min({t.layers, devices, 64}), [&](int) { return true; })));
+  const bool moe = t.moe.enabled();
+  if (t.seq_len >= 32768) {
+    add(space, axis(Axis::kCp, powers_of_two(std::min(devices, 32), [&](int v) { return t.seq_len % (2 * v) == 0; })));
+  }
+  if (moe) {  // ep 1, then from 4 (2 spreads too few experts to pay its all-to-alls)
+    add(space, axis(Axis::kEp, powers_of_two(std::min({t.moe.experts, devices, 64}), [&](int v) {
+                      return t.moe.experts % v == 0 && v != 2;
+                    })));
+    add(space, axis(Axis::kOverlapEp, {0, 1}));
+  }
+  add(space, axis(Axis::kMicroBatch, {1, 2, 4}));
+  add(space, axis(Axis::kSchedule, {enum_int(ScheduleKind::k1F1B), enum_int(ScheduleKind::kInterleaved1F1B)}));
+  add(space, axis(Axis::kInterleave, {1, 2}));
+  add(space, axis(Axis::kRecompute, {enum_int(Recompute::kNone), enum_int(Recompute::kSelective),
+                                     enum_int(Recompute::kFull)}));
+  add(space, axis(Axis::kZeroStage, {0, 1, 2, 3}));
+  add(space, axis(Axis::kSequenceParallel, {0, 1}));
+  add(space, axis(Axis::kOverlapDp, {0, 1}));
+  // MoE spaces are larger by ep and its overlap: TP overlap and fusion stay as the scenario
+  // sets them there.
+  if (!moe) add(space, axis(Axis::kOverlapTp, {0, 1}));
+  if (!moe) add(space, axis(Axis::kFusion, {kFusionMegatron, kFusionAll}));
+  add(space, axis(Axis::kDtype, dtypes(hw.device, true)));
+  return space;
+}
+
+}  // namespace stratasim

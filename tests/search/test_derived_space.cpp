@@ -1,0 +1,117 @@
+// The derived search space (strategies/search/derived_space.h) and the normalization of knobs
+// that do not apply at a point (normalize_knobs, issue 17).
+#include <doctest/doctest.h>
+
+#include "hardware_models/src/hardware_json.h"
+#include "sim/search/search.h"
+#include "strategies/lowering/lower.h"
+#include "strategies/model/model_json.h"
+#include "strategies/search/derived_space.h"
+
+using namespace stratasim;
+
+namespace {
+
+SearchSpace space_from(const char* text) {
+  const Json j = parse_json_text(text, "space.json");
+  return read_search_space(JsonNode(j, "space.json", "search"));
+}
+
+HardwareModel h100s(int devices) {
+  HardwareModel hw = catalog_cluster("dgx_h100");
+  hw.num_devices = devices;
+  return hw;
+}
+
+const AxisValues* find_axis(const SearchSpace& s, Axis a) {
+  for (const AxisValues& x : s.axes) {
+    if (x.axis == a) return &x;
+  }
+  return nullptr;
+}
+
+std::vector<int> values(const SearchSpace& s, Axis a) {
+  const AxisValues* x = find_axis(s, a);
+  REQUIRE(x != nullptr);
+  return x->values;
+}
+
+}  // namespace
+
+TEST_CASE("derived space: Llama-2 70B on 512 H100 gets the splits and knobs users search") {
+  const SearchSpace s = derive_search_space(model_preset("llama2-70b"), h100s(512), Strategy{});
+  // tp: powers of two up to a node (8) dividing 64 heads and 8 K/V heads; pp: up to 64.
+  CHECK(values(s, Axis::kTp) == std::vector<int>{1, 2, 4, 8});
+  CHECK(values(s, Axis::kPp) == std::vector<int>{1, 2, 4, 8, 16, 32, 64});
+  CHECK(values(s, Axis::kZeroStage) == std::vector<int>{0, 1, 2, 3});
+  CHECK(values(s, Axis::kDtype) ==
+        std::vector<int>{static_cast<int>(DType::kBf16), static_cast<int>(DType::kFp8)});
+  CHECK(find_axis(s, Axis::kCp) == nullptr);  // 4k tokens: no context parallelism
+  CHECK(find_axis(s, Axis::kEp) == nullptr);  // dense
+  // 4 x 7 x 3 micro-batches x 2 schedules x 2 interleave x 3 recompute x 4 ZeRO x 2 SP x
+  // 2 DP overlap x 2 TP overlap x 2 fusions x 2 dtypes.
+  CHECK(s.size() == 4ull * 7 * 3 * 2 * 2 * 3 * 4 * 2 * 2 * 2 * 2 * 2);
+}
+
+TEST_CASE("derived space: long sequences add cp, mixtures of experts add ep and its overlap") {
+  ModelSpec long_ctx = model_preset("llama3-8b");
+  long_ctx.transformer.seq_len = 131072;
+  const SearchSpace s = derive_search_space(long_ctx, h100s(64), Strategy{});
+  CHECK(values(s, Axis::kCp) == std::vector<int>{1, 2, 4, 8, 16, 32});
+  const SearchSpace moe = derive_search_space(model_preset("mixtral-8x7b"), h100s(64), Strategy{});
+  CHECK(values(moe, Axis::kEp) == std::vector<int>{1, 4, 8});  // 8 experts; ep 2 left out
+  CHECK(find_axis(moe, Axis::kOverlapEp) != nullptr);
+  CHECK(find_axis(moe, Axis::kFusion) == nullptr);  // kept as the scenario sets it
+}
+
+TEST_CASE("derived space: an operator graph searches only what data parallelism leaves") {
+  const SearchSpace s = derive_search_space(model_preset("resnet50"), h100s(8), Strategy{});
+  CHECK(find_axis(s, Axis::kTp) == nullptr);
+  CHECK(find_axis(s, Axis::kPp) == nullptr);
+  CHECK(values(s, Axis::kMicroBatch) == std::vector<int>{1, 2, 4, 8, 16, 32});
+  CHECK(s.size() == 6 * 4 * 2 * 2 * 1);
+}
+
+TEST_CASE("normalized knobs: a tp = 1 point is not pruned for sequence parallelism") {
+  Strategy base;
+  base.tp = 2;
+  base.sequence_parallel = true;
+  base.overlap_tp = true;
+  base.global_batch = 8;
+  base.micro_batch = 4;
+  const SearchSpace s = space_from(R"({"tp": [1, 2]})");
+  SearchPoint p;
+  point_at(s, 0, base, 2, p);
+  CHECK(p.strategy.tp == 1);
+  CHECK_FALSE(p.strategy.sequence_parallel);  // SP needs tp > 1: normalized away
+  CHECK_FALSE(p.strategy.overlap_tp);
+  CHECK_FALSE(p.duplicate);  // no SP axis: nothing else stands for it
+  const ModelSpec m = model_preset("llama3-8b");
+  CHECK(lower(m, p.strategy, h100s(2)).has_value());
+  point_at(s, 1, base, 2, p);
+  CHECK(p.strategy.sequence_parallel);  // tp 2 keeps the base's SP
+}
+
+TEST_CASE("normalized knobs: points equal after normalization are searched once") {
+  // tp x SP: (1, off) stands for (1, on); interleave at 1F1B: (1f1b, 1) stands for (1f1b, 2);
+  // interleaved at pp 1 is 1F1B. 2 tp x 2 SP x 2 schedules x 2 interleave = 16 indices.
+  const SearchSpace s = space_from(R"({"tp": [1, 2], "sequence_parallel": [false, true],
+      "schedule": ["1f1b", "interleaved"], "interleave": [1, 2]})");
+  Strategy base;
+  SearchPoint p;
+  int duplicates = 0;
+  for (uint64_t i = 0; i < s.size(); ++i) {
+    point_at(s, i, base, 8, p);  // pp 1 throughout
+    duplicates += p.duplicate;
+    CHECK(p.strategy.schedule == ScheduleKind::k1F1B);
+    CHECK(p.strategy.interleave == 1);
+  }
+  // Distinct normalized strategies: tp 1 (SP off), tp 2 with SP off or on = 3 of 16.
+  CHECK(duplicates == 16 - 3);
+  point_at(s, 0, base, 8, p);
+  CHECK_FALSE(p.duplicate);  // the first index of each class is the one searched
+
+  const SearchResult r = run_search(model_preset("llama3-8b"), base, h100s(8), s, SearchOptions{});
+  CHECK(r.points == 16);
+  CHECK(r.duplicates == 13);
+}
