@@ -3,6 +3,7 @@
 #include <atomic>
 #include <csignal>
 #include <chrono>
+#include <utility>
 #include <cstdio>
 
 #include "sim/core/json_reader.h"
@@ -59,14 +60,24 @@ struct Progress {
   }
 };
 
+// The overlaps a strategy turns on, e.g. "dp+tp", or "-".
+std::string overlaps(const Strategy& s) {
+  std::string out;
+  for (auto [on, name] : {std::pair{s.overlap_dp, "dp"}, {s.overlap_tp, "tp"}, {s.overlap_ep, "ep"}}) {
+    if (on) out += (out.empty() ? "" : "+") + std::string(name);
+  }
+  return out.empty() ? "-" : out;
+}
+
 std::string candidate_row(int rank, const Candidate& c, const SearchOptions& o,
                           const HardwareModel& hw) {
   const Strategy& s = c.strategy;
-  return format_text("  %3d %3d %3d %5d %3d %3d %3d %2d %-11s %-9s %4d %3s %-9s %10s %11.4g %6.1f%% %6.1f%% %10s %10s %12.5g  %s x%d\n",
+  return format_text("  %3d %3d %3d %5d %3d %3d %3d %2d %-11s %-9s %4d %3s %-9s %-4s %-8s %10s %11.4g %6.1f%% %6.1f%% %10s %10s %12.5g  %s x%d\n",
              rank, s.tp, s.pp, c.dp, s.cp, s.ep, s.micro_batch, s.interleave,
              std::string(schedule_name(s.schedule)).c_str(),
              std::string(recompute_name(s.recompute)).c_str(), s.zero_stage,
              s.sequence_parallel ? "on" : "off", fusion_label(s.fusion).c_str(),
+             std::string(dtype_name(s.dtype)).c_str(), overlaps(s).c_str(),
              format_seconds(c.iteration_s).c_str(), c.tokens_per_s, 100 * c.mfu,
              100 * c.bubble_fraction, format_seconds(c.comm_exposed_s).c_str(),
              format_bytes(c.peak_memory_B).c_str(), objective_value(c, o, hw),
@@ -75,28 +86,33 @@ std::string candidate_row(int rank, const Candidate& c, const SearchOptions& o,
 
 std::string table(const std::vector<Candidate>& rows, const SearchOptions& o,
                   const HardwareModel& hw) {
-  std::string out = format_text("  %3s %3s %3s %5s %3s %3s %3s %2s %-11s %-9s %4s %3s %-9s %10s %11s %7s %7s %10s %10s %12s  %s\n",
+  std::string out = format_text("  %3s %3s %3s %5s %3s %3s %3s %2s %-11s %-9s %4s %3s %-9s %-4s %-8s %10s %11s %7s %7s %10s %10s %12s  %s\n",
                         "#", "tp", "pp", "dp", "cp", "ep", "mb", "v", "schedule", "recompute", "zero", "sp",
-                        "fusion", "iter", "tokens/s", "MFU", "bubble", "exp.comm", "peak mem",
+                        "fusion", "type", "overlap", "iter", "tokens/s", "MFU", "bubble", "exp.comm", "peak mem",
                         std::string(objective_name(o.objective)).c_str(), "cluster");
   for (size_t i = 0; i < rows.size(); ++i) out += candidate_row(int(i) + 1, rows[i], o, hw);
   return out;
 }
 
+// Every knob a search can vary has a column (issue 17: results describe themselves).
 std::string candidates_csv(const std::vector<Candidate>& rows, const SearchOptions& o,
                            const HardwareModel& hw) {
-  std::string out = "rank,index,tp,pp,dp,cp,ep,devices,micro_batch,interleave,schedule,recompute,"
-                    "zero_stage,sequence_parallel,iteration_s,tokens_per_s,mfu,bubble_fraction,"
+  std::string out = "rank,index,cluster,devices,tp,pp,dp,cp,ep,shard_group,micro_batch,interleave,"
+                    "schedule,recompute,zero_stage,sequence_parallel,fusion,dtype,overlap_dp,"
+                    "overlap_tp,overlap_ep,iteration_s,tokens_per_s,mfu,bubble_fraction,"
                     "comm_exposed_s,peak_memory_B,objective\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     const Candidate& c = rows[i];
     const Strategy& s = c.strategy;
-    out += format_text("%zu,%llu,%d,%d,%d,%d,%d,%d,%d,%d,%s,%s,%d,%d,%.9g,%.9g,%.6f,%.6f,%.9g,%.9g,%.9g\n", i + 1,
-               static_cast<unsigned long long>(c.index), s.tp, s.pp, c.dp, s.cp, s.ep, c.devices,
-               s.micro_batch, s.interleave, std::string(schedule_name(s.schedule)).c_str(),
+    out += format_text("%zu,%llu,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%s,%d,%d,%s,%s,%d,%d,%d,%.9g,%.9g,%.6f,%.6f,%.9g,%.9g,%.9g\n",
+               i + 1, static_cast<unsigned long long>(c.index), c.hardware.c_str(), c.devices, s.tp,
+               s.pp, c.dp, s.cp, s.ep, s.shard_group, s.micro_batch, s.interleave,
+               std::string(schedule_name(s.schedule)).c_str(),
                std::string(recompute_name(s.recompute)).c_str(), s.zero_stage,
-               s.sequence_parallel ? 1 : 0, c.iteration_s, c.tokens_per_s, c.mfu,
-               c.bubble_fraction, c.comm_exposed_s, c.peak_memory_B, objective_value(c, o, hw));
+               s.sequence_parallel ? 1 : 0, fusion_label(s.fusion).c_str(),
+               std::string(dtype_name(s.dtype)).c_str(), s.overlap_dp ? 1 : 0, s.overlap_tp ? 1 : 0,
+               s.overlap_ep ? 1 : 0, c.iteration_s, c.tokens_per_s, c.mfu, c.bubble_fraction,
+               c.comm_exposed_s, c.peak_memory_B, objective_value(c, o, hw));
   }
   return out;
 }

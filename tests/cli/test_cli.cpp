@@ -123,6 +123,25 @@ TEST_CASE("cli: search without a search block lists the derived axes and searche
                       "micro_batch(3)") != std::string::npos);
   CHECK(r.output.find("the same strategy as another point once knobs that do not apply are "
                       "normalized") != std::string::npos);
+  CHECK(r.output.find(" fusion    type overlap ") != std::string::npos);
+
+  // Every knob the search varies has a CSV column, dtype and the overlaps included.
+  const std::string csv = (std::filesystem::temp_directory_path() / "stratasim_cli_tests" /
+                           "derived.csv").string();
+  const Run with_csv = run(std::string("search ") + STRATASIM_SOURCE_DIR +
+                           "/scenarios/tiny_2gpu_1layer.json --top 2 --csv " + csv);
+  CHECK(with_csv.code == 0);
+  std::ifstream in(csv);
+  std::string header;
+  std::getline(in, header);
+  CHECK(header ==
+        "rank,index,cluster,devices,tp,pp,dp,cp,ep,shard_group,micro_batch,interleave,schedule,"
+        "recompute,zero_stage,sequence_parallel,fusion,dtype,overlap_dp,overlap_tp,overlap_ep,"
+        "iteration_s,tokens_per_s,mfu,bubble_fraction,comm_exposed_s,peak_memory_B,objective");
+  std::string first;
+  std::getline(in, first);
+  CHECK(first.find(",dgx_a100,2,") != std::string::npos);
+
   const Run empty = run("search " + write_temp("empty_search.json", std::string(kGood).insert(
                                                    std::string(kGood).rfind('}'), ", \"search\": {}")));
   CHECK(empty.code == 2);
