@@ -1,5 +1,7 @@
 #include "gui/variant_table_model.h"
 
+#include <QtCore/QStringList>
+
 #include "sim/core/units.h"
 #include "sim/core/text.h"
 #include "strategies/pipeline/pipeline_schedule.h"
@@ -9,6 +11,14 @@ namespace stratasim {
 namespace {
 
 QString text(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<int>(s.size())); }
+
+QString overlaps(const Strategy& s) {
+  QStringList on;
+  if (s.overlap_dp) on << "dp";
+  if (s.overlap_tp) on << "tp";
+  if (s.overlap_ep) on << "ep";
+  return on.isEmpty() ? "-" : on.join('+');
+}
 
 // The value a cell sorts by; infeasible variants sort below every feasible one.
 QVariant sort_value(const VariantResult& v, int column) {
@@ -28,6 +38,20 @@ QVariant sort_value(const VariantResult& v, int column) {
       return v.strategy.ep;
     case VariantTableModel::kSchedule:
       return text(schedule_name(v.strategy.schedule));
+    case VariantTableModel::kMicroBatch:
+      return v.strategy.micro_batch;
+    case VariantTableModel::kInterleave:
+      return v.strategy.interleave;
+    case VariantTableModel::kRecompute:
+      return text(recompute_name(v.strategy.recompute));
+    case VariantTableModel::kZero:
+      return v.strategy.zero_stage;
+    case VariantTableModel::kSp:
+      return v.strategy.sequence_parallel ? "on" : "off";
+    case VariantTableModel::kDtype:
+      return text(dtype_name(v.strategy.dtype));
+    case VariantTableModel::kOverlap:
+      return overlaps(v.strategy);
     case VariantTableModel::kIteration:
       return v.feasible() ? p.iteration_s : 1e300;
     case VariantTableModel::kTokens:
@@ -102,9 +126,10 @@ QVariant VariantTableModel::data(const QModelIndex& index, int role) const {
 
 QVariant VariantTableModel::headerData(int section, Qt::Orientation o, int role) const {
   if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
-  static const char* const kHeaders[kColumns] = {"variant",     "tp",        "pp",       "dp",
-                                                 "cp",          "ep",          "schedule",    "iteration", "tokens/s", "MFU",
-                                                 "peak memory", "fits"};
+  static const char* const kHeaders[kColumns] = {
+      "variant", "tp",    "pp",      "dp",       "cp",        "ep",       "schedule",
+      "mb",      "v",     "recompute", "zero",   "sp",        "type",     "overlap",
+      "iteration", "tokens/s", "MFU", "peak memory", "fits"};
   return QString(kHeaders[section]);
 }
 

@@ -20,6 +20,13 @@ class VariantTableModel : public QAbstractTableModel {
     kCp,
     kEp,
     kSchedule,
+    kMicroBatch,
+    kInterleave,
+    kRecompute,
+    kZero,
+    kSp,
+    kDtype,
+    kOverlap,  // the overlaps it turns on: "dp+tp+ep", or "-"
     kIteration,
     kTokens,
     kMfu,
