@@ -245,6 +245,13 @@ int search_command(const Ranks& ranks, int argc, char** argv) {
   o.threads = static_cast<int>(integer_option(args, "threads", 0, 0, 4096));
   o.train_tokens = number_option(args, "train-tokens", Dimension::kCount, 0);
   o.price_per_device_hour = number_option(args, "price", Dimension::kCount, 0);
+  // Without a price every point would cost 0 and the ranking would say nothing.
+  if (o.objective == Objective::kCostPerToken && o.price_per_device_hour <= 0 &&
+      sc.hardware.device.price_per_hour <= 0) {
+    throw InputError("command line", "--objective", "\"cost_per_token\"",
+                     "needs a price per device-hour: --price 2.5 (USD), or "
+                     "cluster.device.price_per_hour in the scenario");
+  }
   if (o.objective == Objective::kTimeToTrain && o.train_tokens <= 0) {
     throw InputError("command line", "--train-tokens", "(missing)",
                      "is needed for --objective time_to_train");

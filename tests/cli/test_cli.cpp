@@ -147,3 +147,17 @@ TEST_CASE("cli: search without a search block lists the derived axes and searche
   CHECK(empty.code == 2);
   CHECK(empty.output.find("search: (empty) leaves nothing to search") != std::string::npos);
 }
+
+TEST_CASE("cli: cost_per_token without a price is refused, with one it ranks by cost") {
+  const std::string tiny = std::string(STRATASIM_SOURCE_DIR) + "/scenarios/tiny_2gpu_1layer.json";
+  const Run none = run("search " + tiny + " --objective cost_per_token --top 1");
+  CHECK(none.code == 2);
+  CHECK(none.output.find("--objective: \"cost_per_token\" needs a price per device-hour: --price "
+                         "2.5 (USD), or cluster.device.price_per_hour in the scenario") !=
+        std::string::npos);
+  const Run priced = run("search " + tiny + " --objective cost_per_token --price 2.5 --top 1");
+  CHECK(priced.code == 0);
+  const Run in_cluster =
+      run("search " + tiny + " --objective cost_per_token --top 1 --set cluster.device.price_per_hour=2.5");
+  CHECK(in_cluster.code == 0);
+}
