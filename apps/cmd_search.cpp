@@ -72,8 +72,8 @@ std::string overlaps(const Strategy& s) {
 std::string candidate_row(int rank, const Candidate& c, const SearchOptions& o,
                           const HardwareModel& hw) {
   const Strategy& s = c.strategy;
-  return format_text("  %3d %3d %3d %5d %3d %3d %3d %2d %-11s %-9s %4d %3s %-9s %-4s %-8s %10s %11.4g %6.1f%% %6.1f%% %10s %10s %12.5g  %s x%d\n",
-             rank, s.tp, s.pp, c.dp, s.cp, s.ep, s.micro_batch, s.interleave,
+  return format_text("  %3d %3d %3d %5d %3d %3d %3d %2d %2d %-11s %-9s %4d %3s %-9s %-4s %-8s %10s %11.4g %6.1f%% %6.1f%% %10s %10s %12.5g  %s x%d\n",
+             rank, s.tp, s.pp, c.dp, s.cp, s.ep, s.micro_batch, s.interleave, s.streams,
              std::string(schedule_name(s.schedule)).c_str(),
              std::string(recompute_name(s.recompute)).c_str(), s.zero_stage,
              s.sequence_parallel ? "on" : "off", fusion_label(s.fusion).c_str(),
@@ -86,8 +86,8 @@ std::string candidate_row(int rank, const Candidate& c, const SearchOptions& o,
 
 std::string table(const std::vector<Candidate>& rows, const SearchOptions& o,
                   const HardwareModel& hw) {
-  std::string out = format_text("  %3s %3s %3s %5s %3s %3s %3s %2s %-11s %-9s %4s %3s %-9s %-4s %-8s %10s %11s %7s %7s %10s %10s %12s  %s\n",
-                        "#", "tp", "pp", "dp", "cp", "ep", "mb", "v", "schedule", "recompute", "zero", "sp",
+  std::string out = format_text("  %3s %3s %3s %5s %3s %3s %3s %2s %2s %-11s %-9s %4s %3s %-9s %-4s %-8s %10s %11s %7s %7s %10s %10s %12s  %s\n",
+                        "#", "tp", "pp", "dp", "cp", "ep", "mb", "v", "st", "schedule", "recompute", "zero", "sp",
                         "fusion", "type", "overlap", "iter", "tokens/s", "MFU", "bubble", "exp.comm", "peak mem",
                         std::string(objective_name(o.objective)).c_str(), "cluster");
   for (size_t i = 0; i < rows.size(); ++i) out += candidate_row(int(i) + 1, rows[i], o, hw);
@@ -99,19 +99,19 @@ std::string candidates_csv(const std::vector<Candidate>& rows, const SearchOptio
                            const HardwareModel& hw) {
   std::string out = "rank,index,cluster,devices,tp,pp,dp,cp,ep,shard_group,micro_batch,interleave,"
                     "schedule,recompute,zero_stage,sequence_parallel,fusion,dtype,overlap_dp,"
-                    "overlap_tp,overlap_ep,iteration_s,tokens_per_s,mfu,bubble_fraction,"
+                    "overlap_tp,overlap_ep,streams,iteration_s,tokens_per_s,mfu,bubble_fraction,"
                     "comm_exposed_s,peak_memory_B,objective\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     const Candidate& c = rows[i];
     const Strategy& s = c.strategy;
-    out += format_text("%zu,%llu,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%s,%d,%d,%s,%s,%d,%d,%d,%.9g,%.9g,%.6f,%.6f,%.9g,%.9g,%.9g\n",
+    out += format_text("%zu,%llu,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%s,%d,%d,%s,%s,%d,%d,%d,%d,%.9g,%.9g,%.6f,%.6f,%.9g,%.9g,%.9g\n",
                i + 1, static_cast<unsigned long long>(c.index), c.hardware.c_str(), c.devices, s.tp,
                s.pp, c.dp, s.cp, s.ep, s.shard_group, s.micro_batch, s.interleave,
                std::string(schedule_name(s.schedule)).c_str(),
                std::string(recompute_name(s.recompute)).c_str(), s.zero_stage,
                s.sequence_parallel ? 1 : 0, fusion_label(s.fusion).c_str(),
                std::string(dtype_name(s.dtype)).c_str(), s.overlap_dp ? 1 : 0, s.overlap_tp ? 1 : 0,
-               s.overlap_ep ? 1 : 0, c.iteration_s, c.tokens_per_s, c.mfu, c.bubble_fraction,
+               s.overlap_ep ? 1 : 0, s.streams, c.iteration_s, c.tokens_per_s, c.mfu, c.bubble_fraction,
                c.comm_exposed_s, c.peak_memory_B, objective_value(c, o, hw));
   }
   return out;

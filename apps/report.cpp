@@ -135,7 +135,8 @@ std::string describe_cluster(const HardwareModel& hw) {
 std::string describe_strategy(const Strategy& s, int dp, int micro_batches) {
   const std::string cp = (s.cp > 1 ? format_text(" cp=%d", s.cp) : "") +
                          (s.ep > 1 ? format_text(" ep=%d", s.ep) : "") +
-                         (s.shard_group > 0 ? format_text(" shard=%d", s.shard_group) : "");
+                         (s.shard_group > 0 ? format_text(" shard=%d", s.shard_group) : "") +
+                         (s.streams > 1 ? format_text(" streams=%d", s.streams) : "");
   return format_text("tp=%d pp=%d dp=%d%s v=%d zero=%d sp=%s | %s | micro-batch %d, global %d (%d "
              "micro-batches) | recompute %s | fusion %s | overlap dp=%s tp=%s%s | %s",
              s.tp, s.pp, dp, cp.c_str(), s.interleave, s.zero_stage, s.sequence_parallel ? "on" : "off",

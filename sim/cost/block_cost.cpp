@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/cost/collective_cost.h"
+#include "sim/cost/concurrent_kernels.h"
 #include "sim/cost/kernel_cost.h"
 
 namespace stratasim {
@@ -78,6 +79,35 @@ void overlap_expert_all_to_all(PhaseSums& f, PhaseSums& b, const Plan& plan) {
   hide(b, beside_b);
 }
 
+// Strategy::streams on an operator graph: the kernels of ks[begin, end) run on that many
+// streams as their dependencies allow, sharing the device (concurrent_kernels.h).
+double concurrent_s(const Block& b, const std::vector<Kernel>& ks, size_t begin, size_t end,
+                    bool backward, const Plan& plan) {
+  const std::vector<std::vector<int>> deps = kernel_dependencies(b.graph, ks, begin, end, backward);
+  std::vector<ConcurrentKernel> tasks(end - begin);
+  for (size_t i = begin; i < end; ++i) {
+    const KernelTime t = kernel_time(ks[i], plan.hardware.device, plan.strategy.dtype,
+                                     plan.strategy.fusion.flash_attention_version);
+    tasks[i - begin] = {t.total_s, device_demand(t), deps[i - begin]};
+  }
+  return run_concurrent(tasks, plan.strategy.streams).makespan_s;
+}
+
+// The forward, recomputation and backward of an operator-graph block on several streams; the
+// recomputation finishes before the backward starts. The weight-gradient share keeps its
+// proportion of the backward.
+void run_on_streams(const Block& b, const Plan& plan, PhaseSums& f, PhaseSums& bw) {
+  f.time_s = concurrent_s(b, b.forward, 0, b.forward.size(), false, plan);
+  size_t recompute = 0;
+  while (recompute < b.backward.size() && b.backward[recompute].phase == Phase::kRecompute) ++recompute;
+  const double r = concurrent_s(b, b.backward, 0, recompute, false, plan);
+  const double back = concurrent_s(b, b.backward, recompute, b.backward.size(), true, plan);
+  const double serial_back = bw.time_s - bw.recompute_s;
+  if (serial_back > 0) bw.weight_s *= back / serial_back;
+  bw.recompute_s = r;
+  bw.time_s = r + back;
+}
+
 }  // namespace
 
 std::vector<KernelTiming> kernel_timings(const std::vector<Kernel>& ks, const Plan& plan) {
@@ -121,6 +151,7 @@ BlockCost block_cost(const Block& b, const Plan& plan) {
   PhaseSums f = sum_kernels(b.forward, plan);
   PhaseSums bw = sum_kernels(b.backward, plan);
   overlap_expert_all_to_all(f, bw, plan);
+  if (plan.strategy.streams > 1 && plan.model.family == ModelFamily::kOpGraph) run_on_streams(b, plan, f, bw);
   BlockCost c;
   c.forward_s = f.time_s;
   c.backward_s = bw.time_s;

@@ -34,11 +34,14 @@ double matmul_s(const Kernel& k, const DeviceSpec& d, double peak, const Efficie
 
 // A fused attention kernel at the device's measured FlashAttention efficiency (FA3 where the
 // strategy asks for it and the device has it, else FA2, else the GEMM curve).
-double attention_s(const Kernel& k, const DeviceSpec& d, double peak, int version) {
+const EfficiencyCurve& attention_curve(const Kernel& k, const DeviceSpec& d, int version) {
   const AttentionCurves& a = version >= 3 && d.flash3.present() ? d.flash3 : d.flash2;
-  if (!a.present()) return k.matmul_flops / (peak * d.matmul.at(k.matmul_flops / k.launches));
-  const EfficiencyCurve& c = k.phase == Phase::kForward ? a.forward : a.backward;
-  return k.matmul_flops / (peak * c.at(k.matmul_flops / k.launches));
+  if (!a.present()) return d.matmul;
+  return k.phase == Phase::kForward ? a.forward : a.backward;
+}
+
+double attention_s(const Kernel& k, const DeviceSpec& d, double peak, int version) {
+  return k.matmul_flops / (peak * attention_curve(k, d, version).at(k.matmul_flops / k.launches));
 }
 
 // FP8 training casts each linear layer's operands: per torchao's tensorwise recipe (pytorch/ao
@@ -46,10 +49,15 @@ double attention_s(const Kernel& k, const DeviceSpec& d, double peak, int versio
 // column-major fp8 copies: about 6 B per element of the input (forward) and of the output
 // gradient (backward), and 8 B per weight element (amax and forward cast 5, backward cast 3).
 // Each pass is a memory-bound kernel of its own (two per tensor).
-double fp8_cast_s(const Kernel& k, const DeviceSpec& d) {
+double fp8_cast_bytes(const Kernel& k) {
   if (k.gemm_m <= 0) return 0;
   const double m = k.gemm_m * k.gemm_batch, n = k.gemm_n, kk = k.gemm_k;
-  const double bytes = k.phase == Phase::kForward ? 6 * m * kk + 5 * kk * n : 6 * m * n + 3 * kk * n;
+  return k.phase == Phase::kForward ? 6 * m * kk + 5 * kk * n : 6 * m * n + 3 * kk * n;
+}
+
+double fp8_cast_s(const Kernel& k, const DeviceSpec& d) {
+  if (k.gemm_m <= 0) return 0;
+  const double bytes = fp8_cast_bytes(k);
   return bytes / (d.memory_bandwidth_Bps * d.memory.at(bytes)) + 4 * d.kernel_overhead_s;
 }
 
@@ -73,17 +81,32 @@ KernelTime kernel_time(const Kernel& k, const DeviceSpec& d, DType dtype, int fl
   const DType storage = storage_dtype(dtype);
   const bool fp8 = dtype == DType::kFp8 && k.fp8_eligible;
   const double peak = d.peak_flops[static_cast<int>(fp8 ? dtype : storage)];
+  const EfficiencyCurve& gemm_curve = fp8 && d.matmul_fp8.max_fraction > 0 ? d.matmul_fp8 : d.matmul;
+  double plateau_compute = 0, plateau_memory = 0;
   if (k.cls == OpClass::kFlashAttention && k.matmul_flops > 0) {
     t.compute_s += attention_s(k, d, peak, flash_version);
+    plateau_compute += k.matmul_flops / (peak * attention_curve(k, d, flash_version).max_fraction);
   } else if (k.matmul_flops > 0) {
-    t.compute_s += matmul_s(k, d, peak, fp8 && d.matmul_fp8.max_fraction > 0 ? d.matmul_fp8 : d.matmul);
+    t.compute_s += matmul_s(k, d, peak, gemm_curve);
+    plateau_compute += k.matmul_flops / (peak * gemm_curve.max_fraction);
   }
-  if (k.other_flops > 0 && d.vector_flops > 0) t.compute_s += k.other_flops / d.vector_flops;
-  if (k.bytes > 0) t.memory_s = k.bytes / (d.memory_bandwidth_Bps * d.memory.at(k.bytes));
+  if (k.other_flops > 0 && d.vector_flops > 0) {
+    t.compute_s += k.other_flops / d.vector_flops;
+    plateau_compute += k.other_flops / d.vector_flops;
+  }
+  if (k.bytes > 0) {
+    t.memory_s = k.bytes / (d.memory_bandwidth_Bps * d.memory.at(k.bytes));
+    plateau_memory = k.bytes / (d.memory_bandwidth_Bps * d.memory.max_fraction);
+  }
   // A kernel whose input arrives fused from its predecessor adds no launch of its own.
   const double launches = k.reads_input_fused ? 0 : k.launches;
   t.total_s = std::max(t.compute_s, t.memory_s) + d.kernel_overhead_s * launches;
-  if (fp8) t.total_s += fp8_cast_s(k, d);
+  t.plateau_s = std::max(plateau_compute, plateau_memory);
+  if (fp8) {
+    t.total_s += fp8_cast_s(k, d);
+    t.plateau_s += fp8_cast_bytes(k) / (d.memory_bandwidth_Bps * d.memory.max_fraction);
+  }
+  t.plateau_s = std::min(t.plateau_s, t.total_s);
   return t;
 }
 

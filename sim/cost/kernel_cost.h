@@ -11,6 +11,11 @@ struct KernelTime {
   double compute_s = 0;
   double memory_s = 0;
   double total_s = 0;  // max(compute, memory) + overhead * launches
+  // The same work at the device's plateau rates (each curve's max_fraction, no wave tail, no
+  // launch overhead): how long the kernel keeps the whole device busy. plateau_s / total_s is
+  // the share of the device it occupies, what a concurrent stream cannot use
+  // (concurrent_kernels.h).
+  double plateau_s = 0;
 };
 
 // Wave quantization (NVIDIA, "Matrix Multiplication Background User's Guide"): the m x n

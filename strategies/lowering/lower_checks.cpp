@@ -147,6 +147,9 @@ std::optional<Infeasible> check_model_split(const ModelSpec& m, const Strategy& 
   if (auto bad = check_shard_group(s, dp)) return bad;
   if (auto bad = check_context_parallel(m, s)) return bad;
   if (auto bad = check_experts(m, s, dp)) return bad;
+  if (s.streams < 1 || s.streams > 64) {
+    return Infeasible{InfeasibleReason::kModel, "streams=" + str(s.streams) + " is not in 1..64", "streams"};
+  }
   if (m.family == ModelFamily::kOpGraph) {
     if (s.tp > 1 || s.pp > 1 || s.sequence_parallel) {
       return Infeasible{InfeasibleReason::kModel,
@@ -154,6 +157,11 @@ std::optional<Infeasible> check_model_split(const ModelSpec& m, const Strategy& 
                             str(s.tp) + " pp=" + str(s.pp)};
     }
     return std::nullopt;
+  }
+  if (s.streams > 1) {
+    return Infeasible{InfeasibleReason::kModel,
+                      "streams=" + str(s.streams) + " runs an operator graph's independent branches concurrently; "
+                      "a transformer's kernels form one chain per layer (use streams 1)", "streams"};
   }
   const TransformerSpec& t = m.transformer;
   if (auto bad = check_tp_divides(t, s.tp)) return bad;

@@ -102,6 +102,10 @@ GraphOp read_graph_op(const JsonNode& n, const std::map<std::string, int>& index
   op.params = n.quantity_or("params", Dimension::kCount, 0);
   op.input_elements = n.quantity_or("input_elements", Dimension::kCount, 0);
   if (auto inputs = n.find("inputs")) {
+    if (inputs->size() > 3) {
+      inputs->fail("lists " + std::to_string(inputs->size()) +
+                   " inputs; an op reads at most 3 (join more branches with a chain of ops)");
+    }
     for (size_t i = 0; i < inputs->size(); ++i) {
       JsonNode in = inputs->element(i);
       auto it = index.find(in.as_string());

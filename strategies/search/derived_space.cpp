@@ -34,9 +34,34 @@ void add(SearchSpace& space, AxisValues a) {
   if (a.values.size() > 1) space.axes.push_back(std::move(a));
 }
 
-SearchSpace graph_space(const HardwareModel& hw) {
+// Whether some op's output feeds two ops: the graph has branches that streams could overlap.
+bool has_branches(const OpGraphSpec& g) {
+  std::vector<int> consumers(g.ops.size(), 0);
+  int from_input = 0;
+  for (const GraphOp& op : g.ops) {
+    if (op.inputs.empty()) ++from_input;
+    for (int in : op.inputs) ++consumers[in];
+  }
+  return from_input > 1 || std::any_of(consumers.begin(), consumers.end(), [](int c) { return c > 1; });
+}
+
+// Operator graphs (CNNs, RNNs, MLPs) train with large per-device batches: micro-batches are
+// the powers of two up to the samples one replica sees per iteration (global batch / devices),
+// the scenario's own micro-batch among them.
+std::vector<int> graph_micro_batches(const HardwareModel& hw, const Strategy& base) {
+  const int per_replica = std::max(1, base.global_batch / std::max(1, hw.num_devices));
+  std::vector<int> out = powers_of_two(per_replica, [](int) { return true; });
+  if (std::find(out.begin(), out.end(), base.micro_batch) == out.end() && base.micro_batch <= per_replica) {
+    out.push_back(base.micro_batch);
+    std::sort(out.begin(), out.end());
+  }
+  return out;
+}
+
+SearchSpace graph_space(const OpGraphSpec& graph, const HardwareModel& hw, const Strategy& base) {
   SearchSpace space;
-  add(space, axis(Axis::kMicroBatch, {1, 2, 4, 8, 16, 32}));
+  if (has_branches(graph)) add(space, axis(Axis::kStreams, {1, 2, 4}));
+  add(space, axis(Axis::kMicroBatch, graph_micro_batches(hw, base)));
   add(space, axis(Axis::kZeroStage, {0, 1, 2, 3}));
   add(space, axis(Axis::kOverlapDp, {0, 1}));
   add(space, axis(Axis::kFusion, {0, kFusionAll}));
@@ -48,8 +73,7 @@ SearchSpace graph_space(const HardwareModel& hw) {
 
 SearchSpace derive_search_space(const ModelSpec& model, const HardwareModel& hw,
                                 const Strategy& base) {
-  (void)base;
-  if (model.family == ModelFamily::kOpGraph) return graph_space(hw);
+  if (model.family == ModelFamily::kOpGraph) return graph_space(model.graph, hw, base);
   const TransformerSpec& t = model.transformer;
   const int devices = std::max(1, hw.num_devices);
   const int node = std::max(1, std::min(hw.node.devices, devices));

@@ -10,10 +10,10 @@
 namespace stratasim {
 namespace {
 
-constexpr std::array<std::string_view, 19> kAxisNames = {
+constexpr std::array<std::string_view, 20> kAxisNames = {
     "tp", "pp", "dp", "micro_batch", "schedule", "interleave", "recompute", "zero_stage",
     "sequence_parallel", "fusion", "overlap_dp", "overlap_tp", "dtype", "devices", "cluster",
-    "cp", "ep", "overlap_ep", "shard_group"};
+    "cp", "ep", "overlap_ep", "shard_group", "streams"};
 
 constexpr std::array<EnumName<int>, 2> kBools = {{{"false", 0}, {"true", 1}}};
 constexpr std::array<std::string_view, 4> kFusions = {"none", "epilogues", "megatron", "all"};
@@ -156,6 +156,7 @@ void apply_axis(Axis axis, int v, SearchPoint& point) {
       case Axis::kCp: s.cp = v; break;
       case Axis::kEp: s.ep = v; break;
       case Axis::kShardGroup: s.shard_group = v; break;
+      case Axis::kStreams: s.streams = v; break;
     }
 }
 

@@ -15,7 +15,7 @@ namespace stratasim {
 
 enum class Axis {
   kTp, kPp, kDp, kMicroBatch, kSchedule, kInterleave, kRecompute, kZeroStage,
-  kSequenceParallel, kFusion, kOverlapDp, kOverlapTp, kDtype, kDevices, kCluster, kCp, kEp, kOverlapEp, kShardGroup,
+  kSequenceParallel, kFusion, kOverlapDp, kOverlapTp, kDtype, kDevices, kCluster, kCp, kEp, kOverlapEp, kShardGroup, kStreams,
 };
 std::string_view axis_name(Axis a);
 

@@ -90,6 +90,9 @@ struct Strategy {
   // Megatron-Core's --overlap-moe-expert-parallel-comm), so each pass's dispatch and combine
   // hide behind the other pass's compute.
   bool overlap_ep = false;
+  // Operator graphs: streams per device on which independent branches run concurrently,
+  // sharing the device (sim/cost/concurrent_kernels.h); 1 runs every kernel after the last.
+  int streams = 1;
   // Pipeline sends/receives run asynchronously beside compute. When false (Megatron's default),
   // a stage's send blocks it until the transfer is done.
   bool overlap_p2p = false;

@@ -57,7 +57,7 @@ Json fusion_to_json(const FusionPlan& f) {
 Strategy read_strategy(const JsonNode& n) {
   n.allow_keys({"tp", "pp", "dp", "cp", "cp_comm", "ep", "shard_group", "zero_stage", "sequence_parallel", "schedule", "interleave",
                 "uneven_stages", "first_stage_layers", "last_stage_layers", "micro_batch", "global_batch", "recompute", "fusion",
-                "overlap_dp", "overlap_tp", "overlap_ep", "overlap_p2p", "dp_bucket", "collective", "dtype", "fp8_saved_inputs",
+                "overlap_dp", "overlap_tp", "overlap_ep", "overlap_p2p", "streams", "dp_bucket", "collective", "dtype", "fp8_saved_inputs",
                 "master_weights_fp32", "grad_reduce_fp32", "optimizer", "description"});
   Strategy s;
   s.tp = static_cast<int>(n.integer_or("tp", 1, 1, 1 << 20));
@@ -82,6 +82,7 @@ Strategy read_strategy(const JsonNode& n) {
   s.overlap_tp = n.bool_or("overlap_tp", false);
   s.overlap_ep = n.bool_or("overlap_ep", false);
   s.overlap_p2p = n.bool_or("overlap_p2p", false);
+  s.streams = static_cast<int>(n.integer_or("streams", 1, 1, 64));
   s.dp_bucket_B = n.quantity_or("dp_bucket", Dimension::kBytes, 0);
   s.collective = n.enum_or("collective", kAlgorithmNames, CollectiveAlgorithm::kAuto);
   s.dtype = n.enum_or("dtype", kDTypeNames, DType::kBf16);
@@ -112,6 +113,7 @@ Json to_json(const Strategy& s) {
   if (s.ep > 1) j["ep"] = s.ep;
   if (s.shard_group > 0) j["shard_group"] = s.shard_group;
   if (s.overlap_ep) j["overlap_ep"] = true;
+  if (s.streams > 1) j["streams"] = s.streams;
   if (s.dtype == DType::kFp8) j["fp8_saved_inputs"] = s.fp8_saved_inputs;
   if (s.cp_comm != CpComm::kRing) j["cp_comm"] = std::string(enum_to_name(kCpCommNames, s.cp_comm));
   if (s.first_stage_layers > 0) j["first_stage_layers"] = s.first_stage_layers;

@@ -65,11 +65,24 @@ TEST_CASE("derived space: long sequences add cp, mixtures of experts add ep and 
 }
 
 TEST_CASE("derived space: an operator graph searches only what data parallelism leaves") {
-  const SearchSpace s = derive_search_space(model_preset("resnet50"), h100s(8), Strategy{});
+  Strategy base;
+  base.global_batch = 2048;  // 256 samples per device on 8
+  base.micro_batch = 96;
+  const SearchSpace s = derive_search_space(model_preset("resnet50"), h100s(8), base);
   CHECK(find_axis(s, Axis::kTp) == nullptr);
   CHECK(find_axis(s, Axis::kPp) == nullptr);
-  CHECK(values(s, Axis::kMicroBatch) == std::vector<int>{1, 2, 4, 8, 16, 32});
-  CHECK(s.size() == 6 * 4 * 2 * 2 * 1);
+  // Powers of two up to the 256 samples a replica sees, and the scenario's own 96.
+  CHECK(values(s, Axis::kMicroBatch) == std::vector<int>{1, 2, 4, 8, 16, 32, 64, 96, 128, 256});
+  // ResNet's downsampling shortcuts are branches beside the main path: streams are searched.
+  CHECK(values(s, Axis::kStreams) == std::vector<int>{1, 2, 4});
+  CHECK(s.size() == 3 * 10 * 4 * 2 * 2 * 1);
+  // A chain of ops has no branches to overlap: no streams axis.
+  ModelSpec chain;
+  chain.family = ModelFamily::kOpGraph;
+  chain.graph.ops = {GraphOp{.name = "a", .kind = GraphOpKind::kMatmul, .flops = 1, .output_elements = 1},
+                     GraphOp{.name = "b", .kind = GraphOpKind::kElementwise, .flops = 1, .output_elements = 1,
+                             .inputs = {0}}};
+  CHECK(find_axis(derive_search_space(chain, h100s(8), base), Axis::kStreams) == nullptr);
 }
 
 TEST_CASE("normalized knobs: a tp = 1 point is not pruned for sequence parallelism") {
