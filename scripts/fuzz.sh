@@ -18,7 +18,7 @@ flags="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined,fuzzer-no-lin
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
   -DSTRATASIM_FUZZ=ON -DSTRATASIM_WITH_CUDA=OFF -DSTRATASIM_WITH_GUI=OFF \
-  -DSTRATASIM_WITH_SIMGRID=OFF -DSTRATASIM_WITH_MPI=OFF -DSTRATASIM_BUILD_BENCH=OFF >/dev/null
+  -DSTRATASIM_WITH_SIMGRID=OFF -DSTRATASIM_WITH_MPI=OFF -DSTRATASIM_BUILD_BENCH=OFF -DSTRATASIM_PYTHON=OFF >/dev/null
 cmake --build build-fuzz -j "${JOBS:-2}" --target scenario_fuzzer
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

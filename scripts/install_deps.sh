@@ -14,6 +14,8 @@ packages=(
   libqt6opengl6-dev                   # needed by find_package(Qt6 COMPONENTS Charts)
   xvfb xauth imagemagick              # GUI screenshots under Xvfb (scripts/screenshots.sh)
   fonts-dejavu-core                   # a font for offscreen Qt rendering (plots, tests)
+  pybind11-dev python3-dev            # the Python module (apps/python; optional)
+  python3-pandas                      # its test reads search columns into a DataFrame
 )
 
 missing=()

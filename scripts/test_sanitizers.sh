@@ -8,7 +8,7 @@ scripts/install_deps.sh
 flags="-O1 -g1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="$flags" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
-  -DSTRATASIM_WITH_CUDA=OFF -DSTRATASIM_BUILD_BENCH=OFF >/dev/null
+  -DSTRATASIM_WITH_CUDA=OFF -DSTRATASIM_BUILD_BENCH=OFF -DSTRATASIM_PYTHON=OFF >/dev/null
 cmake --build build-asan -j "${JOBS:-2}"
 supp="$PWD/tests/sanitizers"
 # No detect_stack_use_after_return: its fake stacks do not survive SimGrid's context switches
