@@ -127,4 +127,16 @@ long long integer_option(const CliArgs& args, const std::string& name, long long
   return static_cast<long long>(*v);
 }
 
+double number_option(const CliArgs& args, const std::string& name, Dimension dim, double fallback) {
+  const std::string text = args.option(name);
+  if (text.empty()) return fallback;
+  std::string rule;
+  const auto v = parse_quantity(text, dim, &rule);
+  if (!v) throw InputError("command line", "--" + name, "\"" + text + "\"", rule);
+  if (!(*v >= 0) || !std::isfinite(*v)) {
+    throw InputError("command line", "--" + name, "\"" + text + "\"", "must be a non-negative number");
+  }
+  return *v;
+}
+
 }  // namespace stratasim

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/core/units.h"
+
 namespace stratasim {
 
 // One option: a switch when `value` is empty, else it takes a value shown as `value` in help.
@@ -58,6 +60,10 @@ struct CliArgs {
 // "--threads 2.5" is an InputError naming the option and the range, never an undefined cast.
 long long integer_option(const CliArgs& args, const std::string& name, long long fallback,
                          long long min, long long max);
+
+// A non-negative quantity option ("--train-tokens 1e12", "--price 2.5"), `fallback` when absent;
+// negative, non-finite or malformed values are an InputError naming the option.
+double number_option(const CliArgs& args, const std::string& name, Dimension dim, double fallback);
 
 // Reads argv[first..argc) against the command's declaration (argv[1] is the command).
 CliArgs parse_cli(int argc, char** argv, int first, const CliCommand& command);

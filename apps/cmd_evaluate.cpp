@@ -1,6 +1,7 @@
 #include <cstdio>
 
 #include "sim/core/json_reader.h"
+#include "sim/core/text.h"
 #include "apps/cli_args.h"
 #include "apps/commands.h"
 #include "apps/report.h"
@@ -50,11 +51,41 @@ int report_infeasible(const Loaded& l, const Infeasible& why) {
   return 2;
 }
 
+// A token budget (evaluate --train-tokens) at the predicted throughput: wall-clock days,
+// device-hours and, with a price per device-hour, the cost.
+struct TokenBudget {
+  double tokens = 0, price_per_device_hour = 0;
+  double days = 0, device_hours = 0, cost_usd = 0;
+};
+
+TokenBudget token_budget(double tokens, double price, const Prediction& p, int devices) {
+  TokenBudget b{tokens, price};
+  const double seconds = p.tokens_per_s > 0 ? tokens / p.tokens_per_s : 0;
+  b.days = seconds / kSecondsPerDay;
+  b.device_hours = seconds / kSecondsPerHour * devices;
+  b.cost_usd = b.device_hours * price;
+  return b;
+}
+
+std::string token_budget_report(const TokenBudget& b, int devices) {
+  std::string out = format_text("  token budget         %.4g tokens: %.3g days on %d devices, %.4g device-hours",
+                                b.tokens, b.days, devices, b.device_hours);
+  out += b.price_per_device_hour > 0
+             ? format_text(", %.4g USD at %.4g USD per device-hour\n", b.cost_usd, b.price_per_device_hour)
+             : std::string(" (no price: --price USD or cluster.device.price_per_hour)\n");
+  return out;
+}
+
 }  // namespace
 
 int cmd_evaluate(int argc, char** argv) {
   const CliArgs args = parse_cli(argc, argv, 2, "evaluate");
   const Loaded l = load(args, "evaluate");
+  const double train_tokens = number_option(args, "train-tokens", Dimension::kCount, 0);
+  if (!args.option("train-tokens").empty() && train_tokens <= 0) {
+    throw InputError("command line", "--train-tokens", args.option("train-tokens"), "must be a positive number of tokens");
+  }
+  const double price = number_option(args, "price", Dimension::kCount, l.scenario.hardware.device.price_per_hour);
   Expected<Plan> plan = lower(l.scenario.model, l.strategy, l.scenario.hardware);
   if (!plan) return report_infeasible(l, plan.error());
   EngineOptions options;
@@ -73,6 +104,8 @@ int cmd_evaluate(int argc, char** argv) {
       development_errors(), p.iteration_s, device_generation(plan->hardware.device.name));
   std::printf("  %.0f%% interval     %.4g - %.4g s (errors of %s, validate --published)\n",
               100 * interval.coverage, interval.low_s, interval.high_s, interval.basis.c_str());
+  const TokenBudget budget = token_budget(train_tokens, price, p, plan->hardware.num_devices);
+  if (train_tokens > 0) std::fputs(token_budget_report(budget, plan->hardware.num_devices).c_str(), stdout);
   if (args.has("kernels")) std::fputs(("\n" + kernel_time_table(*plan)).c_str(), stdout);
   if (!args.option("json").empty()) {
     Json out{{"scenario", l.scenario.name}, {"file", l.scenario.file},
@@ -82,6 +115,12 @@ int cmd_evaluate(int argc, char** argv) {
                            {"iteration_high_s", interval.high_s},
                            {"cases", interval.cases},
                            {"basis", interval.basis}}}};
+    if (train_tokens > 0) {
+      out["token_budget"] = {{"tokens", budget.tokens}, {"days", budget.days},
+                             {"device_hours", budget.device_hours},
+                             {"price_per_device_hour", budget.price_per_device_hour},
+                             {"cost_usd", budget.cost_usd}};
+    }
     write_file_atomically(args.option("json"), json_text(out, 1) + "\n");
   }
   return 0;

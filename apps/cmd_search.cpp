@@ -36,15 +36,6 @@ Objective parse_objective(const std::string& text) {
                    "is not one of: throughput, time_to_train, cost_per_token, memory_headroom");
 }
 
-double number_option(const CliArgs& args, const char* name, Dimension dim, double fallback) {
-  const std::string text = args.option(name);
-  if (text.empty()) return fallback;
-  std::string rule;
-  auto v = parse_quantity(text, dim, &rule);
-  if (!v) throw InputError("command line", std::string("--") + name, "\"" + text + "\"", rule);
-  return *v;
-}
-
 // A progress bar with rate and ETA, drawn on stderr only when it is a terminal.
 struct Progress {
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();

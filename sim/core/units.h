@@ -26,6 +26,7 @@ inline constexpr double kMicro = 1e-6;
 inline constexpr double kNano = 1e-9;
 inline constexpr double kBitsPerByte = 8.0;
 inline constexpr double kSecondsPerHour = 3600.0;
+inline constexpr double kSecondsPerDay = 24 * kSecondsPerHour;
 
 // Parses "900GBps", "200Gbps", "1.5us", "80GiB", "989TFlops", "2.5 TB/s" into SI.
 // Returns std::nullopt and fills `rule` with what was expected when the text is not a

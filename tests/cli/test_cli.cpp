@@ -7,6 +7,8 @@
 #include <fstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/support/run_cli.h"
 
 namespace {
@@ -160,4 +162,26 @@ TEST_CASE("cli: cost_per_token without a price is refused, with one it ranks by 
   const Run in_cluster =
       run("search " + tiny + " --objective cost_per_token --top 1 --set cluster.device.price_per_hour=2.5");
   CHECK(in_cluster.code == 0);
+}
+
+TEST_CASE("cli: evaluate --train-tokens reports days, device-hours and cost from the throughput") {
+  const std::string f = write_temp("budget.json", kGood);
+  const std::string out = write_temp("budget_out.json", "");
+  const Run r = run("evaluate " + f + " --train-tokens 300e9 --price 2 --json " + out);
+  REQUIRE(r.code == 0);
+  CHECK(r.output.find("token budget         3e+11 tokens:") != std::string::npos);
+  std::ifstream in(out);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  const double tokens_per_s = j["prediction"]["tokens_per_s"];
+  // By hand: 3e11 tokens at the predicted rate, 86400 s a day, 1024 devices, 2 USD per device-hour.
+  const double seconds = 300e9 / tokens_per_s;
+  CHECK(j["token_budget"]["days"].get<double>() == doctest::Approx(seconds / 86400));
+  CHECK(j["token_budget"]["device_hours"].get<double>() == doctest::Approx(seconds / 3600 * 1024));
+  CHECK(j["token_budget"]["cost_usd"].get<double>() == doctest::Approx(2 * seconds / 3600 * 1024));
+  const Run zero = run("evaluate " + f + " --train-tokens 0");
+  CHECK(zero.code == 2);
+  CHECK(zero.output.find("--train-tokens: 0 must be a positive number of tokens") != std::string::npos);
+  const Run negative = run("evaluate " + f + " --price -1");
+  CHECK(negative.code == 2);
+  CHECK(negative.output.find("--price") != std::string::npos);
 }
