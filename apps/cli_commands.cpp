@@ -53,7 +53,7 @@ std::vector<CliCommand> declare_commands() {
        {kDevice, kQuick, kJson}},
       {"search", "SCENARIO.json", "Evaluate every point of the scenario's search space.", true,
        {{"objective", "NAME",
-         "throughput (default), time_to_train, cost_per_token or memory_headroom"},
+         "throughput (default), time_to_train, cost_per_token, memory_headroom or throughput_per_device"},
         kTop, kThreads,
         {"train-tokens", "N", "tokens to train on (needed by time_to_train)"},
         {"price", "USD", "price per device-hour (for cost_per_token)"},

@@ -28,12 +28,8 @@ namespace stratasim {
 namespace {
 
 Objective parse_objective(const std::string& text) {
-  for (Objective o : {Objective::kThroughput, Objective::kTimeToTrain, Objective::kCostPerToken,
-                      Objective::kMemoryHeadroom}) {
-    if (objective_name(o) == text) return o;
-  }
-  throw InputError("command line", "--objective", "\"" + text + "\"",
-                   "is not one of: throughput, time_to_train, cost_per_token, memory_headroom");
+  if (auto o = objective_from_name(text)) return *o;
+  throw InputError("command line", "--objective", "\"" + text + "\"", std::string("is not one of: ") + kObjectiveNames);
 }
 
 // A progress bar with rate and ETA, drawn on stderr only when it is a terminal.
@@ -125,8 +121,15 @@ std::string base_line(const Scenario& sc, const SearchResult& r) {
                         sc.strategy.tp, sc.strategy.pp, p.tokens_per_s,
                         format_seconds(p.iteration_s).c_str(), p.fits ? "" : ", DOES NOT FIT");
   if (!r.top.empty()) {
-    out += format_text("best found: %.4g tokens/s, %.3fx the scenario's strategy\n", r.top[0].tokens_per_s,
+    out += format_text("best found: %.4g tokens/s, %.3fx the scenario's strategy", r.top[0].tokens_per_s,
                r.top[0].tokens_per_s / p.tokens_per_s);
+    const int devices = std::max(1, sc.hardware.num_devices), best_devices = std::max(1, r.top[0].devices);
+    if (best_devices != devices) {  // a devices or cluster axis: per device too
+      out += format_text(" (per device %.4g vs %.4g tokens/s: %.3fx, on %d devices instead of %d)",
+                         r.top[0].tokens_per_s / best_devices, p.tokens_per_s / devices,
+                         (r.top[0].tokens_per_s / best_devices) / (p.tokens_per_s / devices), best_devices, devices);
+    }
+    out += "\n";
   }
   return out;
 }

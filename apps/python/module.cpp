@@ -88,12 +88,8 @@ std::string simulate(const std::string& path, const std::string& text, const std
 }
 
 Objective objective_of(const std::string& name) {
-  for (Objective o : {Objective::kThroughput, Objective::kTimeToTrain, Objective::kCostPerToken,
-                      Objective::kMemoryHeadroom}) {
-    if (objective_name(o) == name) return o;
-  }
-  throw InputError("search", "objective", "\"" + name + "\"",
-                   "is not one of: throughput, time_to_train, cost_per_token, memory_headroom");
+  if (auto o = objective_from_name(name)) return *o;
+  throw InputError("search", "objective", "\"" + name + "\"", std::string("is not one of: ") + kObjectiveNames);
 }
 
 std::string search(const std::string& path, const std::string& text, const std::vector<std::string>& sets,

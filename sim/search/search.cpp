@@ -26,6 +26,7 @@ double score_of(const Candidate& c, const SearchOptions& o, const HardwareModel&
     case Objective::kTimeToTrain: return c.tokens_per_s;  // shorter time = more tokens/s
     case Objective::kCostPerToken: return -c.devices / c.tokens_per_s * price_of(o, hw);
     case Objective::kMemoryHeadroom: return c.capacity_B - c.peak_memory_B;
+    case Objective::kThroughputPerDevice: return c.tokens_per_s / std::max(1, c.devices);
   }
   return 0;
 }
@@ -185,8 +186,17 @@ std::string_view objective_name(Objective o) {
     case Objective::kTimeToTrain: return "time_to_train";
     case Objective::kCostPerToken: return "cost_per_token";
     case Objective::kMemoryHeadroom: return "memory_headroom";
+    case Objective::kThroughputPerDevice: return "throughput_per_device";
   }
   return "?";
+}
+
+std::optional<Objective> objective_from_name(std::string_view name) {
+  for (Objective o : {Objective::kThroughput, Objective::kTimeToTrain, Objective::kCostPerToken,
+                      Objective::kMemoryHeadroom, Objective::kThroughputPerDevice}) {
+    if (objective_name(o) == name) return o;
+  }
+  return std::nullopt;
 }
 
 double objective_value(const Candidate& c, const SearchOptions& o, const HardwareModel& hw) {
@@ -195,6 +205,7 @@ double objective_value(const Candidate& c, const SearchOptions& o, const Hardwar
     case Objective::kTimeToTrain: return o.train_tokens / c.tokens_per_s;
     case Objective::kCostPerToken: return c.devices * price_of(o, hw) / kSecondsPerHour / c.tokens_per_s;
     case Objective::kMemoryHeadroom: return c.capacity_B - c.peak_memory_B;
+    case Objective::kThroughputPerDevice: return c.tokens_per_s / std::max(1, c.devices);
   }
   return 0;
 }

@@ -18,8 +18,15 @@
 
 namespace stratasim {
 
-enum class Objective { kThroughput, kTimeToTrain, kCostPerToken, kMemoryHeadroom };
+// kThroughputPerDevice ranks by tokens/s per device: with a devices or cluster axis, plain
+// throughput favours the largest cluster; per device it asks which size uses its devices best.
+enum class Objective { kThroughput, kTimeToTrain, kCostPerToken, kMemoryHeadroom, kThroughputPerDevice };
 std::string_view objective_name(Objective o);
+// The objective of that name, or nullopt ("throughput", "time_to_train", "cost_per_token",
+// "memory_headroom", "throughput_per_device").
+std::optional<Objective> objective_from_name(std::string_view name);
+inline constexpr const char* kObjectiveNames =
+    "throughput, time_to_train, cost_per_token, memory_headroom, throughput_per_device";
 
 struct SearchOptions {
   Objective objective = Objective::kThroughput;

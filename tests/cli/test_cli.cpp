@@ -185,3 +185,26 @@ TEST_CASE("cli: evaluate --train-tokens reports days, device-hours and cost from
   CHECK(negative.code == 2);
   CHECK(negative.output.find("--price") != std::string::npos);
 }
+
+TEST_CASE("cli: throughput_per_device ranks a devices sweep by tokens/s per device, not by cluster size") {
+  const std::string f = write_temp("devices_sweep.json", R"({
+  "model": "gpt3-175b", "cluster": {"preset": "dgx_a100", "devices": 1024},
+  "strategy": {"tp": 8, "pp": 8, "global_batch": 1536, "recompute": "full"},
+  "search": {"devices": [256, 512, 1024], "micro_batch": [1, 2]}})");
+  const std::string plain = write_temp("devices_plain.json", ""), per = write_temp("devices_per.json", "");
+  REQUIRE(run("search " + f + " --json " + plain).code == 0);
+  const Run r = run("search " + f + " --objective throughput_per_device --json " + per);
+  REQUIRE(r.code == 0);
+  CHECK(r.output.find("top 6 by throughput_per_device") != std::string::npos);
+  std::ifstream a(plain), b(per);
+  const nlohmann::json by_throughput = nlohmann::json::parse(a), by_device = nlohmann::json::parse(b);
+  CHECK(by_throughput["top"][0]["devices"] == 1024);  // the largest cluster has the most tokens/s
+  double last = 1e300;
+  for (const auto& c : by_device["top"]) {
+    const double per_device = c["tokens_per_s"].get<double>() / c["devices"].get<double>();
+    CHECK(c["objective"].get<double>() == doctest::Approx(per_device));
+    CHECK(per_device <= last);
+    last = per_device;
+  }
+  CHECK(by_device["top"][0]["devices"] != 1024);  // fewer devices use them better (smaller dp, less sync)
+}
