@@ -18,10 +18,15 @@ JobResult evaluate_job(const Scenario& sc) {
   return r;
 }
 
-JobResult search_job(const Scenario& sc, int top_k, std::atomic<bool>& cancel,
+JobResult search_job(const Scenario& sc, int top_k, Objective objective, std::atomic<bool>& cancel,
                      std::atomic<uint64_t>& done, std::atomic<uint64_t>& total) {
   SearchOptions o;
   o.top_k = top_k;
+  o.objective = objective;
+  if (objective == Objective::kCostPerToken && sc.hardware.device.price_per_hour <= 0) {
+    throw InputError(sc.file, "cluster.device.price_per_hour", "(missing)",
+                     "is needed to rank by cost per token (US dollars per device-hour)");
+  }
   // Leave one core to the GUI thread.
   o.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - 1);
   o.cancel = &cancel;
@@ -30,10 +35,10 @@ JobResult search_job(const Scenario& sc, int top_k, std::atomic<bool>& cancel,
   const SearchResult s = search_scenario(sc, o);
   JobResult r{JobKind::kSearch, evaluate_candidates(sc, s.top), {}, {}, s.cancelled};
   r.summary = QString::fromStdString(format_text(
-      "%s: search %s after %llu of %llu points, %llu feasible, top %zu shown (%.1f s)",
+      "%s: search %s after %llu of %llu points, %llu feasible, top %zu by %s shown (%.1f s)",
       sc.name.c_str(), s.cancelled ? "cancelled" : "done", (unsigned long long)s.points,
       (unsigned long long)sc.search.size(), (unsigned long long)s.feasible, r.rows.size(),
-      s.seconds));
+      std::string(objective_name(objective)).c_str(), s.seconds));
   return r;
 }
 
@@ -79,9 +84,9 @@ bool JobRunner::start_evaluate(const Scenario& sc) {
   return start_worker(JobKind::kEvaluate, [sc](Shared&) { return evaluate_job(sc); });
 }
 
-bool JobRunner::start_search(const Scenario& sc, int top_k) {
-  return start_worker(JobKind::kSearch, [sc, top_k](Shared& s) {
-    return search_job(sc, top_k, s.cancel, s.done, s.total);
+bool JobRunner::start_search(const Scenario& sc, int top_k, Objective objective) {
+  return start_worker(JobKind::kSearch, [sc, top_k, objective](Shared& s) {
+    return search_job(sc, top_k, objective, s.cancel, s.done, s.total);
   });
 }
 

@@ -34,7 +34,7 @@ class JobRunner : public QObject {
 
   // Each returns false (and starts nothing) while a job runs.
   bool start_evaluate(const Scenario& sc);
-  bool start_search(const Scenario& sc, int top_k);
+  bool start_search(const Scenario& sc, int top_k, Objective objective = Objective::kThroughput);
   // `scenario_file`: the scenario as the child reads it; `variant` "" = the base strategy.
   bool start_simulate(const Scenario& sc, const QString& scenario_file, const QString& variant);
   void cancel();

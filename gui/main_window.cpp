@@ -60,7 +60,8 @@ MainWindow::MainWindow(QWidget* parent)
       simulate_(new QPushButton("Simulate selected (SimGrid)")),
       cancel_(new QPushButton("Cancel")),
       compare_button_(new QPushButton("Compare selected")),
-      top_k_(new QSpinBox) {
+      top_k_(new QSpinBox),
+      objective_(new QComboBox) {
   setWindowTitle("stratasim");
   pages_->addTab(build_strategies_page(), "Strategies");
   pages_->addTab(compare_, "Compare");
@@ -96,9 +97,16 @@ QWidget* MainWindow::build_strategies_page() {
   top_k_->setRange(1, 1000);
   top_k_->setValue(50);
   top_k_->setPrefix("top ");
+  // The search's objective; the data is the Objective value.
+  for (Objective o : {Objective::kThroughput, Objective::kThroughputPerDevice, Objective::kMemoryHeadroom,
+                      Objective::kCostPerToken}) {
+    objective_->addItem(QString("by ") + QString::fromStdString(std::string(objective_name(o))).replace('_', ' '),
+                        static_cast<int>(o));
+  }
+  objective_->setToolTip("what the search ranks by (cost per token needs cluster.device.price_per_hour)");
   cancel_->setEnabled(false);
   auto* jobs = new QHBoxLayout;
-  for (QWidget* w : std::initializer_list<QWidget*>{evaluate_, search_, top_k_, simulate_, cancel_}) {
+  for (QWidget* w : std::initializer_list<QWidget*>{evaluate_, search_, top_k_, objective_, simulate_, cancel_}) {
     jobs->addWidget(w);
   }
   jobs->addStretch(1);
@@ -241,7 +249,8 @@ bool MainWindow::run_evaluate() {
 
 bool MainWindow::run_search() {
   if (!loaded_ || busy()) return false;
-  const bool ok = runner_.start_search(scenario_, top_k_->value());
+  const bool ok = runner_.start_search(scenario_, top_k_->value(),
+                                       static_cast<Objective>(objective_->currentData().toInt()));
   started(ok, "searching " + QString::number(scenario_.search.size()) + " points");
   return ok;
 }
@@ -294,6 +303,12 @@ void MainWindow::on_job_finished(bool ok) {
     rows.insert(rows.end(), r.rows.begin(), r.rows.end());
   }
   model_->set_rows(std::move(rows));
+  // A search's rows in its own ranking (the objective's order); evaluated variants by throughput.
+  if (r.kind == JobKind::kSearch) {
+    table_->sortByColumn(VariantTableModel::kVariant, Qt::AscendingOrder);
+  } else if (r.kind == JobKind::kEvaluate) {
+    table_->sortByColumn(VariantTableModel::kTokens, Qt::DescendingOrder);
+  }
   status_->setText(r.summary);
   show_all_charts();
   select_row(0);

@@ -58,6 +58,7 @@ class MainWindow : public QMainWindow {
 
   // For tests and screenshots.
   QTableView* table() const { return table_; }
+  QComboBox* objective_box() const { return objective_; }
   StrategyFilter* filter() const { return proxy_; }
   QTabWidget* pages() const { return pages_; }
   QTabWidget* tabs() const { return tabs_; }
@@ -103,6 +104,7 @@ class MainWindow : public QMainWindow {
   QProgressBar* progress_;
   QPushButton *evaluate_, *search_, *simulate_, *cancel_, *compare_button_;
   QSpinBox* top_k_;
+  QComboBox* objective_;  // what the search ranks by
   Scenario scenario_;
   QString path_;        // the scenario file as loaded
   bool edited_ = false;  // scenario_ differs from the file at path_

@@ -17,6 +17,7 @@ QString overlaps(const Strategy& s) {
   if (s.overlap_dp) on << "dp";
   if (s.overlap_tp) on << "tp";
   if (s.overlap_ep) on << "ep";
+  if (s.streams > 1) on << QString("%1 streams").arg(s.streams);  // an operator graph's branches
   return on.isEmpty() ? "-" : on.join('+');
 }
 
@@ -24,8 +25,15 @@ QString overlaps(const Strategy& s) {
 QVariant sort_value(const VariantResult& v, int column) {
   const Prediction& p = v.prediction;
   switch (column) {
-    case VariantTableModel::kVariant:
+    case VariantTableModel::kVariant: {
+      // A search candidate "#12 tp8 ..." sorts by its rank, numerically.
+      if (v.name.size() > 1 && v.name[0] == '#') {
+        bool ok = false;
+        const int rank = QString::fromStdString(v.name.substr(1, v.name.find(' ') - 1)).toInt(&ok);
+        if (ok) return rank;
+      }
       return QString::fromStdString(v.name);
+    }
     case VariantTableModel::kTp:
       return v.strategy.tp;
     case VariantTableModel::kPp:
@@ -72,6 +80,8 @@ QString display_value(const VariantResult& v, int column) {
     return column == VariantTableModel::kFits ? "infeasible" : "-";
   }
   switch (column) {
+    case VariantTableModel::kVariant:
+      return QString::fromStdString(v.name);
     case VariantTableModel::kIteration:
       return QString::fromStdString(format_seconds(p.iteration_s));
     case VariantTableModel::kTokens:

@@ -26,7 +26,7 @@ class VariantTableModel : public QAbstractTableModel {
     kZero,
     kSp,
     kDtype,
-    kOverlap,  // the overlaps it turns on: "dp+tp+ep", or "-"
+    kOverlap,  // the overlaps it turns on: "dp+tp+ep", "dp+2 streams", or "-"
     kIteration,
     kTokens,
     kMfu,

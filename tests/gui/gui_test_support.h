@@ -40,6 +40,13 @@ inline std::string temp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("stratasim_gui_test_" + name)).string();
 }
 
+// A scenario written to a temporary file (the text as given).
+inline std::string write_temp_scenario(const std::string& name, const std::string& text) {
+  const std::string path = temp_path(name);
+  write_file_atomically(path, text);
+  return path;
+}
+
 // gpt3-175b's scenario with a search space far too large to finish during a test, on any
 // number of cores: 5 tp x 7 pp x 16 mb x 3 schedules x 8 v x 3 recompute x 2 sp x 4 zero
 // x 2 x 2 overlap x 3 fusion x 32 device counts x 2 dtypes = 247726080 points (~1 us each).

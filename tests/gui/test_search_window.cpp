@@ -6,6 +6,7 @@
 #include <QtCore/QRegularExpression>
 #include <QtCore/QTimer>
 #include <QtTest/QTest>
+#include <QtWidgets/QComboBox>
 #include <QtWidgets/QProgressBar>
 #include <QtWidgets/QPushButton>
 #include <QtWidgets/QTableView>
@@ -139,6 +140,38 @@ TEST_CASE("search window: a long search keeps the window responsive and Cancel s
   CHECK(m.captured(1).toLongLong() < 247726080);
   CHECK(w.table()->model()->rowCount() <= 50);
   CHECK_FALSE(w.cancel_button()->isEnabled());
+}
+
+
+TEST_CASE("search window: the objective selector ranks a devices sweep per device") {
+  // A sweep over 256, 512 and 1024 GPUs: by throughput the largest cluster wins, per device a
+  // smaller one (less data-parallel synchronization per device).
+  const std::string file = testing::write_temp_scenario("devices_sweep.json", R"({
+    "model": "gpt3-175b", "cluster": {"preset": "dgx_a100", "devices": 1024},
+    "strategy": {"tp": 8, "pp": 8, "global_batch": 1536, "recompute": "full"},
+    "search": {"devices": [256, 512, 1024], "micro_batch": [1, 2]}})");
+  const Scenario sc = load_scenario(file);
+  SearchOptions per_device;
+  per_device.objective = Objective::kThroughputPerDevice;
+  const SearchResult expected = search_scenario(sc, per_device);
+  REQUIRE_FALSE(expected.top.empty());
+  MainWindow w;
+  REQUIRE(run_job(w, [&] { return w.load_scenario(QString::fromStdString(file)); }));
+  QComboBox* box = w.objective_box();
+  REQUIRE(box->count() == 4);
+  CHECK(box->itemText(0) == "by throughput");
+  box->setCurrentIndex(box->findData(static_cast<int>(Objective::kThroughputPerDevice)));
+  REQUIRE(run_job(w, [&] { return w.run_search(); }));
+  const QAbstractItemModel* table = w.table()->model();
+  REQUIRE(table->rowCount() == static_cast<int>(expected.top.size()));
+  const Candidate& best = expected.top.front();
+  CHECK(best.devices != 1024);
+  CHECK(cell(table, 0, VariantTableModel::kVariant).toStdString() == "#1 " + strategy_label(best.strategy, best.dp));
+  CHECK(w.status().contains("by throughput_per_device"));
+  // Cost per token without a price is refused with the key to set.
+  box->setCurrentIndex(box->findData(static_cast<int>(Objective::kCostPerToken)));
+  CHECK_FALSE(run_job(w, [&] { return w.run_search(); }));
+  CHECK(w.status().contains("cluster.device.price_per_hour"));
 }
 
 }  // namespace
