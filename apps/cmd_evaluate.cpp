@@ -98,7 +98,7 @@ int cmd_evaluate(int argc, char** argv) {
                      "global_batch or raise micro_batch");
   }
   const Prediction p = predict_analytical(*plan, options);
-  std::fputs(evaluation_report(l.scenario, *plan, p).c_str(), stdout);
+  std::fputs(evaluation_report(l.scenario, *plan, p, l.variant).c_str(), stdout);
   // How sure: the errors of the development cases on this device generation.
   const PredictionInterval interval = prediction_interval(
       development_errors(), p.iteration_s, device_generation(plan->hardware.device.name));

@@ -54,7 +54,7 @@ int cmd_simulate(int argc, char** argv) {
   if (granularity == "layer") options.granularity = SimGranularity::kLayer;
   options.timeline = !args.option("trace").empty() || !args.option("json").empty();
   const Prediction p = predict_simgrid(*plan, options);
-  std::fputs(evaluation_report(sc, *plan, p).c_str(), stdout);
+  std::fputs(evaluation_report(sc, *plan, p, args.option("variant")).c_str(), stdout);
   if (!args.option("trace").empty()) {
     write_file_atomically(args.option("trace"), chrome_trace(p, sc.name));
   }

@@ -1,6 +1,7 @@
 #include "apps/report.h"
 
 #include <cstdio>
+#include <set>
 
 #include "sim/cost/collective_cost.h"
 #include "sim/cost/kernel_cost.h"
@@ -147,12 +148,41 @@ std::string describe_strategy(const Strategy& s, int dp, int micro_batches) {
              std::string(dtype_name(s.dtype)).c_str());
 }
 
-std::string evaluation_report(const Scenario& sc, const Plan& plan, const Prediction& p) {
+std::string defaults_line(const Scenario& sc, const std::string& variant, const Strategy& s, int devices) {
+  size_t index = 0;
+  for (size_t i = 0; i < sc.variants.size(); ++i) {
+    if (!variant.empty() && sc.variants[i].first == variant) index = i;
+  }
+  static const std::set<std::string> kNone;
+  const std::set<std::string>& set = index < sc.strategy_keys.size() ? sc.strategy_keys[index] : kNone;
+  std::vector<std::string> took;
+  auto note = [&](const char* key, bool relevant, const std::string& value) {
+    if (relevant && !set.count(key)) took.push_back(std::string(key) + " " + value);
+  };
+  const bool graph = sc.model.family == ModelFamily::kOpGraph;
+  note("fusion", true, fusion_label(s.fusion));
+  note("recompute", true, std::string(recompute_name(s.recompute)));
+  note("micro_batch", true, std::to_string(s.micro_batch));
+  note("zero_stage", true, std::to_string(s.zero_stage));
+  note("dtype", true, std::string(dtype_name(s.dtype)));
+  note("overlap_dp", true, s.overlap_dp ? "on" : "off");
+  note("overlap_tp", s.tp > 1, s.overlap_tp ? "on" : "off");
+  note("sequence_parallel", s.tp > 1, s.sequence_parallel ? "on" : "off");
+  note("schedule", s.pp > 1, std::string(schedule_name(s.schedule)));
+  note("streams", graph, std::to_string(s.streams));
+  std::string out;
+  for (const std::string& t : took) out += (out.empty() ? "" : ", ") + t;
+  if (sc.devices_defaulted) out += (out.empty() ? "" : ", ") + format_text("cluster.devices %d (one node)", devices);
+  return out.empty() ? "" : "defaults  " + out + " (not set in the scenario; docs/scenario.md)\n";
+}
+
+std::string evaluation_report(const Scenario& sc, const Plan& plan, const Prediction& p, const std::string& variant) {
   std::string out = format_text("scenario  %s (%s)\n", sc.name.c_str(), sc.file.c_str());
   if (!sc.description.empty()) out += format_text("          %s\n", sc.description.c_str());
   out += "model     " + describe_model(plan.model) + "\n";
   out += "cluster   " + describe_cluster(plan.hardware) + "\n";
-  out += "strategy  " + describe_strategy(plan.strategy, plan.data_parallel(), plan.micro_batches) + "\n\n";
+  out += "strategy  " + describe_strategy(plan.strategy, plan.data_parallel(), plan.micro_batches) + "\n";
+  out += defaults_line(sc, variant, plan.strategy, plan.hardware.num_devices) + "\n";
   out += format_text("  %-28s %s\n", "iteration time", format_seconds(p.iteration_s).c_str());
   out += format_text("  %-28s %.4g tokens/s, %.4g samples/s\n", "throughput", p.tokens_per_s,
              p.samples_per_s);

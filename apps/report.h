@@ -18,7 +18,12 @@ std::string describe_strategy(const Strategy& s, int dp, int micro_batches);
 std::string infeasible_message(const std::string& file, const std::string& variant,
                                const Infeasible& why);
 
-std::string evaluation_report(const Scenario& sc, const Plan& plan, const Prediction& p);
+// `variant`: the variant evaluated ("" = the base strategy), for the header's defaults line.
+std::string evaluation_report(const Scenario& sc, const Plan& plan, const Prediction& p,
+                              const std::string& variant = "");
+// "defaults  fusion none, recompute none, ... (not set in the scenario)": the knobs that change
+// answers and took their default because the scenario does not set them; empty when none did.
+std::string defaults_line(const Scenario& sc, const std::string& variant, const Strategy& s, int devices);
 
 // Per-kernel predicted time of the transformer layer (or op-graph block): bound, time, share.
 std::string kernel_time_table(const Plan& plan);

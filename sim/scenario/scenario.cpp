@@ -71,6 +71,13 @@ Scenario read_scenario(const Json& j, const std::string& file) {
   s.hardware = read_cluster(root.at("cluster"));
   s.strategy = read_strategy(root.at("strategy"));
   s.variants.emplace_back("base", s.strategy);
+  std::set<std::string> base_keys;
+  if (j.at("strategy").is_object()) {
+    for (auto it = j.at("strategy").begin(); it != j.at("strategy").end(); ++it) base_keys.insert(it.key());
+  }
+  s.strategy_keys.push_back(base_keys);
+  const Json& cluster = j.at("cluster");
+  s.devices_defaulted = !cluster.is_object() || !cluster.contains("devices");
   if (auto variants = root.find("variants")) {
     variants->require_object();
     for (auto it = variants->raw().begin(); it != variants->raw().end(); ++it) {
@@ -79,6 +86,9 @@ Scenario read_scenario(const Json& j, const std::string& file) {
       JsonNode node(merged, file, "variants." + it.key());
       if (!it.value().is_object()) variants->at(it.key()).fail("must be an object of strategy fields");
       s.variants.emplace_back(it.key(), read_strategy(node));
+      std::set<std::string> keys = base_keys;
+      for (auto k = it.value().begin(); k != it.value().end(); ++k) keys.insert(k.key());
+      s.strategy_keys.push_back(std::move(keys));
     }
   }
   if (auto search = root.find("search")) {

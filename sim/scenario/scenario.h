@@ -8,6 +8,7 @@
 //    "search": {"tp": [1, 2, 4, 8], "pp": {"from": 1, "to": 64, "step": "x2"}}}
 #pragma once
 
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,6 +29,10 @@ struct Scenario {
   HardwareModel hardware;
   Strategy strategy;
   std::vector<std::pair<std::string, Strategy>> variants;  // base strategy first ("base")
+  // Per variant (same order): the strategy keys the file sets (the base's, plus the variant's
+  // own), so a report can say which knobs took their defaults.
+  std::vector<std::set<std::string>> strategy_keys;
+  bool devices_defaulted = false;  // the cluster gave no "devices": one node
   // Axes left free for `stratasim search`; without a "search" block, the space
   // derive_search_space() gives for the model and the cluster (search_derived).
   SearchSpace search;

@@ -208,3 +208,20 @@ TEST_CASE("cli: throughput_per_device ranks a devices sweep by tokens/s per devi
   }
   CHECK(by_device["top"][0]["devices"] != 1024);  // fewer devices use them better (smaller dp, less sync)
 }
+
+TEST_CASE("cli: the report header names the knobs that took their defaults") {
+  const std::string f = write_temp("defaults.json", kGood);
+  Run r = run("evaluate " + f);
+  REQUIRE(r.code == 0);
+  CHECK(r.output.find("defaults  fusion none, micro_batch 1, zero_stage 0, dtype bf16, overlap_dp off, "
+                      "overlap_tp off, sequence_parallel off, schedule 1f1b (not set in the scenario") !=
+        std::string::npos);
+  r = run("evaluate " + f + " --set strategy.fusion=megatron --set strategy.zero_stage=1");
+  CHECK(r.output.find("defaults  micro_batch 1, dtype bf16,") != std::string::npos);
+  // A cluster without "devices" is one node, said so.
+  const std::string node = write_temp("one_node.json", R"({"model": "gpt3-175b", "cluster": "dgx_a100",
+    "strategy": {"tp": 8, "global_batch": 8, "recompute": "full", "fusion": "megatron", "micro_batch": 1,
+                 "zero_stage": 1, "dtype": "bf16", "overlap_dp": true, "overlap_tp": true, "sequence_parallel": true}})");
+  r = run("evaluate " + node);
+  CHECK(r.output.find("defaults  cluster.devices 8 (one node)") != std::string::npos);
+}
