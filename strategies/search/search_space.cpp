@@ -136,28 +136,28 @@ namespace {
 
 void apply_axis(Axis axis, int v, SearchPoint& point) {
   Strategy& s = point.strategy;
-    switch (axis) {
-      case Axis::kTp: s.tp = v; break;
-      case Axis::kPp: s.pp = v; break;
-      case Axis::kDp: s.dp = v; break;
-      case Axis::kMicroBatch: s.micro_batch = v; break;
-      case Axis::kSchedule: s.schedule = static_cast<ScheduleKind>(v); break;
-      case Axis::kInterleave: s.interleave = v; break;
-      case Axis::kRecompute: s.recompute = static_cast<Recompute>(v); break;
-      case Axis::kZeroStage: s.zero_stage = v; break;
-      case Axis::kSequenceParallel: s.sequence_parallel = v != 0; break;
-      case Axis::kFusion: fusion_preset(kFusions[v], &s.fusion); break;
-      case Axis::kOverlapDp: s.overlap_dp = v != 0; break;
-      case Axis::kOverlapTp: s.overlap_tp = v != 0; break;
-      case Axis::kOverlapEp: s.overlap_ep = v != 0; break;
-      case Axis::kDtype: s.dtype = static_cast<DType>(v); break;
-      case Axis::kDevices: point.devices = v; break;
-      case Axis::kCluster: point.cluster = v; break;
-      case Axis::kCp: s.cp = v; break;
-      case Axis::kEp: s.ep = v; break;
-      case Axis::kShardGroup: s.shard_group = v; break;
-      case Axis::kStreams: s.streams = v; break;
-    }
+  switch (axis) {
+    case Axis::kTp: s.tp = v; break;
+    case Axis::kPp: s.pp = v; break;
+    case Axis::kDp: s.dp = v; break;
+    case Axis::kMicroBatch: s.micro_batch = v; break;
+    case Axis::kSchedule: s.schedule = static_cast<ScheduleKind>(v); break;
+    case Axis::kInterleave: s.interleave = v; break;
+    case Axis::kRecompute: s.recompute = static_cast<Recompute>(v); break;
+    case Axis::kZeroStage: s.zero_stage = v; break;
+    case Axis::kSequenceParallel: s.sequence_parallel = v != 0; break;
+    case Axis::kFusion: fusion_preset(kFusions[v], &s.fusion); break;
+    case Axis::kOverlapDp: s.overlap_dp = v != 0; break;
+    case Axis::kOverlapTp: s.overlap_tp = v != 0; break;
+    case Axis::kOverlapEp: s.overlap_ep = v != 0; break;
+    case Axis::kDtype: s.dtype = static_cast<DType>(v); break;
+    case Axis::kDevices: point.devices = v; break;
+    case Axis::kCluster: point.cluster = v; break;
+    case Axis::kCp: s.cp = v; break;
+    case Axis::kEp: s.ep = v; break;
+    case Axis::kShardGroup: s.shard_group = v; break;
+    case Axis::kStreams: s.streams = v; break;
+  }
 }
 
 // The value of the strategy field an axis sets (the normalizable ones; others: the raw value).
