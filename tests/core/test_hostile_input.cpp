@@ -277,7 +277,8 @@ TEST_CASE("hostile input: every command has its own --help, unknown options name
   const testing::CliRun bad = testing::run_cli("evaluate x.json --trace t.json");
   CHECK(bad.code == 2);
   CHECK(bad.output.find("--trace: \"--trace\" is not an option of this command (options: --set "
-                        "--variant --json --timeline --kernels; see stratasim evaluate --help)") !=
+                        "--variant --json --timeline --kernels --train-tokens --price; see stratasim "
+                        "evaluate --help)") !=
         std::string::npos);
   const testing::CliRun missing = testing::run_cli("search x.json --top");
   CHECK(missing.code == 2);
