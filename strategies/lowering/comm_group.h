@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 namespace stratasim {
 
@@ -16,6 +17,21 @@ enum class GroupKind : uint8_t {
   kTensor, kData, kPipelineEmbedding, kContext, kExpert, kExpertData, kShard, kReplica
 };
 inline constexpr int kGroupKinds = 8;
+
+// The group's name in reports and exported graphs.
+inline std::string_view group_name(GroupKind g) {
+  switch (g) {
+    case GroupKind::kTensor: return "tensor";
+    case GroupKind::kData: return "data";
+    case GroupKind::kPipelineEmbedding: return "pipeline_embedding";
+    case GroupKind::kContext: return "context";
+    case GroupKind::kExpert: return "expert";
+    case GroupKind::kExpertData: return "expert_data";
+    case GroupKind::kShard: return "shard";
+    case GroupKind::kReplica: return "replica";
+  }
+  return "?";
+}
 
 // `size` ranks, `ranks_per_node` of them in each node.
 struct CommGroup {

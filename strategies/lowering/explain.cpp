@@ -38,10 +38,11 @@ std::string kernels_text(const Plan& plan, const Block& b, const std::vector<Ker
   for (const Kernel& k : ks) {
     const std::string name = kernel_name(plan, b.graph, k);
     if (k.cls == OpClass::kCollective) {
-      out += format_text("    %-3d %-10s %-44s %10s %12s %s %s over tp(%d)\n", i++,
+      out += format_text("    %-3d %-10s %-44s %10s %12s %s %s over %s(%d)\n", i++,
                   std::string(phase_name(k.phase)).c_str(), name.c_str(), "-",
                   format_bytes(k.comm_bytes).c_str(), "comm",
-                  std::string(comm_kind_name(k.comm)).c_str(), plan.tp);
+                  std::string(comm_kind_name(k.comm)).c_str(),
+                  std::string(group_name(k.group)).c_str(), plan.iteration.group(k.group).size);
       continue;
     }
     out += format_text("    %-3d %-10s %-44s %10.2f %12s %s%s\n", i++,

@@ -51,20 +51,6 @@ std::string_view chakra_comm_type(CommKind k) {
   return "?";
 }
 
-std::string_view group_name(GroupKind g) {
-  switch (g) {
-    case GroupKind::kTensor: return "tensor";
-    case GroupKind::kData: return "data";
-    case GroupKind::kPipelineEmbedding: return "pipeline_embedding";
-    case GroupKind::kContext: return "context";
-    case GroupKind::kExpert: return "expert";
-    case GroupKind::kExpertData: return "expert_data";
-    case GroupKind::kShard: return "shard";
-    case GroupKind::kReplica: return "replica";
-  }
-  return "?";
-}
-
 std::string_view node_type(const IterOp& op) {
   if (op.stream == Stream::kCompute) return "COMP_NODE";
   return is_send(op) ? "COMM_SEND_NODE" : "COMM_COLL_NODE";

@@ -107,6 +107,13 @@ TEST_CASE("cli: --json is written whole, and explain prints the plan") {
   CHECK(r.code == 0);
   CHECK(r.output.find("transformer layer:") != std::string::npos);
   CHECK(r.output.find("stage 7 (rank 7, chunk 0): layers 84-95 + head") != std::string::npos);
+  // Each collective names the group it spans: tp 8 for the layer's all-reduces, and with
+  // cp 2 the ring attention's K/V exchange runs over the 2 context ranks, not over tp.
+  r = run("explain " + f + " --set strategy.cp=2 --set strategy.fusion=all");
+  CHECK(r.code == 0);
+  CHECK(r.output.find("comm all-reduce over tensor(8)") != std::string::npos);
+  CHECK(r.output.find("cp_ring_kv") != std::string::npos);
+  CHECK(r.output.find("comm all-gather over context(2)") != std::string::npos);
 }
 
 TEST_CASE("cli: every bundled scenario evaluates") {
