@@ -224,10 +224,7 @@ int search_command(const Ranks& ranks, int argc, char** argv) {
                      "takes exactly one SCENARIO.json");
   }
   const Scenario sc = load_scenario(args.positionals[0], args.sets);
-  if (sc.search.axes.empty()) {
-    throw InputError(sc.file, "search", "(empty)",
-                     "leaves nothing to search: list axes, e.g. \"search\": {\"tp\": [1, 2, 4, 8]}");
-  }
+  if (sc.search.axes.empty()) throw nothing_to_search(sc);
   if (sc.search_derived && ranks.root()) {
     std::printf("no \"search\" block in %s: searching the space derived from the model and the "
                 "cluster: %s\n",
@@ -239,16 +236,17 @@ int search_command(const Ranks& ranks, int argc, char** argv) {
   o.threads = static_cast<int>(integer_option(args, "threads", 0, 0, 4096));
   o.train_tokens = number_option(args, "train-tokens", Dimension::kCount, 0);
   o.price_per_device_hour = number_option(args, "price", Dimension::kCount, 0);
-  // Without a price every point would cost 0 and the ranking would say nothing.
-  if (o.objective == Objective::kCostPerToken && o.price_per_device_hour <= 0 &&
-      sc.hardware.device.price_per_hour <= 0) {
-    throw InputError("command line", "--objective", "\"cost_per_token\"",
-                     "needs a price per device-hour: --price 2.5 (USD), or "
-                     "cluster.device.price_per_hour in the scenario");
-  }
-  if (o.objective == Objective::kTimeToTrain && o.train_tokens <= 0) {
-    throw InputError("command line", "--train-tokens", "(missing)",
-                     "is needed for --objective time_to_train");
+  if (const auto missing = missing_search_input(sc.search, o, sc.hardware)) {
+    switch (*missing) {
+      case MissingSearchInput::kAxes: throw nothing_to_search(sc);
+      case MissingSearchInput::kPrice:
+        throw InputError("command line", "--objective", "\"cost_per_token\"",
+                         "needs a price per device-hour: --price 2.5 (USD), or "
+                         "cluster.device.price_per_hour in the scenario");
+      case MissingSearchInput::kTrainTokens:
+        throw InputError("command line", "--train-tokens", "(missing)",
+                         "is needed for --objective time_to_train");
+    }
   }
   const std::string refine = args.option("refine");
   if (!refine.empty() && refine != "simgrid") {

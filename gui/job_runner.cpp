@@ -23,10 +23,6 @@ JobResult search_job(const Scenario& sc, int top_k, Objective objective, std::at
   SearchOptions o;
   o.top_k = top_k;
   o.objective = objective;
-  if (objective == Objective::kCostPerToken && sc.hardware.device.price_per_hour <= 0) {
-    throw InputError(sc.file, "cluster.device.price_per_hour", "(missing)",
-                     "is needed to rank by cost per token (US dollars per device-hour)");
-  }
   // Leave one core to the GUI thread.
   o.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - 1);
   o.cancel = &cancel;

@@ -23,19 +23,22 @@ const VariantResult& find_variant(const std::vector<VariantResult>& rows, const 
 }
 
 SearchResult search_scenario(const Scenario& sc, int top_k) {
-  if (sc.search.axes.empty()) {
-    throw InputError(sc.file, "search", "(empty)",
-                     "leaves nothing to search: list axes, e.g. \"search\": {\"tp\": [1, 2, 4, 8]}");
-  }
   SearchOptions o;
   o.top_k = top_k;
   return search_scenario(sc, o);
 }
 
 SearchResult search_scenario(const Scenario& sc, const SearchOptions& options) {
-  if (sc.search.axes.empty()) {
-    throw InputError(sc.file, "search", "(empty)",
-                     "leaves nothing to search: list axes, e.g. \"search\": {\"tp\": [1, 2, 4, 8]}");
+  if (const auto missing = missing_search_input(sc.search, options, sc.hardware)) {
+    switch (*missing) {
+      case MissingSearchInput::kAxes: throw nothing_to_search(sc);
+      case MissingSearchInput::kPrice:
+        throw InputError(sc.file, "cluster.device.price_per_hour", "(missing)",
+                         "is needed to rank by cost per token (US dollars per device-hour)");
+      case MissingSearchInput::kTrainTokens:
+        throw InputError(sc.file, "objective", "\"time_to_train\"",
+                         "needs a token budget: use stratasim search --train-tokens");
+    }
   }
   return run_search(sc.model, sc.strategy, sc.hardware, sc.search, options);
 }

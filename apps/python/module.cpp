@@ -95,9 +95,6 @@ Objective objective_of(const std::string& name) {
 std::string search(const std::string& path, const std::string& text, const std::vector<std::string>& sets,
                    int top, const std::string& objective, int threads, double train_tokens, double price) {
   const Scenario sc = load(path, text, sets);
-  if (sc.search.axes.empty()) {
-    throw InputError(sc.file, "search", "(empty)", "leaves nothing to search: list axes, e.g. \"search\": {\"tp\": [1, 2, 4, 8]}");
-  }
   SearchOptions o;
   o.objective = objective_of(objective);
   if (top < 1) throw InputError("search", "top", std::to_string(top), "must be at least 1");
@@ -106,12 +103,15 @@ std::string search(const std::string& path, const std::string& text, const std::
   o.threads = threads;
   o.train_tokens = train_tokens;
   o.price_per_device_hour = price;
-  if (o.objective == Objective::kCostPerToken && price <= 0 && sc.hardware.device.price_per_hour <= 0) {
-    throw InputError("search", "objective", "\"cost_per_token\"",
-                     "needs a price per device-hour: price=2.5 (USD), or cluster.device.price_per_hour in the scenario");
-  }
-  if (o.objective == Objective::kTimeToTrain && train_tokens <= 0) {
-    throw InputError("search", "train_tokens", "(missing)", "is needed for objective time_to_train");
+  if (const auto missing = missing_search_input(sc.search, o, sc.hardware)) {
+    switch (*missing) {
+      case MissingSearchInput::kAxes: throw nothing_to_search(sc);
+      case MissingSearchInput::kPrice:
+        throw InputError("search", "objective", "\"cost_per_token\"",
+                         "needs a price per device-hour: price=2.5 (USD), or cluster.device.price_per_hour in the scenario");
+      case MissingSearchInput::kTrainTokens:
+        throw InputError("search", "train_tokens", "(missing)", "is needed for objective time_to_train");
+    }
   }
   const SearchResult r = run_search(sc.model, sc.strategy, sc.hardware, sc.search, o);
   Json out{{"scenario", sc.name}, {"file", sc.file}, {"model", sc.model.name},

@@ -13,10 +13,8 @@ namespace stratasim {
 namespace {
 
 Json search_json(const Scenario& sc, const SearchOptions& o) {
-  if (sc.search.axes.empty()) {
-    throw InputError(sc.file, "search", "(empty)",
-                     "leaves nothing to search: list axes, e.g. \"search\": {\"tp\": [1, 2, 4, 8]}");
-  }
+  // Batch searches rank by throughput, which needs nothing beyond the axes.
+  if (missing_search_input(sc.search, o, sc.hardware)) throw nothing_to_search(sc);
   const SearchResult r = run_search(sc.model, sc.strategy, sc.hardware, sc.search, o);
   return search_result_json(r, sc.search, o, sc.hardware);
 }

@@ -112,4 +112,9 @@ Json to_json(const Scenario& s) {
   return j;
 }
 
+InputError nothing_to_search(const Scenario& sc) {
+  return InputError(sc.file, "search", "(empty)",
+                    "leaves nothing to search: list axes, e.g. \"search\": {\"tp\": [1, 2, 4, 8]}");
+}
+
 }  // namespace stratasim

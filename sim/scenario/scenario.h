@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "hardware_models/src/hardware_model.h"
+#include "sim/core/error.h"
 #include "sim/core/json_reader.h"
 #include "strategies/model/model_spec.h"
 #include "strategies/search/search_space.h"
@@ -48,5 +49,9 @@ Scenario read_scenario(const Json& j, const std::string& file);
 void apply_override(Json& doc, const std::string& assignment);
 
 Json to_json(const Scenario& s);
+
+// The error every front end gives for a scenario whose search space has no axis
+// (MissingSearchInput::kAxes): names the file and says how to list axes.
+InputError nothing_to_search(const Scenario& sc);
 
 }  // namespace stratasim

@@ -229,6 +229,21 @@ std::vector<Candidate> pareto_front(std::vector<Candidate> candidates) {
   return front;
 }
 
+std::optional<MissingSearchInput> missing_search_input(const SearchSpace& space,
+                                                       const SearchOptions& options,
+                                                       const HardwareModel& hw) {
+  if (space.axes.empty()) return MissingSearchInput::kAxes;
+  // Without a price every point would cost 0 and the ranking would say nothing.
+  if (options.objective == Objective::kCostPerToken && options.price_per_device_hour <= 0 &&
+      hw.device.price_per_hour <= 0) {
+    return MissingSearchInput::kPrice;
+  }
+  if (options.objective == Objective::kTimeToTrain && options.train_tokens <= 0) {
+    return MissingSearchInput::kTrainTokens;
+  }
+  return std::nullopt;
+}
+
 SearchResult run_search(const ModelSpec& model, const Strategy& base, const HardwareModel& hw,
                         const SearchSpace& space, const SearchOptions& options) {
   return run_search_shard(model, base, hw, space, options, Shard{0, 1});

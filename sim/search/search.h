@@ -41,6 +41,18 @@ struct SearchOptions {
   const std::atomic<bool>* cancel = nullptr;
 };
 
+// What a search cannot run without, for the front ends to word in their own terms (a
+// command-line option, a Python argument, a scenario key).
+enum class MissingSearchInput {
+  kAxes,         // the space has no axis: there is nothing to search
+  kPrice,        // cost_per_token with neither a price option nor a catalog price
+  kTrainTokens,  // time_to_train without a token budget
+};
+// The first input the search lacks, or nullopt when it can run.
+std::optional<MissingSearchInput> missing_search_input(const SearchSpace& space,
+                                                       const SearchOptions& options,
+                                                       const HardwareModel& hw);
+
 struct Candidate {
   uint64_t index = 0;  // position in the space's enumeration
   Strategy strategy;

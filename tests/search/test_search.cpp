@@ -155,3 +155,27 @@ TEST_CASE("search: a hardware sweep over cluster presets and device counts") {
                        doctest::Contains("search.cluster[0]: \"dgx_z9\" is not a cluster preset"),
                        InputError);
 }
+
+TEST_CASE("search: missing_search_input names what the search lacks, in order") {
+  HardwareModel hw = cluster(8);
+  hw.device.price_per_hour = 0;
+  const SearchSpace none;
+  const SearchSpace tp = space_from(R"({"tp": [1, 2]})");
+  SearchOptions o;
+  CHECK(missing_search_input(none, o, hw) == MissingSearchInput::kAxes);
+  CHECK_FALSE(missing_search_input(tp, o, hw).has_value());  // throughput needs nothing more
+  // cost per token: a price from the options or from the catalog, else nothing to rank by.
+  o.objective = Objective::kCostPerToken;
+  CHECK(missing_search_input(tp, o, hw) == MissingSearchInput::kPrice);
+  CHECK(missing_search_input(none, o, hw) == MissingSearchInput::kAxes);  // axes come first
+  o.price_per_device_hour = 2.5;
+  CHECK_FALSE(missing_search_input(tp, o, hw).has_value());
+  o.price_per_device_hour = 0;
+  hw.device.price_per_hour = 1.8;
+  CHECK_FALSE(missing_search_input(tp, o, hw).has_value());
+  // time to train: a token budget.
+  o.objective = Objective::kTimeToTrain;
+  CHECK(missing_search_input(tp, o, hw) == MissingSearchInput::kTrainTokens);
+  o.train_tokens = 1e12;
+  CHECK_FALSE(missing_search_input(tp, o, hw).has_value());
+}
