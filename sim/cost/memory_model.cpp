@@ -31,17 +31,18 @@ std::vector<MemoryBreakdown> rank_memory(const Plan& plan, const std::vector<int
     const StateBytes state{plan.weight_bytes_per_param, plan.grad_state_bytes_per_param,
                            plan.optimizer_bytes_per_param};
     // Routed experts' states are sharded over the ranks holding the same experts (edp).
-    MemoryBreakdown m = model_state_memory(params - experts, plan.shard, s.zero_stage, state);
+    MemoryBreakdown m = model_state_memory(params - experts, plan.shard, plan.zero_stage, state);
     if (experts > 0) {
-      const MemoryBreakdown e = model_state_memory(experts, plan.edp, s.zero_stage, state);
+      const MemoryBreakdown e = model_state_memory(experts, plan.edp, plan.zero_stage, state);
       m.weights_B += e.weights_B, m.gradients_B += e.gradients_B, m.optimizer_B += e.optimizer_B;
     }
     // PipeDream weight stashing: one weight version per in-flight micro-batch.
     if (s.schedule == ScheduleKind::kPipeDreamAsync) {
       m.weights_B *= std::max(1, in_flight[r]);
     }
-    // ZeRO-3 gathers a layer's full weights before using it (and prefetches the next).
-    if (s.zero_stage >= 3 && plan.shard > 1) {
+    // ZeRO-3 gathers a layer's full weights before using it (and prefetches the next); resharded
+    // per iteration it keeps the whole stage gathered (zero_stage 1 above).
+    if (plan.zero_stage >= 3 && plan.shard > 1) {
       m.weights_B += 2 * plan.layer->params * plan.weight_bytes_per_param;
     }
     m.activations_B = in_flight[r] * activation_sum / std::max(1, chunks);

@@ -70,9 +70,10 @@ std::string explain(const Plan& plan) {
   const Strategy& s = plan.strategy;
   std::string out = format_text("plan: %s on %s x%d\n", plan.model.name.c_str(),
                          plan.hardware.name.c_str(), plan.hardware.num_devices);
-  out += format_text("  tp=%d pp=%d dp=%d cp=%d v=%d zero=%d sp=%s | schedule %s, %d micro-batches of %d | "
+  out += format_text("  tp=%d pp=%d dp=%d cp=%d v=%d zero=%d%s sp=%s | schedule %s, %d micro-batches of %d | "
               "recompute %s | fusion %s\n",
               plan.tp, plan.pp, plan.data_parallel(), plan.cp, plan.chunks, s.zero_stage,
+              plan.zero3_resident ? " (gathered per iteration)" : "",
               s.sequence_parallel ? "on" : "off", std::string(schedule_name(s.schedule)).c_str(),
               plan.micro_batches, s.micro_batch, std::string(recompute_name(s.recompute)).c_str(),
               describe_fusion(s.fusion).c_str());

@@ -95,7 +95,7 @@ struct ZeroSplit {
 };
 ZeroSplit add_zero_gather(StepProgram& s, const Plan& plan, const VirtualStage& st, int vs) {
   ZeroSplit z;
-  if (plan.strategy.zero_stage < 3 || plan.shard <= 1) return z;
+  if (plan.zero_stage < 3 || plan.shard <= 1) return z;
   const int layers = std::max(1, st.layers);
   const double weights = st.params * plan.weight_bytes_per_param;
   const CollectiveAlgorithm a = plan.strategy.collective;
@@ -115,7 +115,7 @@ ZeroSplit add_zero_gather(StepProgram& s, const Plan& plan, const VirtualStage& 
 // Returns the op a gradient send must follow (the last reduce-scatter, or the compute).
 int add_zero_reduce_scatter(StepProgram& s, const Plan& plan, const VirtualStage& st, int vs,
                             int backward) {
-  if (plan.strategy.zero_stage < 2 || plan.dp <= 1) return backward;
+  if (plan.zero_stage < 2 || plan.dp <= 1) return backward;
   const int layers = std::max(1, st.layers);
   const double grads = st.params * plan.grad_bytes_per_param;
   const CollectiveAlgorithm a = plan.strategy.collective;
@@ -196,38 +196,41 @@ StageProgram stage_program(const Plan& plan, int vs) {
 // experts' reduction follows the dense buckets on the same stream.
 std::vector<IterOp> rank_tail(const Plan& plan, int rank, double all_params, double expert_params) {
   const Strategy& s = plan.strategy;
+  const int zero = plan.zero_stage;
   std::vector<IterOp> tail;
   const double params = all_params - expert_params;
   const double grads = params * plan.grad_bytes_per_param;
   const bool experts = expert_params > 0 && plan.edp > 1;
   const int buckets =
       static_cast<int>(std::max(1.0, std::ceil(grads / std::max(1.0, plan.dp_bucket_B))));
-  if (plan.shard > 1 && s.zero_stage <= 1) {
+  if (plan.shard > 1 && zero <= 1) {
     // DDP's buckets: each reduced as one collective when its gradients are final.
     IterOp op = collective_op(IterOpKind::kGradientReduce,
-                              s.zero_stage == 0 ? CommKind::kAllReduce : CommKind::kReduceScatter,
+                              zero == 0 ? CommKind::kAllReduce : CommKind::kReduceScatter,
                               plan.zero_group(), -1, grads, buckets, s.collective);
-    op.overlaps_last_backward = s.overlap_dp;
+    // FSDP resharded per iteration reduces after the stage's last backward (its post-backward
+    // hook), not beside it.
+    op.overlaps_last_backward = s.overlap_dp && !plan.zero3_resident;
     tail.push_back(op);
   }
-  if (plan.replicas() > 1 && s.zero_stage == 1) {  // HSDP: each shard across its replicas
+  if (plan.replicas() > 1 && zero == 1) {  // HSDP: each shard across its replicas
     tail.push_back(collective_op(IterOpKind::kGradientReduce, CommKind::kAllReduce,
                                  GroupKind::kReplica, -1, grads / plan.shard, buckets, s.collective));
   }
-  if (experts && s.zero_stage <= 1) {
+  if (experts && zero <= 1) {
     const double expert_grads = expert_params * plan.grad_bytes_per_param;
     const int buckets = static_cast<int>(
         std::max(1.0, std::ceil(expert_grads / std::max(1.0, plan.dp_bucket_B))));
     tail.push_back(collective_op(IterOpKind::kGradientReduce,
-                                 s.zero_stage == 0 ? CommKind::kAllReduce : CommKind::kReduceScatter,
+                                 zero == 0 ? CommKind::kAllReduce : CommKind::kReduceScatter,
                                  GroupKind::kExpertData, -1, expert_grads, buckets, s.collective));
   }
-  if (plan.shard > 1 && (s.zero_stage == 1 || s.zero_stage == 2)) {
+  if (plan.shard > 1 && (zero == 1 || zero == 2)) {
     tail.push_back(collective_op(IterOpKind::kParameterGather, CommKind::kAllGather,
                                  plan.zero_group(), -1, params * plan.weight_bytes_per_param, 1,
                                  s.collective));
   }
-  if (experts && (s.zero_stage == 1 || s.zero_stage == 2)) {
+  if (experts && (zero == 1 || zero == 2)) {
     tail.push_back(collective_op(IterOpKind::kParameterGather, CommKind::kAllGather,
                                  GroupKind::kExpertData, -1,
                                  expert_params * plan.weight_bytes_per_param, 1, s.collective));
@@ -243,8 +246,8 @@ std::vector<IterOp> rank_tail(const Plan& plan, int rank, double all_params, dou
   }
   // Mixed-precision Adam reads and writes both moments and the master weights, reads the
   // gradient and writes the 16-bit weights; ZeRO >= 1 shards the update over dp.
-  const double shard = s.zero_stage >= 1 ? plan.shard : 1;
-  const double expert_shard = s.zero_stage >= 1 ? plan.edp : 1;
+  const double shard = zero >= 1 ? plan.shard : 1;
+  const double expert_shard = zero >= 1 ? plan.edp : 1;
   IterOp step;
   step.kind = IterOpKind::kOptimizerStep;
   step.stream = Stream::kCompute;

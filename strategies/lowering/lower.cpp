@@ -158,6 +158,10 @@ Expected<Plan> lower(const ModelSpec& model, const Strategy& strategy,
   plan.chunks = strategy.interleave;
   plan.ep = strategy.ep;
   plan.shard = strategy.shard_group > 0 ? strategy.shard_group : plan.dp;
+  plan.zero3_resident = strategy.zero_stage == 3 &&
+                        (strategy.zero3_reshard == Zero3Reshard::kPerIteration ||
+                         (strategy.zero3_reshard == Zero3Reshard::kAuto && strategy.pp > 1));
+  plan.zero_stage = plan.zero3_resident ? 1 : strategy.zero_stage;
   plan.edp = static_cast<int>(static_cast<long long>(strategy.tp) * plan.dp / strategy.ep);
   plan.micro_batches = micro_batches;
   plan.samples_per_iteration = strategy.global_batch;

@@ -87,6 +87,12 @@ struct Plan {
   // Expert parallelism (MoE): ep ranks share a layer's experts; edp = tp * dp / ep ranks hold
   // the same experts (their gradients are reduced and ZeRO-sharded over them).
   int ep = 1, edp = 1;
+  // The ZeRO stage the plan's collectives and memory follow: Strategy::zero_stage, except that
+  // ZeRO-3 resharded per iteration (zero3_resident, Strategy::zero3_reshard) keeps each stage's
+  // parameters gathered and its gradients whole from the first forward to the last backward,
+  // and reduce-scatters and re-gathers once per iteration: ZeRO-1 in the steady state.
+  int zero_stage = 0;
+  bool zero3_resident = false;
   // ZeRO shards over `shard` ranks (Strategy::shard_group, or dp), replicated dp / shard times.
   int shard = 1;
   int replicas() const { return dp / shard; }

@@ -45,6 +45,16 @@ struct FusionPlan {
 
 enum class CpComm { kRing, kAllToAll };
 
+// When ZeRO-3/FSDP gathers a stage's parameters and reduces its gradients.
+// kPerMicroBatch: before each use and after each backward (ZeRO-3, Rajbhandari et al. SC20;
+// FSDP2 without pipelining). kPerIteration: once per iteration, as PyTorch's pipelining runs
+// FSDP2 stages (torch/distributed/pipelining/stage.py backward_maybe_with_nosync turns off
+// resharding and gradient sync for every backward but the stage's last, and TorchTitan
+// sets reshard_after_forward=False under pp): the stage's parameters stay gathered from its
+// first forward to its last backward, its gradients accumulate unsharded, in the reduction
+// dtype, and are reduce-scattered once. kAuto: kPerIteration when pp > 1, else kPerMicroBatch.
+enum class Zero3Reshard { kAuto, kPerMicroBatch, kPerIteration };
+
 struct Strategy {
   int tp = 1;
   int pp = 1;
@@ -65,6 +75,7 @@ struct Strategy {
   // parallelism (expert tp 1); their gradients are reduced over the tp*cp*dp/ep replicas.
   int ep = 1;
   int zero_stage = 0;
+  Zero3Reshard zero3_reshard = Zero3Reshard::kAuto;
   // Ranks one ZeRO/FSDP shard group spans; 0 = the whole data-parallel group (dp x cp). Smaller:
   // hybrid sharding (HSDP: FSDP2's dp_shard x dp_replicate, Megatron's distributed-optimizer
   // instances): states sharded over the group, replicated across dp / shard_group groups,

@@ -55,7 +55,7 @@ Json fusion_to_json(const FusionPlan& f) {
 }  // namespace
 
 Strategy read_strategy(const JsonNode& n) {
-  n.allow_keys({"tp", "pp", "dp", "cp", "cp_comm", "ep", "shard_group", "zero_stage", "sequence_parallel", "schedule", "interleave",
+  n.allow_keys({"tp", "pp", "dp", "cp", "cp_comm", "ep", "shard_group", "zero_stage", "zero3_reshard", "sequence_parallel", "schedule", "interleave",
                 "uneven_stages", "first_stage_layers", "last_stage_layers", "micro_batch", "global_batch", "recompute", "fusion",
                 "overlap_dp", "overlap_tp", "overlap_ep", "overlap_p2p", "streams", "dp_bucket", "collective", "dtype", "fp8_saved_inputs",
                 "master_weights_fp32", "grad_reduce_fp32", "optimizer", "description"});
@@ -68,6 +68,7 @@ Strategy read_strategy(const JsonNode& n) {
   s.ep = static_cast<int>(n.integer_or("ep", 1, 1, 1 << 20));
   s.shard_group = static_cast<int>(n.integer_or("shard_group", 0, 0, 1 << 24));
   s.zero_stage = static_cast<int>(n.integer_or("zero_stage", 0, 0, 3));
+  s.zero3_reshard = n.enum_or("zero3_reshard", kZero3ReshardNames, Zero3Reshard::kAuto);
   s.sequence_parallel = n.bool_or("sequence_parallel", false);
   s.schedule = n.enum_or("schedule", kScheduleNames, ScheduleKind::k1F1B);
   s.interleave = static_cast<int>(n.integer_or("interleave", 1, 1, 1024));
@@ -112,6 +113,9 @@ Json to_json(const Strategy& s) {
   if (s.cp > 1) j["cp"] = s.cp;
   if (s.ep > 1) j["ep"] = s.ep;
   if (s.shard_group > 0) j["shard_group"] = s.shard_group;
+  if (s.zero3_reshard != Zero3Reshard::kAuto) {
+    j["zero3_reshard"] = std::string(enum_to_name(kZero3ReshardNames, s.zero3_reshard));
+  }
   if (s.overlap_ep) j["overlap_ep"] = true;
   if (s.streams > 1) j["streams"] = s.streams;
   if (s.dtype == DType::kFp8) j["fp8_saved_inputs"] = s.fp8_saved_inputs;

@@ -26,6 +26,9 @@ Strategy strategy(int tp, int pp, int zero, bool overlap_dp, int gb = 8) {
   Strategy s;
   s.tp = tp, s.pp = pp, s.zero_stage = zero, s.overlap_dp = overlap_dp;
   s.micro_batch = 1, s.global_batch = gb;
+  // These cases work out ZeRO-3's per-micro-batch gathers, also under pp (where its default
+  // gathers once per iteration).
+  s.zero3_reshard = Zero3Reshard::kPerMicroBatch;
   fusion_preset("megatron", &s.fusion);
   return s;
 }

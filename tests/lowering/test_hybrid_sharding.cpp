@@ -87,3 +87,56 @@ TEST_CASE("hsdp: a shard group that does not divide the data-parallel ranks is r
   REQUIRE_FALSE(q.has_value());
   CHECK(q.error().detail == "shard_group=4 shards ZeRO/FSDP states; zero_stage is 0");
 }
+
+// ZeRO-3 under pipeline parallelism as PyTorch's pipelining runs FSDP2 stages
+// (Strategy::zero3_reshard): the stage's parameters stay gathered and its gradients whole, in
+// the reduction dtype, from the first micro-batch to the last backward; one reduce-scatter and
+// one gather per iteration. Worked on the small GPT (4 layers) over pp 2 x dp 4, 8 devices.
+TEST_CASE("zero3 per iteration: a pp stage keeps its parameters gathered and gradients whole") {
+  const ModelSpec m = testing::small_gpt(4);
+  Strategy s = zero3(0, 16);
+  s.pp = 2, s.grad_reduce_fp32 = true, s.overlap_dp = true;
+  const Plan resident = testing::lower_on_dgx_a100(m, s, 8);  // auto: per iteration, pp > 1
+  s.zero3_reshard = Zero3Reshard::kPerMicroBatch;
+  const Plan per_mb = testing::lower_on_dgx_a100(m, s, 8);
+  CHECK(resident.zero3_resident);
+  CHECK(resident.zero_stage == 1);
+  CHECK_FALSE(per_mb.zero3_resident);
+  CHECK(per_mb.zero_stage == 3);
+  REQUIRE(resident.dp == 4);
+  const double params = resident.iteration.rank_params[0];  // stage 0 on one device
+  const MemoryBreakdown a = rank_memory(resident, {1, 1})[0];
+  const MemoryBreakdown b = rank_memory(per_mb, {1, 1})[0];
+  // Whole bf16 parameters (2 B) and float32 gradients (4 B) of the stage; the optimizer's
+  // float32 master and moments (12 B) stay sharded over the 4 dp ranks.
+  CHECK(a.weights_B == doctest::Approx(2 * params));
+  CHECK(a.gradients_B == doctest::Approx(4 * params));
+  CHECK(a.optimizer_B == doctest::Approx(12 * params / 4));
+  CHECK(b.gradients_B == doctest::Approx(4 * params / 4));
+  CHECK(b.optimizer_B == doctest::Approx(a.optimizer_B));
+  // No collective inside the micro-batch steps; the rank's tail reduce-scatters the float32
+  // gradients (after the last backward, not beside it) and gathers the bf16 parameters.
+  const StageProgram& st = resident.iteration.stages[0];
+  CHECK(ops_of(st.forward, IterOpKind::kZeroGather).empty());
+  CHECK(ops_of(st.backward, IterOpKind::kZeroGather).empty());
+  CHECK(ops_of(st.backward, IterOpKind::kZeroReduceScatter).empty());
+  CHECK_FALSE(ops_of(per_mb.iteration.stages[0].backward, IterOpKind::kZeroReduceScatter).empty());
+  int reduces = 0, gathers = 0;
+  for (const IterOp& op : resident.iteration.tail[0]) {
+    if (op.kind == IterOpKind::kGradientReduce) {
+      ++reduces;
+      CHECK(op.comm == CommKind::kReduceScatter);
+      CHECK(op.bytes == doctest::Approx(4 * params));
+      CHECK_FALSE(op.overlaps_last_backward);
+    }
+    if (op.kind == IterOpKind::kParameterGather) {
+      ++gathers;
+      CHECK(op.bytes == doctest::Approx(2 * params));
+    }
+  }
+  CHECK(reduces == 1);
+  CHECK(gathers == 1);
+  // Without pp, auto keeps ZeRO-3's per-micro-batch gathers.
+  s.pp = 1, s.zero3_reshard = Zero3Reshard::kAuto;
+  CHECK_FALSE(testing::lower_on_dgx_a100(m, s, 4).zero3_resident);
+}
