@@ -58,9 +58,8 @@ Json rows_json(const ScenarioResult& r) {
   for (size_t i = 0; i < r.variants.size() && i < variants.size(); ++i) {
     const VariantResult& v = r.variants[i];
     if (!v.feasible()) continue;
-    const PredictionInterval in =
-        prediction_interval(development_errors(), v.prediction.iteration_s,
-                            device_generation(v.plan->hardware.device.name));
+    const PredictionInterval in = model_interval(v.plan->model.family, v.prediction.iteration_s,
+                                                 v.plan->hardware.device.name);
     variants[i]["interval"] = {{"coverage", in.coverage},
                                {"iteration_low_s", in.low_s},
                                {"iteration_high_s", in.high_s},

@@ -100,10 +100,14 @@ int cmd_evaluate(int argc, char** argv) {
   const Prediction p = predict_analytical(*plan, options);
   std::fputs(evaluation_report(l.scenario, *plan, p, l.variant).c_str(), stdout);
   // How sure: the errors of the development cases on this device generation.
-  const PredictionInterval interval = prediction_interval(
-      development_errors(), p.iteration_s, device_generation(plan->hardware.device.name));
-  std::printf("  %.0f%% interval     %.4g - %.4g s (errors of %s, validate --published)\n",
-              100 * interval.coverage, interval.low_s, interval.high_s, interval.basis.c_str());
+  const PredictionInterval interval =
+      model_interval(plan->model.family, p.iteration_s, plan->hardware.device.name);
+  if (interval.cases > 0) {
+    std::printf("  %.0f%% interval     %.4g - %.4g s (errors of %s, validate --published)\n",
+                100 * interval.coverage, interval.low_s, interval.high_s, interval.basis.c_str());
+  } else {
+    std::printf("  %.0f%% interval     %s\n", 100 * interval.coverage, interval_text(interval).c_str());
+  }
   const TokenBudget budget = token_budget(train_tokens, price, p, plan->hardware.num_devices);
   if (train_tokens > 0) std::fputs(token_budget_report(budget, plan->hardware.num_devices).c_str(), stdout);
   if (args.has("kernels")) std::fputs(("\n" + kernel_time_table(*plan)).c_str(), stdout);

@@ -251,13 +251,16 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
     const Strategy& s = r.plan->strategy;
     const Prediction& p = r.prediction;
     // The 80% interval from the development cases' errors on this device generation.
-    const PredictionInterval in = prediction_interval(
-        development_errors(), p.iteration_s, device_generation(r.plan->hardware.device.name));
+    const PredictionInterval in =
+        model_interval(r.plan->model.family, p.iteration_s, r.plan->hardware.device.name);
+    // No interval (no development cases of the kind): empty cells, not a zero-width range.
+    const std::string low = in.cases > 0 ? format_text("%.9g", in.low_s) : "";
+    const std::string high = in.cases > 0 ? format_text("%.9g", in.high_s) : "";
     out += format_text(
-        "\"%s\",\"%s\",1,%d,%d,%d,%d,%d,%s,%s,%.9g,%.9g,%.9g,%.9g,%.6f,%.6f,%.9g,%.9g,%d,\n",
+        "\"%s\",\"%s\",1,%d,%d,%d,%d,%d,%s,%s,%.9g,%s,%s,%.9g,%.6f,%.6f,%.9g,%.9g,%d,\n",
         r.scenario.c_str(), r.variant.c_str(), s.tp, s.pp, r.plan->data_parallel(), s.interleave, s.micro_batch,
         std::string(schedule_name(s.schedule)).c_str(), std::string(recompute_name(s.recompute)).c_str(),
-        p.iteration_s, in.low_s, in.high_s, p.tokens_per_s, p.mfu, p.bubble_fraction,
+        p.iteration_s, low.c_str(), high.c_str(), p.tokens_per_s, p.mfu, p.bubble_fraction,
         p.comm_exposed_s, p.peak_memory_B, p.fits ? 1 : 0);
   }
   return out;

@@ -121,12 +121,10 @@ QVariant VariantTableModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::ToolTipRole && !v.feasible()) return QString::fromStdString(v.infeasible);
   if (role == Qt::ToolTipRole && index.column() == kIteration) {
     // How sure: the errors of the development cases on this GPU generation (intervals.h).
-    const PredictionInterval in =
-        prediction_interval(development_errors(), v.prediction.iteration_s,
-                            device_generation(v.plan->hardware.device.name));
-    return QString::fromStdString(format_text("%.0f%% interval %s - %s (errors of %s)",
-                                              100 * in.coverage, format_seconds(in.low_s).c_str(),
-                                              format_seconds(in.high_s).c_str(), in.basis.c_str()));
+    const PredictionInterval in = model_interval(v.plan->model.family, v.prediction.iteration_s,
+                                                 v.plan->hardware.device.name);
+    return QString::fromStdString(
+        format_text("%.0f%% interval %s", 100 * in.coverage, interval_text(in).c_str()));
   }
   if (role == Qt::TextAlignmentRole && index.column() != kVariant) {
     return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <map>
 
+#include "sim/core/units.h"
+
 namespace stratasim {
 namespace {
 
@@ -73,6 +75,24 @@ PredictionInterval prediction_interval(const std::vector<CaseError>& errors, dou
   p.low_s = predicted_s / (1 + quantile(e, 1 - tail));   // the model was too slow there
   p.high_s = predicted_s / (1 + quantile(e, tail));      // the model was too fast there
   return p;
+}
+
+PredictionInterval model_interval(ModelFamily family, double predicted_s,
+                                  const std::string& device_name, double coverage) {
+  if (family == ModelFamily::kOpGraph) {
+    PredictionInterval p;
+    p.coverage = coverage;
+    p.low_s = p.high_s = predicted_s;
+    p.basis = "no development cases of operator-graph models";
+    return p;
+  }
+  return prediction_interval(development_errors(), predicted_s, device_generation(device_name),
+                             coverage);
+}
+
+std::string interval_text(const PredictionInterval& p) {
+  if (p.cases == 0) return "none: " + p.basis;
+  return format_seconds(p.low_s) + " - " + format_seconds(p.high_s) + " (errors of " + p.basis + ")";
 }
 
 CrossValidation cross_validate(const std::vector<CaseError>& errors, double coverage) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "strategies/model/model_spec.h"
 #include "validate/published.h"
 
 namespace stratasim {
@@ -46,6 +47,17 @@ inline constexpr int kMinCases = 12;
 PredictionInterval prediction_interval(const std::vector<CaseError>& errors, double predicted_s,
                                        const std::string& hardware, double coverage = 0.8,
                                        const std::string& exclude_source = "");
+
+// The interval for a prediction of `predicted_s` for a model of `family` on `device_name`, from
+// the built-in development cases. They are all transformer training runs, so an operator
+// graph (a CNN, a recommender, an image pipeline) gets none: cases 0, low = high = the
+// prediction, and a basis that says so.
+PredictionInterval model_interval(ModelFamily family, double predicted_s,
+                                  const std::string& device_name, double coverage = 0.8);
+
+// "27.1 s - 31.0 s (errors of 66 H100 development cases)", or "none: no development cases of
+// operator-graph models" when no case formed it.
+std::string interval_text(const PredictionInterval& p);
 
 struct SourceCrossResult {
   std::string source;

@@ -128,6 +128,14 @@ OpGraphSpec read_graph(const JsonNode& n) {
     }
   }
   if (g.ops.empty()) ops.fail("must list at least one op");
+  // A graph that neither computes nor moves data would be predicted at its launch overheads
+  // alone, with a throughput that means nothing.
+  const bool works = std::any_of(g.ops.begin(), g.ops.end(), [](const GraphOp& op) {
+    return op.flops > 0 || op.output_elements > 0 || op.input_elements > 0 || op.params > 0;
+  });
+  if (!works) {
+    ops.fail("does no work: every op has 0 flops, 0 output and input elements and 0 params");
+  }
   return g;
 }
 

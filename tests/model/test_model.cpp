@@ -61,3 +61,27 @@ TEST_CASE("model: JSON presets, overrides and errors") {
   const ModelSpec back = read_model(JsonNode(to_json(m), "rt", "model"));
   CHECK(back == m);
 }
+
+TEST_CASE("model: an operator graph that does no work is an input error, not a 0 s prediction") {
+  const Json idle = parse_json_text(
+      R"({"family": "op_graph", "ops": [{"name": "a", "kind": "elementwise", "flops": 0, "output_elements": 0},
+          {"name": "b", "kind": "elementwise", "flops": 0, "output_elements": 0, "inputs": ["a"]}]})",
+      "g.json");
+  CHECK_THROWS_WITH_AS(read_model(JsonNode(idle, "g.json", "model")),
+                       doctest::Contains("does no work: every op has 0 flops, 0 output and input "
+                                         "elements and 0 params"),
+                       InputError);
+  try {
+    read_model(JsonNode(idle, "g.json", "model"));
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).rfind("g.json: model.ops: ", 0) == 0);  // file and JSON path
+  }
+  // One op that moves data is enough.
+  const Json copy = parse_json_text(
+      R"({"family": "op_graph", "ops": [{"name": "a", "kind": "elementwise", "flops": 0, "output_elements": 1024}]})",
+      "g.json");
+  CHECK(read_model(JsonNode(copy, "g.json", "model")).graph.ops.size() == 1);
+  const Json empty = parse_json_text(R"({"family": "op_graph", "ops": []})", "g.json");
+  CHECK_THROWS_WITH_AS(read_model(JsonNode(empty, "g.json", "model")),
+                       doctest::Contains("g.json: model.ops: [] must list at least one op"), InputError);
+}

@@ -91,3 +91,18 @@ TEST_CASE("intervals: evaluate reports one, validate --cross checks them on the 
   CHECK(covered >= 75.0);
   CHECK(covered <= 85.0);
 }
+
+TEST_CASE("intervals: an operator graph gets none, a transformer its generation's cases") {
+  // The development cases are transformer training runs: nothing like a CNN or an image
+  // pipeline, so no interval rather than one borrowed from them.
+  const PredictionInterval graph = model_interval(ModelFamily::kOpGraph, 2.5, "A100-SXM4-80GB");
+  CHECK(graph.cases == 0);
+  CHECK(graph.low_s == 2.5);
+  CHECK(graph.high_s == 2.5);
+  CHECK(interval_text(graph) == "none: no development cases of operator-graph models");
+  const PredictionInterval decoder = model_interval(ModelFamily::kDecoder, 2.5, "A100-SXM4-80GB");
+  CHECK(decoder.cases >= kMinCases);
+  CHECK(decoder.basis.find("A100 development cases") != std::string::npos);
+  CHECK(decoder.low_s < decoder.high_s);
+  CHECK(interval_text(decoder).find(" (errors of " + decoder.basis + ")") != std::string::npos);
+}
