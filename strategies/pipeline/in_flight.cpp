@@ -3,10 +3,13 @@
 #include <algorithm>
 
 #include "strategies/pipeline/schedule_timing.h"
+#include "strategies/pipeline/schedules.h"
 
 namespace stratasim {
 
 std::vector<int> peak_in_flight(ScheduleKind kind, int p, int m, int v) {
+  // DualPipe: counted on its op order (m per direction), both chunks' micro-batches together.
+  if (kind == ScheduleKind::kDualPipe) return peak_in_flight(make_schedule(kind, p, m, v));
   std::vector<int> peak(p);
   for (int r = 0; r < p; ++r) {
     switch (kind) {
@@ -18,6 +21,7 @@ std::vector<int> peak_in_flight(ScheduleKind kind, int p, int m, int v) {
       // W waits until 2p - 1 micro-batches hold activations (every rank reaches the bound when
       // m allows: its warm-up plus one more forward per B in the steady phase).
       case ScheduleKind::kZeroBubbleH2: peak[r] = std::min(2 * p - 1, m); break;
+      case ScheduleKind::kDualPipe: break;  // above
       case ScheduleKind::kInterleaved1F1B: {
         // Warm-up of Megatron's interleaved schedule, then one more forward before a backward.
         const long long total = static_cast<long long>(m) * v;
@@ -40,6 +44,12 @@ double uniform_bubble_fraction(ScheduleKind kind, int p, int m, int v) {
     case ScheduleKind::kZeroBubbleH1: return double(p - 1) / (3.0 * m + p - 1);
     // Post-validated: each rank's span is 3m + (p - 1)(F + B - 2W) = 3m (Qi et al., Table 1).
     case ScheduleKind::kZeroBubbleH2: return 0;
+    // No closed form: the op order run with F = B = W = 1 (m per direction, v = 2).
+    case ScheduleKind::kDualPipe: {
+      StageDurations d;
+      d.forward_s.assign(2 * p, 1.0), d.backward_s.assign(2 * p, 1.0), d.weight_s.assign(2 * p, 1.0);
+      return time_schedule(kind, p, m, 2, d).bubble_fraction;
+    }
   }
   return 0;
 }

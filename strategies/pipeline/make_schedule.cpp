@@ -10,6 +10,15 @@ std::optional<std::string> schedule_rule_violation(ScheduleKind kind, int p, int
   if (p < 1) return "a pipeline needs at least 1 stage (pp=" + n(p) + ")";
   if (m < 1) return "a pipeline needs at least 1 micro-batch (m=" + n(m) + ")";
   if (v < 1) return "a pipeline needs at least 1 chunk per rank (v=" + n(v) + ")";
+  if (kind == ScheduleKind::kDualPipe) {
+    if (p % 2 != 0) return "DualPipe needs an even pp (pp=" + n(p) + ")";
+    if (v != 2) return "DualPipe runs 2 chunks per rank, one per direction (v=" + n(v) + ")";
+    if (m < p) {
+      return "DualPipe needs at least pp micro-batches in each direction (m=" + n(m) + ", pp=" +
+             n(p) + ")";
+    }
+    return std::nullopt;
+  }
   if (kind == ScheduleKind::kInterleaved1F1B) {
     if (v < 2) return "interleaved 1F1B needs at least 2 chunks per rank (v=" + n(v) + ")";
     if (m % p != 0) {
@@ -29,8 +38,9 @@ std::optional<std::string> schedule_rule_violation(ScheduleKind kind, int p, int
 // schedule_rule_violation() rejects it as a strategy choice.
 PipelineSchedule make_schedule(ScheduleKind kind, int p, int m, int v) {
   SS_ASSERT(p >= 1 && m >= 1 && v >= 1, "make_schedule needs p, m, v >= 1");
-  SS_ASSERT(kind == ScheduleKind::kInterleaved1F1B || v == 1,
-            "only interleaved 1F1B has more than one chunk per rank");
+  SS_ASSERT(kind == ScheduleKind::kInterleaved1F1B || kind == ScheduleKind::kDualPipe || v == 1,
+            "only interleaved 1F1B and DualPipe have more than one chunk per rank");
+  SS_ASSERT(kind != ScheduleKind::kDualPipe || v == 2, "DualPipe has one chunk per direction");
   switch (kind) {
     case ScheduleKind::kGPipe:
       return schedule_gpipe(p, m);
@@ -44,6 +54,8 @@ PipelineSchedule make_schedule(ScheduleKind kind, int p, int m, int v) {
       return schedule_zb_h1(p, m);
     case ScheduleKind::kZeroBubbleH2:
       return schedule_zb_h2(p, m);
+    case ScheduleKind::kDualPipe:  // m per direction
+      return schedule_dualpipe(p, m);
   }
   SS_ASSERT(false, "unknown schedule kind");
   return schedule_1f1b(p, m);

@@ -16,6 +16,8 @@ std::string_view schedule_name(ScheduleKind k) {
       return "zb_h1";
     case ScheduleKind::kZeroBubbleH2:
       return "zb_h2";
+    case ScheduleKind::kDualPipe:
+      return "dualpipe";
   }
   return "unknown";
 }

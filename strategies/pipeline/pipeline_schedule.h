@@ -19,12 +19,14 @@ enum class ScheduleKind {
   kInterleaved1F1B,
   kPipeDreamAsync,
   kZeroBubbleH1,
-  kZeroBubbleH2
+  kZeroBubbleH2,
+  kDualPipe
 };
 std::string_view schedule_name(ScheduleKind k);
 // Whether the schedule runs the weight gradients (W) as ops of their own (zero-bubble).
 inline bool splits_backward(ScheduleKind k) {
-  return k == ScheduleKind::kZeroBubbleH1 || k == ScheduleKind::kZeroBubbleH2;
+  return k == ScheduleKind::kZeroBubbleH1 || k == ScheduleKind::kZeroBubbleH2 ||
+         k == ScheduleKind::kDualPipe;
 }
 // Whether the optimizer step is validated after the update (Qi et al. 2024, Sec. 4): no
 // synchronization of all pipeline ranks between iterations, so each rank starts its next
@@ -44,6 +46,35 @@ struct PipeOp {
   bool operator==(const PipeOp&) const = default;
 };
 
+// Which rank runs each virtual stage and where a micro-batch goes next. Plain schedules: chunk
+// c of rank r is virtual stage c * p + r, one chain through all p * v of them. Bidirectional
+// (DualPipe): two pipelines of p stages over the same ranks in opposite directions; chunk 0 of
+// rank r is stage r of the one fed at rank 0, chunk 1 stage p - 1 - r of the one fed at rank
+// p - 1; virtual stage c * p + s is position s of direction c, and no micro-batch crosses from
+// one direction to the other.
+struct StageMap {
+  int p = 1, v = 1;
+  bool bidirectional = false;
+
+  int virtual_stage(int rank, int chunk) const {
+    return chunk * p + (bidirectional && chunk == 1 ? p - 1 - rank : rank);
+  }
+  int rank_of(int vstage) const {
+    const int s = vstage % p;
+    return bidirectional && vstage / p == 1 ? p - 1 - s : s;
+  }
+  // The virtual stage a micro-batch's activations go to after `vstage`, or -1 at its end.
+  int next_stage(int vstage) const {
+    if (bidirectional) return vstage % p + 1 < p ? vstage + 1 : -1;
+    return vstage + 1 < p * v ? vstage + 1 : -1;
+  }
+  // The virtual stage it came from, or -1 at its start.
+  int prev_stage(int vstage) const {
+    if (bidirectional) return vstage % p > 0 ? vstage - 1 : -1;
+    return vstage > 0 ? vstage - 1 : -1;
+  }
+};
+
 struct PipelineSchedule {
   ScheduleKind kind;
   int stages = 1;          // p
@@ -52,10 +83,16 @@ struct PipelineSchedule {
   bool flush = true;       // false for PipeDream's asynchronous schedule (no flush)
   bool split_backward = false;  // B and W are separate ops (zero-bubble schedules)
   bool post_validation = false;  // post_validated(kind)
+  // DualPipe's two directions (StageMap), `micro_batches` in each.
+  bool bidirectional = false;
   std::vector<std::vector<PipeOp>> per_rank;  // size p
 
+  StageMap stage_map() const { return {stages, chunks, bidirectional}; }
   int virtual_stages() const { return stages * chunks; }
-  int virtual_stage(int rank, int chunk) const { return chunk * stages + rank; }
+  int virtual_stage(int rank, int chunk) const { return stage_map().virtual_stage(rank, chunk); }
+  int rank_of(int vstage) const { return stage_map().rank_of(vstage); }
+  int next_stage(int vstage) const { return stage_map().next_stage(vstage); }
+  int prev_stage(int vstage) const { return stage_map().prev_stage(vstage); }
 };
 
 }  // namespace stratasim

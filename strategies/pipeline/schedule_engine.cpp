@@ -7,9 +7,10 @@
 namespace stratasim::pipeline_detail {
 namespace {
 
-CompiledOp compile_op(const PipeOp& op, int r, int p, int m, int v) {
-  const int vstages = p * v;
-  const int vs = op.chunk * p + r;
+CompiledOp compile_op(const PipeOp& op, int r, const PipelineSchedule& s) {
+  const int m = s.micro_batches, vstages = s.virtual_stages();
+  const int vs = s.virtual_stage(r, op.chunk);
+  const int next = s.next_stage(vs), prev = s.prev_stage(vs);
   const int bwd_base = vstages * m;
   const int weight_base = 2 * vstages * m;
   const int zero = 3 * vstages * m;
@@ -23,16 +24,16 @@ CompiledOp compile_op(const PipeOp& op, int r, int p, int m, int v) {
     c.lat = vstages - 1;
   } else if (op.kind == PipeOpKind::kForward) {
     c.self = vs * m + op.micro_batch;
-    c.dep = vs > 0 ? (vs - 1) * m + op.micro_batch : zero;
+    c.dep = prev >= 0 ? prev * m + op.micro_batch : zero;
     c.fwd = zero;
     c.dur = vs;
-    c.lat = vs > 0 ? vs - 1 : vstages - 1;
+    c.lat = prev >= 0 ? prev : vstages - 1;  // the boundary prev -> vs
   } else {
     c.self = bwd_base + vs * m + op.micro_batch;
-    c.dep = vs + 1 < vstages ? bwd_base + (vs + 1) * m + op.micro_batch : zero;
+    c.dep = next >= 0 ? bwd_base + next * m + op.micro_batch : zero;
     c.fwd = vs * m + op.micro_batch;
     c.dur = vstages + vs;
-    c.lat = vs + 1 < vstages ? vs : vstages - 1;
+    c.lat = next >= 0 ? vs : vstages - 1;  // the boundary vs -> next
   }
   return c;
 }
@@ -42,12 +43,12 @@ int consumer_rank(const CompiledSchedule& cs, int slot) {
   const int vstages = cs.p * cs.v;
   const int fwd_slots = vstages * cs.m;
   if (slot < fwd_slots) {
-    const int vs = slot / cs.m;
-    return vs + 1 < vstages ? (vs + 1) % cs.p : -1;
+    const int next = cs.map.next_stage(slot / cs.m);
+    return next >= 0 ? cs.map.rank_of(next) : -1;
   }
   if (slot >= 2 * fwd_slots) return -1;  // W: nothing on another rank waits for it
-  const int vs = (slot - fwd_slots) / cs.m;
-  return vs > 0 ? (vs - 1) % cs.p : -1;
+  const int prev = cs.map.prev_stage((slot - fwd_slots) / cs.m);
+  return prev >= 0 ? cs.map.rank_of(prev) : -1;
 }
 
 // The list scheduler without times: ranks whose next op may have become runnable sit on a
@@ -111,6 +112,7 @@ CompiledSchedule compile_schedule(const PipelineSchedule& s) {
   cs.p = p;
   cs.m = m;
   cs.v = v;
+  cs.map = s.stage_map();
   cs.begin.assign(1, 0);
   cs.ops.reserve(static_cast<size_t>(cs.slots()));
   std::vector<uint8_t> seen(static_cast<size_t>(cs.slots()), 0);
@@ -118,7 +120,7 @@ CompiledSchedule compile_schedule(const PipelineSchedule& s) {
     for (const PipeOp& op : s.per_rank[r]) {
       SS_ASSERT(op.micro_batch >= 0 && op.micro_batch < m, "pipeline op micro-batch out of range");
       SS_ASSERT(op.chunk >= 0 && op.chunk < v, "pipeline op chunk out of range");
-      const CompiledOp c = compile_op(op, r, p, m, v);
+      const CompiledOp c = compile_op(op, r, s);
       SS_ASSERT(!seen[c.self], "pipeline schedule runs an op twice");
       seen[c.self] = 1;
       cs.ops.push_back(c);

@@ -41,6 +41,7 @@ struct PeriodicStructure {
 
 struct CompiledSchedule {
   int p = 1, m = 1, v = 1;
+  StageMap map;  // the schedule's virtual stages (PipelineSchedule::stage_map)
   std::vector<CompiledOp> ops;    // rank 0's ops in order, then rank 1's, ...
   std::vector<int32_t> begin;     // rank r's ops are [begin[r], begin[r + 1])
   std::vector<CompiledOp> order;  // the same ops in an order that respects every dependency

@@ -214,7 +214,12 @@ void timing_async(int p, int m, Scratch& s, std::vector<double>& out) {
 }
 
 // Busy time, last backward and bubble, which follow from the durations alone.
-void finish_timing(int p, int m, int v, const StageDurations& d, ScheduleTiming& t) {
+// `last_ops`: each rank's last op's index in the duration tables, when the schedule does not end
+// every rank with its chunk 0's backward (or W); `bidirectional`: chunk 1 of rank r is virtual
+// stage p + (p - 1 - r) (DualPipe).
+void finish_timing(int p, int m, int v, const StageDurations& d, ScheduleTiming& t,
+                   bool bidirectional = false, const std::vector<int>* last_ops = nullptr,
+                   const DurationTables* tables = nullptr) {
   t.makespan_s = 0;
   for (int r = 0; r < p; ++r) t.makespan_s = std::max(t.makespan_s, t.rank_span_s(r));
   t.rank_busy_s.assign(p, 0.0);
@@ -222,13 +227,15 @@ void finish_timing(int p, int m, int v, const StageDurations& d, ScheduleTiming&
   const bool split = !d.weight_s.empty();
   for (int r = 0; r < p; ++r) {
     for (int c = 0; c < v; ++c) {
-      t.rank_busy_s[r] += d.forward_s[c * p + r] + d.backward_s[c * p + r] +
-                          (split ? d.weight_s[c * p + r] : 0.0);
+      const int vs = StageMap{p, v, bidirectional}.virtual_stage(r, c);
+      t.rank_busy_s[r] += d.forward_s[vs] + d.backward_s[vs] + (split ? d.weight_s[vs] : 0.0);
     }
     t.rank_busy_s[r] *= m;
-    // Every schedule here ends each rank with the backward of its chunk 0 (virtual stage r),
-    // or, when it splits the backward, with that chunk's W.
-    t.rank_last_backward_s[r] = split ? d.weight_s[r] : d.backward_s[r];
+    // The other schedules end each rank with the backward of its chunk 0 (virtual stage r), or,
+    // when they split the backward, with that chunk's W.
+    t.rank_last_backward_s[r] = last_ops != nullptr ? tables->dur[(*last_ops)[r]]
+                                : split             ? d.weight_s[r]
+                                                    : d.backward_s[r];
   }
   t.bubble_fraction = 0;
   if (t.makespan_s <= 0) return;
@@ -266,6 +273,16 @@ ScheduleTiming time_schedule(ScheduleKind kind, int p, int m, int v, const Stage
     case ScheduleKind::kZeroBubbleH2:
       timing_post_validated(kind, p, m, s, t);
       break;
+    case ScheduleKind::kDualPipe: {  // m per direction, v = 2 (the directions)
+      const CompiledSchedule& cs = cached_schedule(kind, p, m, v);
+      run(cs, s);
+      t.rank_finish_s = s.finish;
+      g_last_method = TimingMethod::kFullSimulation;
+      std::vector<int> last(p);
+      for (int r = 0; r < p; ++r) last[r] = cs.ops[cs.begin[r + 1] - 1].dur;
+      finish_timing(p, m, v, d, t, true, &last, &s.tables);
+      return t;
+    }
   }
   finish_timing(p, m, v, d, t);
   return t;

@@ -26,6 +26,10 @@ PipelineSchedule schedule_zb_h1(int p, int m);
 // ZB-H2 (Qi et al. ICLR 2024): 2(p - r - 1) + 1 warm-up forwards, W deferred while fewer than
 // 2p - 1 micro-batches hold activations, optimizer post-validation (schedule_zb_h2.cpp).
 PipelineSchedule schedule_zb_h2(int p, int m);
+// DualPipe (DeepSeek-V3 report, Sec. 3.2.1): p even ranks, m >= p micro-batches in each of two
+// directions (2m in all); chunk 0 of rank r is stage r of the forward direction, chunk 1 stage
+// p - 1 - r of the reverse one (bidirectional); B and W split (schedule_dualpipe.cpp).
+PipelineSchedule schedule_dualpipe(int p, int m);
 
 PipelineSchedule make_schedule(ScheduleKind kind, int p, int m, int v);
 
