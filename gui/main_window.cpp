@@ -140,7 +140,8 @@ QWidget* MainWindow::build_filter_bar() {
   auto* fits = new QCheckBox("fits in memory");
   auto* schedule = new QComboBox;
   schedule->addItems(
-      {"any schedule", "gpipe", "1f1b", "interleaved", "pipedream_async", "zb_h1", "zb_h2"});
+      {"any schedule", "gpipe", "1f1b", "interleaved", "pipedream_async", "zb_h1", "zb_h2",
+       "dualpipe"});
   layout->addWidget(fits);
   layout->addWidget(schedule);
   connect(fits, &QCheckBox::toggled, proxy_, &StrategyFilter::set_fits_only);

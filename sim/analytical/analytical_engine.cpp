@@ -182,7 +182,7 @@ RankSync finish_iteration(Prediction& p, const Plan& plan, const ScheduleTiming&
 void add_p2p(Prediction& p, const Plan& plan, const StageCosts& costs,
              const ScheduleTiming& timing) {
   const Strategy& s = plan.strategy;
-  const double m = plan.micro_batches;
+  const double m = plan.micro_batches_per_stage();
   double total = 0;
   for (double t : costs.transfer_s) total += t;
   total = 2 * m * total / plan.pp;  // per rank: activations out, gradients back

@@ -9,7 +9,7 @@
 namespace stratasim {
 
 StageTotals sum_stages(Prediction& p, const Plan& plan, const StageCosts& costs) {
-  const double m = plan.micro_batches;
+  const double m = plan.micro_batches_per_stage();
   StageTotals t;
   std::vector<double> rank_compute(plan.pp, 0), rank_recompute(plan.pp, 0);
   for (size_t i = 0; i < plan.stages.size(); ++i) {
@@ -41,7 +41,7 @@ StageTotals sum_stages(Prediction& p, const Plan& plan, const StageCosts& costs)
 }
 
 void fill_rates(Prediction& p, const Plan& plan, const StageTotals& t) {
-  const double m = plan.micro_batches, devices = plan.hardware.num_devices;
+  const double m = plan.micro_batches_per_stage(), devices = plan.hardware.num_devices;
   const double replicas = double(plan.dp) * plan.tp;  // stage FLOPs are per device
   p.model_flops = t.model_flops * m * replicas;
   p.hardware_flops = t.hardware_flops * m * replicas;

@@ -76,6 +76,7 @@ StageCosts stage_costs(const Plan& plan) {
   const BlockCost embedding = transformer ? memoized_block_cost(plan.embedding, plan) : BlockCost{};
   const BlockCost head = transformer ? memoized_block_cost(plan.head, plan) : BlockCost{};
   StageCosts out;
+  const StageMap map = plan.stage_map();
   const size_t n = plan.stages.size();
   out.stages.resize(n);
   out.durations.forward_s.resize(n);
@@ -101,12 +102,16 @@ StageCosts stage_costs(const Plan& plan) {
       out.durations.weight_s[i] = out.compute_only.weight_s[i] = c.weight_step_s;
     }
     // The schedule executor has one latency per boundary, for both directions: the
-    // activation of stage i and the gradient of stage i + 1 cross the same boundary.
-    if (i + 1 < n) out.durations.p2p_s[i] = forward_lat;
-    if (i > 0) out.durations.p2p_s[i - 1] = std::max(out.durations.p2p_s[i - 1], backward_lat);
+    // activation of stage i and the gradient of stage i + 1 cross the same boundary (none
+    // between DualPipe's two chains).
+    if (map.next_stage(int(i)) >= 0) out.durations.p2p_s[i] = forward_lat;
+    if (map.prev_stage(int(i)) >= 0) {
+      out.durations.p2p_s[i - 1] = std::max(out.durations.p2p_s[i - 1], backward_lat);
+    }
   }
   // One transfer per boundary, whether it blocks the sender or not.
   for (size_t i = 0; i + 1 < n; ++i) {
+    if (map.next_stage(int(i)) < 0) continue;
     out.transfer_s[i] = comm_op_s(plan.iteration.stages[i].forward.ops.back(), plan);
   }
   return out;

@@ -9,10 +9,13 @@
 namespace stratasim {
 namespace {
 
-// The pipeline rank on the lower side of the boundary a send crosses.
+// The pipeline rank on the lower side of the boundary a send crosses (DualPipe's reverse
+// direction sends from rank r to r - 1).
 int boundary_rank(const IterOp& op, const Plan& plan) {
-  const int from = op.kind == IterOpKind::kSendActivation ? op.vstage : op.vstage - 1;
-  return plan.stages[from].rank;
+  const StageMap map = plan.stage_map();
+  const int to = op.kind == IterOpKind::kSendActivation ? map.next_stage(op.vstage)
+                                                        : map.prev_stage(op.vstage);
+  return std::min(plan.stages[op.vstage].rank, plan.stages[to].rank);
 }
 
 double compute_op_s(const IterOp& op, const ComputeDurations& c) {

@@ -46,7 +46,7 @@ namespace sg4 = simgrid::s4u;
 
 void Simulation::run_op(int rank, int replica, const PipeOp& op, bool keep) {
   HostResult& me = run_.hosts[host_index(rank, replica)];
-  const int vs = op.chunk * p_ + rank;
+  const int vs = map_.virtual_stage(rank, op.chunk);
   const bool fwd = op.kind == PipeOpKind::kForward;
   const int shown_mb = op.micro_batch % m_;  // async: the micro-batch within its iteration
   const std::string id = std::to_string(shown_mb);
@@ -106,8 +106,8 @@ void Simulation::run_op(int rank, int replica, const PipeOp& op, bool keep) {
     me.zero_exposed_s +=
         std::max(0.0, sg4::Engine::get_clock() - start - (compute_end - compute_start));
   }
-  const int to = fwd ? vs + 1 : vs - 1;
-  if (!weight && to >= 0 && to < vstages_) {
+  const int to = fwd ? map_.next_stage(vs) : map_.prev_stage(vs);
+  if (!weight && to >= 0) {
     sg4::Mailbox* out = box(fwd ? 'f' : 'b', replica, to);
     void* payload = &micro_batch_ids_[op.micro_batch];
     const double send_start = sg4::Engine::get_clock();
@@ -161,16 +161,16 @@ void Simulation::worker(int rank, int replica) {
   const int traced = warm_iterations_ + window_iterations_ - 1;  // async: the traced iteration
   for (size_t j = 0; j < ops.size(); ++j) {
     const PipeOp& op = ops[j];
-    const int vs = op.chunk * p_ + rank;
+    const int vs = map_.virtual_stage(rank, op.chunk);
     const bool fwd = op.kind == PipeOpKind::kForward;
-    const int from = fwd ? vs - 1 : vs + 1;
-    if (op.kind != PipeOpKind::kWeight && from >= 0 && from < vstages_) {
+    const int from = fwd ? map_.prev_stage(vs) : map_.next_stage(vs);
+    if (op.kind != PipeOpKind::kWeight && from >= 0) {
       int* got = nullptr;
       sg4::CommPtr c = box(fwd ? 'f' : 'b', replica, vs)->get_async<int>(&got);
       c->wait();
       if (*got != op.micro_batch) throw std::runtime_error("p2p messages arrived out of order");
       if (plan_.strategy.overlap_p2p) {  // detached sends are measured where they arrive
-        run_.hosts[host_index(from % p_, replica)].p2p_s +=
+        run_.hosts[host_index(map_.rank_of(from), replica)].p2p_s +=
             c->get_finish_time() - c->get_start_time();
       }
     }
@@ -287,7 +287,10 @@ void Simulation::sync_and_step(int rank, int replica, sg4::ActorPtr reducer) {
   for (const IterOp& op : plan_.iteration.tail[rank]) {
     switch (op.kind) {
       case IterOpKind::kGradientReduce:
-        if (&op != gradient_reduce(rank)) {
+        if (op.group == GroupKind::kPipelineMirror) {
+          me.dp_s += tail_collective(op, rank, replica, "mirror-reduce",
+                                     "dualpipe stage-copy gradient all-reduce");
+        } else if (&op != gradient_reduce(rank)) {
           me.dp_s += tail_collective(op, rank, replica, "expert-reduce-r" + std::to_string(rank),
                                      "expert gradient reduce");
         } else if (reducer) {
@@ -368,8 +371,8 @@ SimRun Simulation::run() {
   // and a blocking send returns when its message has arrived.
   for (int dp = 0; dp < dp_; ++dp) {
     for (int vs = 0; vs < vstages_; ++vs) {
-      box('f', dp, vs)->set_receiver(actors[host_index(vs % p_, dp)]);
-      box('b', dp, vs)->set_receiver(actors[host_index(vs % p_, dp)]);
+      box('f', dp, vs)->set_receiver(actors[host_index(map_.rank_of(vs), dp)]);
+      box('b', dp, vs)->set_receiver(actors[host_index(map_.rank_of(vs), dp)]);
     }
   }
   engine.run();

@@ -28,7 +28,8 @@ double simulated_operations(const Plan& plan, const SimgridOptions& options) {
                            ? double(s.layers) + s.has_embedding + s.has_head
                            : 1.0;
   }
-  return per_micro_batch * passes * double(plan.micro_batches) * double(plan.block_repeat);
+  return per_micro_batch * passes * double(plan.micro_batches_per_stage()) *
+         double(plan.block_repeat);
 }
 
 void check_supported(const Plan& plan, const SimgridOptions& options) {
@@ -109,7 +110,8 @@ void measured_comms(Prediction& p, const Plan& plan, const SimgridOptions& optio
                                      .makespan_s;
     const double exposed = plan.strategy.overlap_p2p ? p.pipeline_s - free_makespan : p2p->p2p_s;
     add_comm(p, CommCategory::kPipelineP2P, "pp activations/gradients point-to-point", nullptr,
-             2.0 * plan.micro_batches * plan.p2p_bytes * plan.chunks, p2p->p2p_s, exposed);
+             2.0 * plan.micro_batches_per_stage() * plan.p2p_bytes * plan.chunks, p2p->p2p_s,
+             exposed);
   }
 }
 

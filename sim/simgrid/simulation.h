@@ -105,7 +105,8 @@ class Simulation {
             make_schedule(plan.strategy.schedule, plan.pp, stream_micro_batches_, plan.chunks)),
         p_(plan.pp),
         dp_(plan.dp),
-        vstages_(plan.pp * plan.chunks) {
+        vstages_(plan.pp * plan.chunks),
+        map_(plan.stage_map()) {
     micro_batch_ids_.resize(stream_micro_batches_);
     for (int i = 0; i < stream_micro_batches_; ++i) micro_batch_ids_[i] = i;
     sync_phase_.assign(p_, !async_);
@@ -210,6 +211,10 @@ class Simulation {
   // apart.
   std::vector<int> members_of(GroupKind g, int rank, int replica) const {
     if (g == GroupKind::kExpertData) return expert_data_members(rank, replica);
+    if (g == GroupKind::kPipelineMirror) {  // ranks r and pp - 1 - r, lower first
+      const int low = std::min(rank, p_ - 1 - rank), high = std::max(rank, p_ - 1 - rank);
+      return {host_index(low, replica), host_index(high, replica)};
+    }
     const int shard = plan_.shard;
     std::vector<int> m;
     if (g == GroupKind::kShard) {
@@ -250,6 +255,7 @@ class Simulation {
   const int stream_micro_batches_;                 // m, or the async stream's length
   const PipelineSchedule schedule_;
   const int p_, dp_, vstages_;
+  const StageMap map_;  // which rank runs each virtual stage, and its neighbours
   std::vector<char> sync_phase_;     // per rank: past the pipeline ops (async: the sync phase)
   std::vector<char> event_in_sync_;  // per recorded event
   std::vector<double> steady_begin_s_, steady_end_s_;  // async: per rank, replica 0

@@ -12,11 +12,14 @@ namespace stratasim {
 // ep ranks that exchange tokens for their experts; kExpertData: the ranks holding the same
 // experts (tp*cp*dp / ep), over which expert gradients are reduced and sharded. kShard: the
 // ranks one ZeRO/FSDP shard spans when it is smaller than the data-parallel group (HSDP);
-// kReplica: the ranks holding the same shard in the other shard groups.
+// kReplica: the ranks holding the same shard in the other shard groups. kPipelineMirror:
+// DualPipe's pipeline ranks r and pp - 1 - r (same tp and dp index), which hold the same two
+// stages (one per direction) and sum their gradients.
 enum class GroupKind : uint8_t {
-  kTensor, kData, kPipelineEmbedding, kContext, kExpert, kExpertData, kShard, kReplica
+  kTensor, kData, kPipelineEmbedding, kContext, kExpert, kExpertData, kShard, kReplica,
+  kPipelineMirror
 };
-inline constexpr int kGroupKinds = 8;
+inline constexpr int kGroupKinds = 9;
 
 // The group's name in reports and exported graphs.
 inline std::string_view group_name(GroupKind g) {
@@ -29,6 +32,7 @@ inline std::string_view group_name(GroupKind g) {
     case GroupKind::kExpertData: return "expert_data";
     case GroupKind::kShard: return "shard";
     case GroupKind::kReplica: return "replica";
+    case GroupKind::kPipelineMirror: return "pipeline_mirror";
   }
   return "?";
 }

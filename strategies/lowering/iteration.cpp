@@ -153,14 +153,14 @@ void add_send(StepProgram& s, const Plan& plan, IterOpKind kind, int vs, int aft
 
 StageProgram stage_program(const Plan& plan, int vs) {
   const VirtualStage& st = plan.stages[vs];
-  const int vstages = static_cast<int>(plan.stages.size());
+  const StageMap map = plan.stage_map();
   StageProgram p;
   {
     StepProgram& f = p.forward;
     const ZeroSplit z = add_zero_gather(f, plan, st, vs);
     const int compute =
         push(f, compute_op(IterOpKind::kForward, vs, stage_work(plan, st, Phase::kForward), z.first));
-    if (vs + 1 < vstages) add_send(f, plan, IterOpKind::kSendActivation, vs, compute);
+    if (map.next_stage(vs) >= 0) add_send(f, plan, IterOpKind::kSendActivation, vs, compute);
   }
   {
     StepProgram& b = p.backward;
@@ -177,7 +177,7 @@ StageProgram stage_program(const Plan& plan, int vs) {
                                             {all.flops - weights.flops, all.bytes}, dep));
     // Split: the gradient leaves after B; W and the gradients' reduce-scatter follow later.
     const int last = split ? backward : add_zero_reduce_scatter(b, plan, st, vs, backward);
-    if (vs > 0) add_send(b, plan, IterOpKind::kSendGradient, vs, last);
+    if (map.prev_stage(vs) >= 0) add_send(b, plan, IterOpKind::kSendGradient, vs, last);
     if (split) {
       StepProgram& w = p.weight;
       const int weight = push(w, compute_op(IterOpKind::kWeightGradient, vs, weights, -1));
@@ -225,6 +225,18 @@ std::vector<IterOp> rank_tail(const Plan& plan, int rank, double all_params, dou
                                  zero == 0 ? CommKind::kAllReduce : CommKind::kReduceScatter,
                                  GroupKind::kExpertData, -1, expert_grads, buckets, s.collective));
   }
+  // DualPipe: ranks r and pp - 1 - r hold the same two stages; each sums its gradients with
+  // the other's (after the data-parallel reduction, on the shard it leaves), before the
+  // update. Both ends hold the embedding and the head, so tied embeddings need no sync of
+  // their own.
+  const bool mirrored = plan.stage_map().bidirectional;
+  if (mirrored) {
+    const double shard_of = zero >= 1 ? plan.shard : 1;
+    const double bytes = (params / shard_of + expert_params / (zero >= 1 ? plan.edp : 1)) *
+                         plan.grad_bytes_per_param;
+    tail.push_back(collective_op(IterOpKind::kGradientReduce, CommKind::kAllReduce,
+                                 GroupKind::kPipelineMirror, -1, bytes, buckets, s.collective));
+  }
   if (plan.shard > 1 && (zero == 1 || zero == 2)) {
     tail.push_back(collective_op(IterOpKind::kParameterGather, CommKind::kAllGather,
                                  plan.zero_group(), -1, params * plan.weight_bytes_per_param, 1,
@@ -236,7 +248,7 @@ std::vector<IterOp> rank_tail(const Plan& plan, int rank, double all_params, dou
                                  expert_params * plan.weight_bytes_per_param, 1, s.collective));
   }
   const bool tied = plan.model.family != ModelFamily::kOpGraph &&
-                    plan.model.transformer.tied_embeddings && plan.pp > 1;
+                    plan.model.transformer.tied_embeddings && plan.pp > 1 && !mirrored;
   if (tied && (rank == 0 || rank == plan.pp - 1)) {
     const TransformerSpec& t = plan.model.transformer;
     tail.push_back(collective_op(IterOpKind::kEmbeddingSync, CommKind::kAllReduce,
@@ -294,6 +306,8 @@ void lower_iteration(Plan& plan) {
                         plan.hardware.node.devices;
   it.groups[static_cast<int>(GroupKind::kPipelineEmbedding)] =
       CommGroup{GroupKind::kPipelineEmbedding, 2, one_node ? 2 : 1};
+  it.groups[static_cast<int>(GroupKind::kPipelineMirror)] =
+      CommGroup{GroupKind::kPipelineMirror, 2, one_node ? 2 : 1};
   it.rank_params.assign(plan.pp, 0.0);
   std::vector<double> rank_experts(plan.pp, 0.0);
   for (const VirtualStage& st : plan.stages) {

@@ -74,7 +74,8 @@ struct Templates {
 
 class GraphWriter {
  public:
-  GraphWriter(const Plan& plan, std::string& text) : plan_(plan), out_(text) {}
+  GraphWriter(const Plan& plan, std::string& text)
+      : plan_(plan), map_(plan.stage_map()), out_(text) {}
 
   Templates templates() {
     Templates t;
@@ -85,14 +86,15 @@ class GraphWriter {
       first = false;
     };
     for (int vs = 0; vs < vstages; ++vs) {
-      t.recv_activation.push_back(vs > 0 ? t.count : -1);
-      if (vs > 0) sep(), recv_template(t.count++, true, vs);
+      const bool has_prev = map_.prev_stage(vs) >= 0, has_next = map_.next_stage(vs) >= 0;
+      t.recv_activation.push_back(has_prev ? t.count : -1);
+      if (has_prev) sep(), recv_template(t.count++, true, vs);
       t.forward.push_back(t.count);
       for (const IterOp& op : plan_.iteration.stages[vs].forward.ops) {
         sep(), op_template(t.count++, op, "forward");
       }
-      t.recv_gradient.push_back(vs + 1 < vstages ? t.count : -1);
-      if (vs + 1 < vstages) sep(), recv_template(t.count++, false, vs);
+      t.recv_gradient.push_back(has_next ? t.count : -1);
+      if (has_next) sep(), recv_template(t.count++, false, vs);
       t.backward.push_back(t.count);
       for (const IterOp& op : plan_.iteration.stages[vs].backward.ops) {
         sep(), op_template(t.count++, op, "backward");
@@ -125,7 +127,8 @@ class GraphWriter {
         recv = next_id_;
         begin_node(recv_template, pop.micro_batch);
         deps({}, {});
-        out_.raw(",\"comm_tag\":").str(message_tag(fwd, fwd ? vs - 1 : vs + 1, pop.micro_batch))
+        out_.raw(",\"comm_tag\":")
+            .str(message_tag(fwd, fwd ? map_.prev_stage(vs) : map_.next_stage(vs), pop.micro_batch))
             .raw("}");
       }
       const int base = fwd ? t.forward[vs] : weight ? t.weight[vs] : t.backward[vs];
@@ -184,7 +187,7 @@ class GraphWriter {
   }
 
   void recv_template(int index, bool activation, int vs) {
-    const int from = activation ? vs - 1 : vs + 1;
+    const int from = activation ? map_.prev_stage(vs) : map_.next_stage(vs);
     out_.raw("{\"op\":").num(static_cast<long long>(index))
         .raw(",\"type\":\"COMM_RECV_NODE\",\"kind\":")
         .str(activation ? "recv_activation" : "recv_gradient")
@@ -202,7 +205,8 @@ class GraphWriter {
     if (op.stream == Stream::kCompute) {
       out_.raw(",\"num_ops\":").num(op.flops).raw(",\"tensor_size\":").num(op.bytes);
     } else if (is_send(op)) {
-      const int to = op.kind == IterOpKind::kSendActivation ? op.vstage + 1 : op.vstage - 1;
+      const int to = op.kind == IterOpKind::kSendActivation ? map_.next_stage(op.vstage)
+                                                            : map_.prev_stage(op.vstage);
       out_.raw(",\"comm_size\":").num(op.bytes).raw(",\"comm_dst\":")
           .num(static_cast<long long>(plan_.stages[to].rank))
           .raw(",\"blocking\":").raw(op.blocking ? "true" : "false");
@@ -265,6 +269,7 @@ class GraphWriter {
   }
 
   const Plan& plan_;
+  const StageMap map_;  // which rank runs each virtual stage, and its neighbours
   Out out_;
   long long next_id_ = 0;
   bool first_node_ = true;
@@ -287,9 +292,10 @@ void header(Out& o, const Plan& plan) {
            "run the same ops on equal shards\",\"groups\":{");
   for (GroupKind g : {GroupKind::kTensor, GroupKind::kData, GroupKind::kPipelineEmbedding,
                       GroupKind::kContext, GroupKind::kExpert, GroupKind::kExpertData,
-                      GroupKind::kShard, GroupKind::kReplica}) {
+                      GroupKind::kShard, GroupKind::kReplica, GroupKind::kPipelineMirror}) {
     const CommGroup c = plan.iteration.group(g);
     if ((g == GroupKind::kExpert || g == GroupKind::kExpertData) && plan.ep == 1) continue;
+    if (g == GroupKind::kPipelineMirror && !plan.stage_map().bidirectional) continue;
     if ((g == GroupKind::kShard || g == GroupKind::kReplica) && plan.shard == plan.dp) continue;
     if (g != GroupKind::kTensor) o.raw(",");
     o.str(group_name(g)).raw(":{\"size\":").num(static_cast<long long>(c.size))

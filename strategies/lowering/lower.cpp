@@ -55,8 +55,12 @@ void build_transformer_blocks(Plan& plan) {
                    s.tp / s.cp;  // scatter/gather optimisation (Narayanan et al. SC21, Sec. 4.1)
 }
 
+// Layers split over the positions of a chain (StageMap::position): the embedding at its start,
+// the head at its end. DualPipe's two chains each hold the whole model, so virtual stages s
+// and p + s hold the same layers (on ranks s and p - 1 - s): each rank twice the parameters.
 void assign_stages(Plan& plan) {
-  const int p = plan.pp, v = plan.chunks, vstages = p * v;
+  const StageMap map = plan.stage_map();
+  const int vstages = map.virtual_stages(), positions = map.chain_length();
   const int layers = plan.model.family == ModelFamily::kOpGraph ? 1 : plan.model.transformer.layers;
   plan.stages.resize(vstages);
   // Explicit first/last stage layer counts (checked by lower_checks); the rest split evenly,
@@ -64,21 +68,23 @@ void assign_stages(Plan& plan) {
   const Strategy& s = plan.strategy;
   const bool op_graph = plan.model.family == ModelFamily::kOpGraph;
   const int first = op_graph ? 0 : s.first_stage_layers, last = op_graph ? 0 : s.last_stage_layers;
-  const int middle = vstages - (first > 0) - (last > 0);
+  const int middle = positions - (first > 0) - (last > 0);
   const int rest = layers - first - last;
   int next = 0;
   for (int i = 0; i < vstages; ++i) {
     VirtualStage& st = plan.stages[i];
-    st.rank = i % p;
-    st.chunk = i / p;
+    const int pos = map.position(i);
+    if (pos == 0) next = 0;
+    st.rank = map.rank_of(i);
+    st.chunk = i / plan.pp;
     st.first_layer = next;
-    const int m = i - (first > 0);  // index among the middle stages
-    st.layers = (first > 0 && i == 0)             ? first
-                : (last > 0 && i == vstages - 1)  ? last
-                                                  : rest / middle + (m < rest % middle ? 1 : 0);
+    const int m = pos - (first > 0);  // index among the middle stages
+    st.layers = (first > 0 && pos == 0)              ? first
+                : (last > 0 && pos == positions - 1) ? last
+                                                     : rest / middle + (m < rest % middle ? 1 : 0);
     next += st.layers;
-    st.has_embedding = i == 0 && plan.model.family != ModelFamily::kOpGraph;
-    st.has_head = i == vstages - 1 && plan.model.family != ModelFamily::kOpGraph;
+    st.has_embedding = pos == 0 && plan.model.family != ModelFamily::kOpGraph;
+    st.has_head = pos == positions - 1 && plan.model.family != ModelFamily::kOpGraph;
     const int dense_end = plan.dense_layer ? plan.model.transformer.moe.first_dense_layers : 0;
     st.dense_layers = std::clamp(dense_end - st.first_layer, 0, st.layers);
     const int routed = st.layers - st.dense_layers;
@@ -155,7 +161,7 @@ Expected<Plan> lower(const ModelSpec& model, const Strategy& strategy,
   plan.pp = strategy.pp;
   plan.cp = strategy.cp;
   plan.dp = dp * strategy.cp;  // gradients are shared by the data and the context replicas
-  plan.chunks = strategy.interleave;
+  plan.chunks = pipeline_chunks(strategy);
   plan.ep = strategy.ep;
   plan.shard = strategy.shard_group > 0 ? strategy.shard_group : plan.dp;
   plan.zero3_resident = strategy.zero_stage == 3 &&

@@ -177,7 +177,8 @@ std::optional<Infeasible> check_model_split(const ModelSpec& m, const Strategy& 
     return Infeasible{InfeasibleReason::kSequenceParallel,
                       "tp=" + str(s.tp) + " does not divide seq_len=" + str(t.seq_len), "sequence_parallel"};
   }
-  const int vstages = s.pp * s.interleave;
+  // The stages the layers split over: DualPipe's two directions each hold the whole model.
+  const int vstages = s.schedule == ScheduleKind::kDualPipe ? s.pp : s.pp * s.interleave;
   if (t.layers < vstages) {
     return Infeasible{InfeasibleReason::kPipelineParallel,
                       "pp*interleave=" + str(vstages) + " exceeds layers=" + str(t.layers), "pp"};
@@ -228,7 +229,12 @@ std::optional<Infeasible> check_batch_and_schedule(const Strategy& s, int dp, in
     return Infeasible{InfeasibleReason::kSchedule,
                       "interleaved 1F1B needs a pipeline (pp > 1); with pp=1 use 1f1b", "schedule"};
   }
-  if (auto rule = schedule_rule_violation(s.schedule, s.pp, *micro_batches, s.interleave)) {
+  if (s.schedule == ScheduleKind::kDualPipe && s.interleave > 2) {
+    return Infeasible{InfeasibleReason::kSchedule,
+                      "DualPipe runs 2 chunks per rank, one per direction; leave interleave at 1 "
+                      "(interleave=" + str(s.interleave) + ")", "interleave"};
+  }
+  if (auto rule = schedule_rule_violation(s.schedule, s.pp, *micro_batches, pipeline_chunks(s))) {
     return Infeasible{InfeasibleReason::kSchedule, *rule, "interleave"};
   }
   return std::nullopt;

@@ -99,6 +99,14 @@ struct Plan {
   // The group ZeRO's collectives span: kData, or kShard for a shard group smaller than dp.
   GroupKind zero_group() const { return shard < dp ? GroupKind::kShard : GroupKind::kData; }
   int micro_batches = 1;     // per pipeline per iteration (gradient accumulation steps)
+  // Which rank holds each virtual stage and where a micro-batch goes next (pipeline_schedule.h):
+  // DualPipe runs two chains of pp stages in opposite directions, each holding the whole
+  // model, with half the micro-batches in each.
+  StageMap stage_map() const {
+    return StageMap{pp, chunks, strategy.schedule == ScheduleKind::kDualPipe};
+  }
+  // How many micro-batches each virtual stage runs per iteration.
+  int micro_batches_per_stage() const { return micro_batches / stage_map().directions(); }
   double tokens_per_micro_batch = 0;  // micro_batch * seq_len (samples for op graphs)
   double samples_per_iteration = 0;   // global batch
 

@@ -44,7 +44,7 @@ double uniform_bubble_fraction(ScheduleKind kind, int p, int m, int v) {
     case ScheduleKind::kZeroBubbleH1: return double(p - 1) / (3.0 * m + p - 1);
     // Post-validated: each rank's span is 3m + (p - 1)(F + B - 2W) = 3m (Qi et al., Table 1).
     case ScheduleKind::kZeroBubbleH2: return 0;
-    // No closed form: the op order run with F = B = W = 1 (m per direction, v = 2).
+    // No closed form: the op order run with F = B = W = 1 (m in all, v = 2).
     case ScheduleKind::kDualPipe: {
       StageDurations d;
       d.forward_s.assign(2 * p, 1.0), d.backward_s.assign(2 * p, 1.0), d.weight_s.assign(2 * p, 1.0);

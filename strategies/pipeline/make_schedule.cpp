@@ -13,9 +13,13 @@ std::optional<std::string> schedule_rule_violation(ScheduleKind kind, int p, int
   if (kind == ScheduleKind::kDualPipe) {
     if (p % 2 != 0) return "DualPipe needs an even pp (pp=" + n(p) + ")";
     if (v != 2) return "DualPipe runs 2 chunks per rank, one per direction (v=" + n(v) + ")";
-    if (m < p) {
-      return "DualPipe needs at least pp micro-batches in each direction (m=" + n(m) + ", pp=" +
-             n(p) + ")";
+    if (m % 2 != 0) {
+      return "DualPipe feeds half the micro-batches from each end and needs an even number (m=" +
+             n(m) + ")";
+    }
+    if (m < 2 * p) {
+      return "DualPipe needs at least pp micro-batches in each direction, 2 pp in all (m=" + n(m) +
+             ", pp=" + n(p) + ")";
     }
     return std::nullopt;
   }
@@ -54,8 +58,9 @@ PipelineSchedule make_schedule(ScheduleKind kind, int p, int m, int v) {
       return schedule_zb_h1(p, m);
     case ScheduleKind::kZeroBubbleH2:
       return schedule_zb_h2(p, m);
-    case ScheduleKind::kDualPipe:  // m per direction
-      return schedule_dualpipe(p, m);
+    case ScheduleKind::kDualPipe:  // m in all, half per direction
+      SS_ASSERT(m % 2 == 0, "DualPipe splits the micro-batches evenly over its directions");
+      return schedule_dualpipe(p, m / 2);
   }
   SS_ASSERT(false, "unknown schedule kind");
   return schedule_1f1b(p, m);

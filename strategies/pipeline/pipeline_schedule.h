@@ -59,6 +59,13 @@ struct StageMap {
   int virtual_stage(int rank, int chunk) const {
     return chunk * p + (bidirectional && chunk == 1 ? p - 1 - rank : rank);
   }
+  int virtual_stages() const { return p * v; }
+  // Micro-batches of an iteration split over the directions (DualPipe: half in each).
+  int directions() const { return bidirectional ? 2 : 1; }
+  // The stage's place along its direction's chain, and the chain's length: the model's layers
+  // are split over the positions, so DualPipe's virtual stages s and p + s hold the same layers.
+  int position(int vstage) const { return bidirectional ? vstage % p : vstage; }
+  int chain_length() const { return bidirectional ? p : p * v; }
   int rank_of(int vstage) const {
     const int s = vstage % p;
     return bidirectional && vstage / p == 1 ? p - 1 - s : s;
@@ -83,7 +90,8 @@ struct PipelineSchedule {
   bool flush = true;       // false for PipeDream's asynchronous schedule (no flush)
   bool split_backward = false;  // B and W are separate ops (zero-bubble schedules)
   bool post_validation = false;  // post_validated(kind)
-  // DualPipe's two directions (StageMap), `micro_batches` in each.
+  // DualPipe's two directions (StageMap), `micro_batches` in each (make_schedule takes the
+  // iteration's total, twice that).
   bool bidirectional = false;
   std::vector<std::vector<PipeOp>> per_rank;  // size p
 

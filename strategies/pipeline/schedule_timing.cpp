@@ -273,14 +273,14 @@ ScheduleTiming time_schedule(ScheduleKind kind, int p, int m, int v, const Stage
     case ScheduleKind::kZeroBubbleH2:
       timing_post_validated(kind, p, m, s, t);
       break;
-    case ScheduleKind::kDualPipe: {  // m per direction, v = 2 (the directions)
+    case ScheduleKind::kDualPipe: {  // m in all (half per direction), v = 2 (the directions)
       const CompiledSchedule& cs = cached_schedule(kind, p, m, v);
       run(cs, s);
       t.rank_finish_s = s.finish;
       g_last_method = TimingMethod::kFullSimulation;
       std::vector<int> last(p);
       for (int r = 0; r < p; ++r) last[r] = cs.ops[cs.begin[r + 1] - 1].dur;
-      finish_timing(p, m, v, d, t, true, &last, &s.tables);
+      finish_timing(p, m / 2, v, d, t, true, &last, &s.tables);
       return t;
     }
   }

@@ -31,6 +31,7 @@ PipelineSchedule schedule_zb_h2(int p, int m);
 // p - 1 - r of the reverse one (bidirectional); B and W split (schedule_dualpipe.cpp).
 PipelineSchedule schedule_dualpipe(int p, int m);
 
+// m: the iteration's micro-batches per pipeline (DualPipe: both directions together).
 PipelineSchedule make_schedule(ScheduleKind kind, int p, int m, int v);
 
 // Why (p, m, v) is illegal for this schedule, or std::nullopt when it is legal.

@@ -121,6 +121,11 @@ struct Strategy {
   bool operator==(const Strategy&) const = default;
 };
 
+// Model chunks per pipeline rank: `interleave`, or DualPipe's two (one per direction).
+inline int pipeline_chunks(const Strategy& s) {
+  return s.schedule == ScheduleKind::kDualPipe ? 2 : s.interleave;
+}
+
 std::string_view recompute_name(Recompute r);
 std::string_view collective_algorithm_name(CollectiveAlgorithm a);
 

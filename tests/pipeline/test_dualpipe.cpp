@@ -51,7 +51,7 @@ TEST_CASE("dualpipe order of a small case worked by hand (p = 2, m = 2 per direc
   CHECK(t.makespan_s == doctest::Approx(12));
   CHECK(t.per_rank[0][5].start_s == doctest::Approx(5));
   CHECK(t.per_rank[0][10].start_s == doctest::Approx(10));
-  CHECK(time_schedule(ScheduleKind::kDualPipe, 2, 2, 2, uniform_split(4, 1, 1, 1)).makespan_s ==
+  CHECK(time_schedule(ScheduleKind::kDualPipe, 2, 4, 2, uniform_split(4, 1, 1, 1)).makespan_s ==
         doctest::Approx(12));
 }
 
@@ -72,15 +72,15 @@ TEST_CASE("dualpipe: each rank holds two stages, PP + 1 activations, a bubble th
       // (the README: PP + 1, against 1F1B's PP).
       const std::vector<int> peak = peak_in_flight(s);
       CHECK(*std::max_element(peak.begin(), peak.end()) == p + 1);
-      CHECK(peak_in_flight(ScheduleKind::kDualPipe, p, m, 2) == peak);
+      CHECK(peak_in_flight(ScheduleKind::kDualPipe, p, 2 * m, 2) == peak);  // 2m in all
       // F = 1, B = 2, W = 1 (full backward 3): each rank computes 2m (F + B + W) = 8m. The
       // bubble is the same for every m, at most the README's (p/2 - 1)(F&B + B_full - 3W) with
       // F&B = F + B_full = 4 (no overlap), and below 1F1B's (p - 1)(F + B_full) on p stages.
       const StageDurations d = uniform_split(2 * p, 1, 2, 1);
-      const ScheduleTiming t = time_schedule(ScheduleKind::kDualPipe, p, m, 2, d);
+      const ScheduleTiming t = time_schedule(ScheduleKind::kDualPipe, p, 2 * m, 2, d);
       CHECK(t.makespan_s == doctest::Approx(execute_schedule(s, d).makespan_s));
       const double bubble = t.makespan_s - 8.0 * m;
-      const double first = time_schedule(ScheduleKind::kDualPipe, p, p, 2, d).makespan_s - 8.0 * p;
+      const double first = time_schedule(ScheduleKind::kDualPipe, p, 2 * p, 2, d).makespan_s - 8.0 * p;
       CHECK(bubble == doctest::Approx(first));
       CHECK(bubble > 0);
       CHECK(bubble <= (p / 2 - 1) * (4.0 + 3.0 - 3.0) + 1e-9);
@@ -93,11 +93,15 @@ TEST_CASE("dualpipe: each rank holds two stages, PP + 1 activations, a bubble th
 TEST_CASE("dualpipe: illegal shapes are named") {
   CHECK(schedule_rule_violation(ScheduleKind::kDualPipe, 3, 6, 2) ==
         std::optional<std::string>("DualPipe needs an even pp (pp=3)"));
-  CHECK(schedule_rule_violation(ScheduleKind::kDualPipe, 4, 3, 2) ==
-        std::optional<std::string>("DualPipe needs at least pp micro-batches in each direction (m=3, pp=4)"));
+  CHECK(schedule_rule_violation(ScheduleKind::kDualPipe, 4, 9, 2) ==
+        std::optional<std::string>(
+            "DualPipe feeds half the micro-batches from each end and needs an even number (m=9)"));
+  CHECK(schedule_rule_violation(ScheduleKind::kDualPipe, 4, 6, 2) ==
+        std::optional<std::string>(
+            "DualPipe needs at least pp micro-batches in each direction, 2 pp in all (m=6, pp=4)"));
   CHECK(schedule_rule_violation(ScheduleKind::kDualPipe, 4, 4, 1) ==
         std::optional<std::string>("DualPipe runs 2 chunks per rank, one per direction (v=1)"));
-  CHECK_FALSE(schedule_rule_violation(ScheduleKind::kDualPipe, 4, 4, 2).has_value());
+  CHECK_FALSE(schedule_rule_violation(ScheduleKind::kDualPipe, 4, 8, 2).has_value());
   CHECK(schedule_name(ScheduleKind::kDualPipe) == "dualpipe");
 }
 
