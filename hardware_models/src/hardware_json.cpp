@@ -13,6 +13,8 @@
 // preset or file: {"device": {"memory": "40GiB"}}) changes only those fields of the inherited one.
 #include "hardware_models/src/hardware_json.h"
 
+#include <cstdlib>
+#include <cstdio>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -254,6 +256,36 @@ void apply_curve(const JsonNode& n, EfficiencyCurve& curve, bool partial, Dimens
         [&](const JsonNode& c) { curve.half_size = c.as_quantity(size_dim); });
 }
 
+// One pass of a fused attention kernel (hardware_model.h AttentionPass).
+void apply_attention_pass(const JsonNode& n, AttentionPass& a, bool partial) {
+  n.allow_keys({"max_fraction", "half_keys", "causal_fraction", "causal_half_keys",
+                "head_dim_scale"});
+  auto keys = [](const JsonNode& c) {
+    const double v = c.as_number();
+    if (!(v >= 0 && v <= 1e7)) c.fail("must be a number of keys between 0 and 1e7");
+    return v;
+  };
+  field(n, "max_fraction", partial, [&](const JsonNode& c) { a.max_fraction = fraction(c); });
+  field(n, "half_keys", partial, [&](const JsonNode& c) { a.half_keys = keys(c); });
+  optional_field(n, "causal_fraction", [&](const JsonNode& c) { a.causal_fraction = fraction(c); });
+  optional_field(n, "causal_half_keys", [&](const JsonNode& c) { a.causal_half_keys = keys(c); });
+  optional_field(n, "head_dim_scale", [&](const JsonNode& c) {
+    c.require_object();
+    a.head_dim_scale.clear();
+    for (const auto& item : c.raw().items()) {
+      const JsonNode v = c.at(item.key());
+      char* end = nullptr;
+      const double dim = std::strtod(item.key().c_str(), &end);
+      if (end == item.key().c_str() || *end != '\0' || !(dim >= 8 && dim <= 1024)) {
+        v.fail("keys must be head dimensions between 8 and 1024 (e.g. \"64\")");
+      }
+      const double f = v.as_number();
+      if (!(f > 0 && f <= 4)) v.fail("must be a plateau factor in (0, 4]");
+      a.head_dim_scale.emplace_back(dim, f);
+    }
+  });
+}
+
 void allow_device_keys(const JsonNode& n) {
   n.allow_keys({"name", "peak", "vector_flops", "memory", "memory_bandwidth", "efficiency",
                 "kernel_overhead", "reserved_memory", "compute_units", "price_per_hour",
@@ -284,9 +316,9 @@ void apply(const JsonNode& n, DeviceSpec& d, bool partial, int /*depth*/) {
       optional_field(e, key, [&, curves = curves](const JsonNode& a) {
         a.allow_keys({"forward", "backward"});
         field(a, "forward", partial,
-              [&](const JsonNode& c) { apply_curve(c, curves->forward, partial, Dimension::kFlops); });
+              [&](const JsonNode& c) { apply_attention_pass(c, curves->forward, partial); });
         field(a, "backward", partial,
-              [&](const JsonNode& c) { apply_curve(c, curves->backward, partial, Dimension::kFlops); });
+              [&](const JsonNode& c) { apply_attention_pass(c, curves->backward, partial); });
       });
     }
   });
@@ -461,6 +493,24 @@ T read_nested(const JsonNode& c, const T& inherited, bool partial, int depth) {
 
 // ---- writers -----------------------------------------------------------------------------
 
+Json attention_pass_json(const AttentionPass& a) {
+  Json j = Json::object();
+  j["max_fraction"] = a.max_fraction;
+  j["half_keys"] = a.half_keys;
+  if (a.causal_fraction > 0) j["causal_fraction"] = a.causal_fraction;
+  if (a.causal_half_keys > 0) j["causal_half_keys"] = a.causal_half_keys;
+  if (!a.head_dim_scale.empty()) {
+    Json scale = Json::object();
+    for (const auto& [dim, f] : a.head_dim_scale) {
+      char key[32];
+      std::snprintf(key, sizeof key, "%g", dim);
+      scale[key] = f;
+    }
+    j["head_dim_scale"] = std::move(scale);
+  }
+  return j;
+}
+
 Json curve_json(const EfficiencyCurve& c, Dimension size_dim) {
   Json j = Json::object();
   j["max_fraction"] = c.max_fraction;
@@ -493,8 +543,8 @@ Json to_json(const DeviceSpec& d) {
   }
   for (auto [key, curves] : {std::pair{"flash2", &d.flash2}, std::pair{"flash3", &d.flash3}}) {
     if (!curves->present()) continue;
-    j["efficiency"][key] = {{"forward", curve_json(curves->forward, Dimension::kFlops)},
-                            {"backward", curve_json(curves->backward, Dimension::kFlops)}};
+    j["efficiency"][key] = {{"forward", attention_pass_json(curves->forward)},
+                            {"backward", attention_pass_json(curves->backward)}};
   }
   j["kernel_overhead"] = quantity_text(d.kernel_overhead_s, Dimension::kTime);
   j["reserved_memory"] = quantity_text(d.reserved_memory_B, Dimension::kBytes);

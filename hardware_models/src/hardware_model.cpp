@@ -32,6 +32,43 @@ double EfficiencyCurve::at(double size) const {
   return max_fraction * size / (size + half_size);
 }
 
+double AttentionPass::plateau(bool causal, double head_dim) const {
+  double scale = 1.0;
+  if (!head_dim_scale.empty() && head_dim > 0) {
+    // Points (log2 head dim, factor), with 128 at factor 1 unless the table says otherwise.
+    std::vector<std::pair<double, double>> pts;
+    bool has_128 = false;
+    for (const auto& [dim, f] : head_dim_scale) {
+      pts.emplace_back(std::log2(dim), f);
+      has_128 = has_128 || dim == 128;
+    }
+    if (!has_128) pts.emplace_back(7.0, 1.0);
+    std::sort(pts.begin(), pts.end());
+    const double x = std::log2(head_dim);
+    if (x <= pts.front().first) {
+      scale = pts.front().second;
+    } else if (x >= pts.back().first) {
+      scale = pts.back().second;
+    } else {
+      for (size_t i = 1; i < pts.size(); ++i) {
+        if (x > pts[i].first) continue;
+        const double t = (x - pts[i - 1].first) / (pts[i].first - pts[i - 1].first);
+        scale = pts[i - 1].second + t * (pts[i].second - pts[i - 1].second);
+        break;
+      }
+    }
+  }
+  const double base = causal && causal_fraction > 0 ? causal_fraction : max_fraction;
+  return base * scale;
+}
+
+double AttentionPass::at(double keys, bool causal, double head_dim) const {
+  const double top = plateau(causal, head_dim);
+  const double half = causal && causal_half_keys > 0 ? causal_half_keys : half_keys;
+  if (keys <= 0 || half <= 0) return top;
+  return top * keys / (keys + half);
+}
+
 double size_efficiency_at(const LinkSpec& l, double bytes) {
   const auto& c = l.size_efficiency;
   if (c.empty()) return 1.0;

@@ -30,12 +30,30 @@ struct EfficiencyCurve {
   bool operator==(const EfficiencyCurve&) const = default;
 };
 
-// A fused attention kernel's achievable fraction of the dense peak (of the 16-bit dtype), by
-// the FLOP of one launch, counted as the FlashAttention benchmarks count them (4 b s^2 h
-// forward, halved when causal; backward 2.5x). An absent curve has max_fraction 0.
+// One pass (forward or backward) of a fused attention kernel (FlashAttention-2/3, cuDNN): its
+// achievable fraction of the dense 16-bit peak, FLOP counted as the FlashAttention benchmarks
+// count them (4 b s_q s_k h forward, halved when causal; backward 2.5x). Each thread block
+// walks one query block along the keys, so a fixed per-block cost is amortized over the keys
+// a query row attends:
+//   fraction(keys) = plateau * keys / (keys + half_keys)
+// with a plateau and half_keys of their own for causal masking (half the keys per row on
+// average, plus the diagonal blocks), measured at head dim 128; other head dims scale the
+// plateau (head_dim_scale, interpolated in log2 of the head dim, held at the ends).
+struct AttentionPass {
+  double max_fraction = 0;      // non-causal plateau; 0 = absent
+  double half_keys = 0;         // keys per query row at half the plateau (non-causal)
+  double causal_fraction = 0;   // causal plateau (0: max_fraction)
+  double causal_half_keys = 0;  // (0: half_keys)
+  std::vector<std::pair<double, double>> head_dim_scale;  // (head dim, plateau factor)
+  // Fraction of peak for rows attending `keys` keys (<= 0: the plateau) of `head_dim`.
+  double at(double keys, bool causal, double head_dim) const;
+  double plateau(bool causal, double head_dim) const;
+  bool operator==(const AttentionPass&) const = default;
+};
+
 struct AttentionCurves {
-  EfficiencyCurve forward{0, 0};
-  EfficiencyCurve backward{0, 0};
+  AttentionPass forward;
+  AttentionPass backward;
   bool present() const { return forward.max_fraction > 0 && backward.max_fraction > 0; }
   bool operator==(const AttentionCurves&) const = default;
 };

@@ -14,8 +14,18 @@ double curve_checksum(const LinkSpec& l) {
   return sum;
 }
 
+// The causal and head-dim parts of a device's attention curves, folded into one number.
+double attention_checksum(const AttentionCurves& a) {
+  double sum = 0, weight = 1;
+  for (const AttentionPass* p : {&a.forward, &a.backward}) {
+    for (double v : {p->causal_fraction, p->causal_half_keys}) sum += (weight *= 1.618) * v;
+    for (const auto& [dim, f] : p->head_dim_scale) sum += (weight *= 1.618) * (dim + 7.3 * f);
+  }
+  return sum;
+}
+
 // Every number block_cost() reads from the plan besides the block itself.
-using Signature = std::array<double, 56>;
+using Signature = std::array<double, 58>;
 
 Signature signature_of(const Plan& plan) {
   const HardwareModel& hw = plan.hardware;
@@ -37,10 +47,11 @@ Signature signature_of(const Plan& plan) {
                    double(plan.ep_group.ranks_per_node), double(s.dtype),
                    double(s.collective), double(s.overlap_tp), double(s.overlap_ep), double(s.streams), d.matmul_fp8.max_fraction,
                    d.matmul_fp8.half_size, d.flash2.forward.max_fraction,
-                   d.flash2.forward.half_size, d.flash2.backward.max_fraction,
-                   d.flash2.backward.half_size, d.flash3.forward.max_fraction,
-                   d.flash3.forward.half_size, d.flash3.backward.max_fraction,
-                   d.flash3.backward.half_size, double(s.fusion.flash_attention_version),
+                   d.flash2.forward.half_keys, d.flash2.backward.max_fraction,
+                   d.flash2.backward.half_keys, d.flash3.forward.max_fraction,
+                   d.flash3.forward.half_keys, d.flash3.backward.max_fraction,
+                   d.flash3.backward.half_keys, attention_checksum(d.flash2),
+                   attention_checksum(d.flash3), double(s.fusion.flash_attention_version),
                    d.overlap_slowdown, curve_checksum(hw.node.device_link),
                    curve_checksum(hw.node.nic)}) {
     sig.at(i++) = v;

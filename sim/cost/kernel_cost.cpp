@@ -33,15 +33,28 @@ double matmul_s(const Kernel& k, const DeviceSpec& d, double peak, const Efficie
 }
 
 // A fused attention kernel at the device's measured FlashAttention efficiency (FA3 where the
-// strategy asks for it and the device has it, else FA2, else the GEMM curve).
-const EfficiencyCurve& attention_curve(const Kernel& k, const DeviceSpec& d, int version) {
+// strategy asks for it and the device has it, else FA2, else the GEMM curve) for the keys its
+// query rows attend, its masking and its head dim (hardware_model.h AttentionPass).
+const AttentionPass* attention_pass(const Kernel& k, const DeviceSpec& d, int version) {
   const AttentionCurves& a = version >= 3 && d.flash3.present() ? d.flash3 : d.flash2;
-  if (!a.present()) return d.matmul;
-  return k.phase == Phase::kForward ? a.forward : a.backward;
+  if (!a.present()) return nullptr;
+  return k.phase == Phase::kForward ? &a.forward : &a.backward;
+}
+
+double attention_fraction(const Kernel& k, const DeviceSpec& d, int version) {
+  const AttentionPass* a = attention_pass(k, d, version);
+  if (a == nullptr) return d.matmul.at(k.matmul_flops / k.launches);
+  return a->at(k.attention_keys, k.attention_causal, k.attention_head_dim);
+}
+
+double attention_plateau(const Kernel& k, const DeviceSpec& d, int version) {
+  const AttentionPass* a = attention_pass(k, d, version);
+  if (a == nullptr) return d.matmul.max_fraction;
+  return a->plateau(k.attention_causal, k.attention_head_dim);
 }
 
 double attention_s(const Kernel& k, const DeviceSpec& d, double peak, int version) {
-  return k.matmul_flops / (peak * attention_curve(k, d, version).at(k.matmul_flops / k.launches));
+  return k.matmul_flops / (peak * attention_fraction(k, d, version));
 }
 
 // FP8 training casts each linear layer's operands: per torchao's tensorwise recipe (pytorch/ao
@@ -85,7 +98,7 @@ KernelTime kernel_time(const Kernel& k, const DeviceSpec& d, DType dtype, int fl
   double plateau_compute = 0, plateau_memory = 0;
   if (k.cls == OpClass::kFlashAttention && k.matmul_flops > 0) {
     t.compute_s += attention_s(k, d, peak, flash_version);
-    plateau_compute += k.matmul_flops / (peak * attention_curve(k, d, flash_version).max_fraction);
+    plateau_compute += k.matmul_flops / (peak * attention_plateau(k, d, flash_version));
   } else if (k.matmul_flops > 0) {
     t.compute_s += matmul_s(k, d, peak, gemm_curve);
     plateau_compute += k.matmul_flops / (peak * gemm_curve.max_fraction);

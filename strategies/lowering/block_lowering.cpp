@@ -72,6 +72,10 @@ Kernel make_kernel(const LayerGraph& g, const Usage& u, const std::vector<bool>&
     if (op.gemm_m > 0) {
       k.gemm_m = op.gemm_m, k.gemm_n = op.gemm_n, k.gemm_k = op.gemm_k, k.gemm_batch = op.gemm_batch;
     }
+    if (op.cls == OpClass::kFlashAttention) {
+      k.attention_keys = op.attention_keys, k.attention_head_dim = op.attention_head_dim;
+      k.attention_causal = op.attention_causal;
+    }
     k.matmul_flops += op.matmul_flops;
     k.model_flops += op.model_flops;
     k.other_flops += op.other_flops;

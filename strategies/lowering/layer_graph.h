@@ -53,6 +53,9 @@ struct LayerOp {
   double other_flops = 0;   // FLOP on vector units
   double weight_bytes = 0;  // parameters read
   double model_flops = 0;   // FLOP counted for MFU (flash attention: the full s x s work)
+  // Fused attention: keys each query row attends per launch, query-key head dim, causal.
+  double attention_keys = 0, attention_head_dim = 0;
+  bool attention_causal = false;
   int16_t inputs[kMaxOpInputs] = {-1, -1, -1};
   int16_t output = -1;
   uint8_t saves = 0;        // kSave* bits: tensors this op's backward needs

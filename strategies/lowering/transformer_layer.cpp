@@ -226,6 +226,12 @@ int attention_core(Builder& B, const Dims& d, const LayerShape& sh, bool dropout
     fa.saves = kSaveInput0 | kSaveOutput;          // Q, K, V and the output
     fa.aux_saved_bytes = d.b * d.a_local * d.s / d.cp * 4;  // fp32 log-sum-exp per row
     fa.backward_flops_factor = 2.5;  // Dao 2023: backward runs 5 GEMMs to forward's 2
+    // What the kernel's efficiency depends on: the keys a query row attends per launch and
+    // the head dim. Ring attention runs one launch per K/V block of s / cp keys, unmasked but
+    // for the diagonal one (load-balanced chunks); Ulysses and no cp attend all s keys.
+    fa.attention_keys = ulysses || sh.cp == 1 ? d.s : d.s / sh.cp;
+    fa.attention_causal = sh.causal && (ulysses || sh.cp == 1);
+    fa.attention_head_dim = d.qkd;
     // Ring attention runs one kernel per K/V block: cp launches of 1/cp of the work each.
     if (!ulysses) fa.eager_launches = static_cast<int16_t>(sh.cp - 1);
     if (ulysses) return ulysses_all_to_all(B, "cp_a2a_out", attended, d.n * d.q / d.t * d.e);

@@ -2,7 +2,12 @@
 // storage under fp8 training, and fused attention at the device's FlashAttention curves.
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <string>
+
 #include "hardware_models/src/hardware_json.h"
+#include "sim/core/error.h"
+#include "sim/core/json_reader.h"
 #include "sim/cost/kernel_cost.h"
 #include "strategies/lowering/lower.h"
 #include "strategies/model/model_json.h"
@@ -106,4 +111,108 @@ TEST_CASE("attention: the catalog's A100 has FA2 curves only; H100 has FA2 and F
   const DeviceSpec h = catalog_device("H100-SXM5-80GB");
   CHECK(h.flash3.forward.max_fraction > h.flash2.forward.max_fraction);
   CHECK(h.matmul_fp8.max_fraction < h.matmul.max_fraction);  // fp8 GEMMs reach less of peak
+}
+
+TEST_CASE("attention: efficiency by the keys a row attends, causal masking and head dim") {
+  // plateau 0.6 (causal 0.5), half the plateau at 200 keys (causal 800); head dim 64 at 0.75.
+  const AttentionPass a{0.6, 200, 0.5, 800, {{64, 0.75}}};
+  CHECK(a.at(200, false, 128) == doctest::Approx(0.6 * 200 / 400));
+  CHECK(a.at(800, true, 128) == doctest::Approx(0.5 * 800 / 1600));
+  CHECK(a.at(0, false, 128) == doctest::Approx(0.6));  // unknown keys: the plateau
+  CHECK(a.plateau(true, 128) == doctest::Approx(0.5));
+  // Head dim: 0.75 at 64, 1 at 128 (implied), linear in log2 between, held beyond the ends.
+  CHECK(a.plateau(false, 64) == doctest::Approx(0.45));
+  CHECK(a.plateau(false, 32) == doctest::Approx(0.45));
+  CHECK(a.plateau(false, std::pow(2.0, 6.5)) == doctest::Approx(0.6 * 0.875));
+  CHECK(a.plateau(false, 256) == doctest::Approx(0.6));
+  // Absent causal figures fall back to the non-causal ones.
+  const AttentionPass b{0.6, 200, 0, 0, {}};
+  CHECK(b.at(200, true, 128) == doctest::Approx(0.3));
+
+  // A kernel: 1.2e10 FLOP of causal attention over 800 keys on the round device's FA3.
+  DeviceSpec d = round_device();
+  d.flash3.forward = a;
+  Kernel fa;
+  fa.cls = OpClass::kFlashAttention;
+  fa.phase = Phase::kForward;
+  fa.matmul_flops = 1.2e10;
+  fa.attention_keys = 800, fa.attention_causal = true, fa.attention_head_dim = 128;
+  // 1.2e10 / (1000e12 * 0.25) = 48 us, + 1 us launch.
+  CHECK(kernel_time(fa, d, DType::kBf16, 3).total_s == doctest::Approx(49e-6));
+}
+
+TEST_CASE("attention: the H100 curves reproduce the FlashAttention-3 paper's figures") {
+  // Shah et al. 2024 (arXiv 2407.08608) Figs. 5-6, H100 SXM5, head dim 128, TFLOPS: each
+  // fitted curve within 5% of the figure's bar at the shortest, a middle and the longest
+  // sequence.
+  const DeviceSpec h = catalog_device("H100-SXM5-80GB");
+  auto tflops = [&](const AttentionPass& p, double keys, bool causal) {
+    return p.at(keys, causal, 128) * 989;
+  };
+  struct Bar {
+    const AttentionPass* pass;
+    bool causal;
+    double keys, measured;
+  };
+  const Bar bars[] = {
+      {&h.flash2.forward, false, 512, 309}, {&h.flash2.forward, false, 16384, 370},
+      {&h.flash2.forward, true, 512, 191},  {&h.flash2.forward, true, 2048, 298},
+      {&h.flash2.forward, true, 16384, 335}, {&h.flash3.forward, false, 2048, 625},
+      {&h.flash3.forward, true, 512, 292},  {&h.flash3.forward, true, 16384, 616},
+      {&h.flash2.backward, false, 512, 214}, {&h.flash2.backward, false, 16384, 322},
+      {&h.flash3.backward, false, 512, 316}, {&h.flash3.backward, false, 4096, 542},
+  };
+  for (const Bar& b : bars) {
+    CAPTURE(b.keys);
+    CAPTURE(b.causal);
+    CHECK(std::abs(tflops(*b.pass, b.keys, b.causal) / b.measured - 1) < 0.05);
+  }
+  // Head dim 64 runs FA3 at about three quarters of the head-dim-128 plateau (497 vs 648).
+  CHECK(h.flash3.forward.plateau(false, 64) / h.flash3.forward.plateau(false, 128) ==
+        doctest::Approx(497.0 / 648).epsilon(0.02));
+}
+
+TEST_CASE("attention: lowering records the keys per launch, the masking and the head dim") {
+  ModelSpec m = model_preset("llama3-8b");  // seq 8192, head dim 128, causal
+  HardwareModel hw = catalog_cluster("dgx_h100");
+  auto attention = [&](int cp, CpComm comm) {
+    Strategy s;
+    s.cp = cp, s.cp_comm = comm, s.global_batch = 1;
+    fusion_preset("all", &s.fusion);
+    hw.num_devices = cp;
+    const Expected<Plan> plan = lower(m, s, hw);
+    REQUIRE_MESSAGE(plan.has_value(), (plan ? "" : plan.error().detail));
+    for (const Kernel& k : plan->layer->forward) {
+      if (k.cls == OpClass::kFlashAttention) return k;
+    }
+    FAIL("no fused attention kernel");
+    return Kernel{};
+  };
+  const Kernel whole = attention(1, CpComm::kRing);
+  CHECK(whole.attention_keys == 8192);
+  CHECK(whole.attention_causal);
+  CHECK(whole.attention_head_dim == 128);
+  // Ring attention: one launch per K/V block of s / cp keys, unmasked (load-balanced chunks).
+  const Kernel ring = attention(4, CpComm::kRing);
+  CHECK(ring.attention_keys == 2048);
+  CHECK_FALSE(ring.attention_causal);
+  // Ulysses: all s keys of heads / cp, causal.
+  const Kernel ulysses = attention(4, CpComm::kAllToAll);
+  CHECK(ulysses.attention_keys == 8192);
+  CHECK(ulysses.attention_causal);
+}
+
+TEST_CASE("attention: a device file with the old FLOP-sized attention curve is refused by name") {
+  const std::string text = R"({"preset": "H100-SXM5-80GB", "efficiency": {"flash2": {"forward":
+      {"max_fraction": 0.36, "half_size": "20GFLOP"}}}})";
+  try {
+    read_device(JsonNode(parse_json_text(text, "dev.json"), "dev.json", ""));
+    FAIL("accepted");
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    CAPTURE(what);
+    CHECK(what.find("dev.json") != std::string::npos);
+    CHECK(what.find("half_size") != std::string::npos);
+    CHECK(what.find("half_keys") != std::string::npos);
+  }
 }
