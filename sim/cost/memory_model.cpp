@@ -15,19 +15,26 @@ MemoryBreakdown model_state_memory(double params, int dp, int zero, StateBytes b
 std::vector<MemoryBreakdown> rank_memory(const Plan& plan, const std::vector<int>& in_flight) {
   const Strategy& s = plan.strategy;
   std::vector<MemoryBreakdown> out(plan.pp);
-  for (int r = 0; r < plan.pp; ++r) {
+  // One pass over the virtual stages, summed per rank (pp x v stages: not pp passes).
+  struct RankSum {
     double params = 0, experts = 0, activation_sum = 0, transient = 0;
     int chunks = 0;
-    for (const VirtualStage& st : plan.stages) {
-      if (st.rank != r) continue;
-      params += st.params;
-      experts += st.expert_params;
-      activation_sum += st.activation_B;
-      transient = std::max(transient, st.layers > st.dense_layers ? plan.layer->peak_transient_B : 0.0);
-      if (st.dense_layers > 0) transient = std::max(transient, plan.dense_layer->peak_transient_B);
-      if (st.has_head && plan.head) transient = std::max(transient, plan.head->peak_transient_B);
-      ++chunks;
-    }
+  };
+  std::vector<RankSum> sums(plan.pp);
+  for (const VirtualStage& st : plan.stages) {
+    RankSum& a = sums[st.rank];
+    a.params += st.params;
+    a.experts += st.expert_params;
+    a.activation_sum += st.activation_B;
+    a.transient = std::max(a.transient, st.layers > st.dense_layers ? plan.layer->peak_transient_B : 0.0);
+    if (st.dense_layers > 0) a.transient = std::max(a.transient, plan.dense_layer->peak_transient_B);
+    if (st.has_head && plan.head) a.transient = std::max(a.transient, plan.head->peak_transient_B);
+    ++a.chunks;
+  }
+  for (int r = 0; r < plan.pp; ++r) {
+    const double params = sums[r].params, experts = sums[r].experts;
+    const double activation_sum = sums[r].activation_sum, transient = sums[r].transient;
+    const int chunks = sums[r].chunks;
     const StateBytes state{plan.weight_bytes_per_param, plan.grad_state_bytes_per_param,
                            plan.optimizer_bytes_per_param};
     // Routed experts' states are sharded over the ranks holding the same experts (edp).

@@ -109,15 +109,16 @@ class HardwareCursor {
 void evaluate_point(uint64_t index, const SearchPoint& pt, const ModelSpec& model,
                     const HardwareModel& hw, const SearchOptions& o, Partial& out) {
   ++out.points;
-  Expected<Plan> plan = lower(model, pt.strategy, hw);
+  Expected<Plan> plan = lower(model, pt.strategy, hw, LowerDepth::kMemory);
   if (!plan) {
     ++out.pruned[std::string(reason_name(plan.error().reason))];
     return;
   }
-  if (!predict_memory(*plan).fits) {  // before the (costlier) timing
+  if (!predict_memory(*plan).fits) {  // before the iteration program and the timing
     ++out.pruned[std::string(reason_name(InfeasibleReason::kOutOfMemory))];
     return;
   }
+  lower_iteration(*plan);
   const Prediction p = predict_analytical(*plan);
   ++out.feasible;
   Candidate c = candidate_of(index, pt, *plan, p);

@@ -145,7 +145,7 @@ void set_state_bytes(Plan& plan) {
 }  // namespace
 
 Expected<Plan> lower(const ModelSpec& model, const Strategy& strategy,
-                     const HardwareModel& hardware) {
+                     const HardwareModel& hardware, LowerDepth depth) {
   int dp = 1, micro_batches = 1;
   if (auto bad = check_degrees(strategy, hardware, &dp)) return *bad;
   if (auto bad = check_model_split(model, strategy, dp)) return *bad;
@@ -186,7 +186,7 @@ Expected<Plan> lower(const ModelSpec& model, const Strategy& strategy,
   assign_stages(plan);
   place_groups(plan);
   set_state_bytes(plan);
-  lower_iteration(plan);
+  if (depth == LowerDepth::kFull) lower_iteration(plan);
   return plan;
 }
 

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <mutex>
 #include <unordered_map>
 
 #include "sim/core/error.h"
@@ -34,11 +35,36 @@ constexpr size_t kCacheMaxOps = size_t{1} << 23;  // ~200 MB of compiled ops per
 // p2p times comparable to compute and uneven across boundaries can give e.g. c = 3 at p = 8.
 constexpr int kMaxPeriods = 4;
 
+// Compiled schedules are immutable once built and shared by every thread: a process-wide map
+// (under a mutex) behind a per-thread one, so the threads of a search, and later searches,
+// compile each (kind, p, m, v) once. Either map is emptied when it holds more than
+// kCacheMaxOps ops; schedules still referenced elsewhere stay alive until released.
+struct ScheduleCache {
+  std::unordered_map<uint64_t, std::shared_ptr<const CompiledSchedule>> map;
+  size_t ops = 0;
+  void put(uint64_t key, std::shared_ptr<const CompiledSchedule> cs) {
+    if (ops > kCacheMaxOps) map.clear(), ops = 0;
+    ops += cs->ops.size();
+    map.emplace(key, std::move(cs));
+  }
+};
+
+std::shared_ptr<const CompiledSchedule> compile_cached(ScheduleKind kind, int p, int m, int v) {
+  auto cs = std::make_shared<CompiledSchedule>(
+      pipeline_detail::compile_schedule(make_schedule(kind, p, m, v)));
+  const bool periodic = kind != ScheduleKind::kGPipe && !splits_backward(kind);
+  for (int k = 1; periodic && k <= kMaxPeriods; ++k) {
+    cs->periodic.push_back(pipeline_detail::analyze_periodicity(*cs, k * p));
+  }
+  return cs;
+}
+
 // Compiled schedule for (kind, p, m, v); PipeDream async and interleaved with v == 1 share
-// 1F1B's op order. The reference stays valid until the next call.
+// 1F1B's op order. The reference stays valid until the next call on this thread.
 const CompiledSchedule& cached_schedule(ScheduleKind kind, int p, int m, int v) {
-  thread_local std::unordered_map<uint64_t, std::unique_ptr<CompiledSchedule>> cache;
-  thread_local size_t cached_ops = 0;
+  static std::mutex shared_mutex;
+  static ScheduleCache shared;
+  thread_local ScheduleCache local;
   thread_local uint64_t last_key = ~uint64_t{0};
   thread_local const CompiledSchedule* last = nullptr;
   if (kind == ScheduleKind::kPipeDreamAsync || v == 1) {
@@ -48,20 +74,26 @@ const CompiledSchedule& cached_schedule(ScheduleKind kind, int p, int m, int v) 
   const uint64_t key =
       (uint64_t(kind) << 60) | (uint64_t(v) << 44) | (uint64_t(p) << 24) | uint64_t(m);
   if (key == last_key) return *last;
-  auto it = cache.find(key);
-  if (it == cache.end()) {
-    if (cached_ops > kCacheMaxOps) {
-      cache.clear();
-      cached_ops = 0;
+  auto it = local.map.find(key);
+  if (it == local.map.end()) {
+    std::shared_ptr<const CompiledSchedule> cs;
+    {
+      std::lock_guard<std::mutex> lock(shared_mutex);
+      auto g = shared.map.find(key);
+      if (g != shared.map.end()) cs = g->second;
     }
-    auto cs = std::make_unique<CompiledSchedule>(
-        pipeline_detail::compile_schedule(make_schedule(kind, p, m, v)));
-    const bool periodic = kind != ScheduleKind::kGPipe && !splits_backward(kind);
-    for (int k = 1; periodic && k <= kMaxPeriods; ++k) {
-      cs->periodic.push_back(pipeline_detail::analyze_periodicity(*cs, k * p));
+    if (!cs) {
+      cs = compile_cached(kind, p, m, v);  // outside the lock: other keys compile meanwhile
+      std::lock_guard<std::mutex> lock(shared_mutex);
+      auto g = shared.map.find(key);
+      if (g != shared.map.end()) {
+        cs = g->second;  // another thread was faster: use its copy
+      } else {
+        shared.put(key, cs);
+      }
     }
-    cached_ops += cs->ops.size();
-    it = cache.emplace(key, std::move(cs)).first;
+    local.put(key, cs);
+    it = local.map.find(key);
   }
   last_key = key;
   last = it->second.get();
