@@ -6,6 +6,7 @@
 #include "apps/commands.h"
 #include "apps/report.h"
 #include "sim/analytical/analytical_engine.h"
+#include "sim/cost/stage_costs.h"
 #include "sim/core/atomic_file.h"
 #include "sim/prediction/prediction_json.h"
 #include "sim/scenario/scenario.h"
@@ -138,7 +139,9 @@ int cmd_explain(int argc, char** argv) {
   std::fputs(explain(*plan).c_str(), stdout);
   if (!args.option("graph").empty()) {
     // The iteration graph (docs/iteration_graph.md), written whole or not at all.
-    write_file_atomically(args.option("graph"), iteration_graph_json(*plan));
+    // Built for the durations the engines time (ZB-V's order depends on them).
+    const StageCosts costs = stage_costs(*plan);
+    write_file_atomically(args.option("graph"), iteration_graph_json(*plan, &costs.durations));
   }
   return 0;
 }

@@ -141,7 +141,7 @@ QWidget* MainWindow::build_filter_bar() {
   auto* schedule = new QComboBox;
   schedule->addItems(
       {"any schedule", "gpipe", "1f1b", "interleaved", "pipedream_async", "zb_h1", "zb_h2",
-       "dualpipe"});
+       "dualpipe", "zb_v"});
   layout->addWidget(fits);
   layout->addWidget(schedule);
   connect(fits, &QCheckBox::toggled, proxy_, &StrategyFilter::set_fits_only);

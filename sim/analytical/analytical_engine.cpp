@@ -67,8 +67,8 @@ void add_comm(Prediction& p, CommCategory c, const char* what, const CommGroup* 
 // The schedule's timeline as events; a backward with recomputation starts with a recompute
 // event of its virtual stage's recompute time (the recomputed forward runs first).
 void fill_timeline(Prediction& p, const Plan& plan, const StageCosts& costs) {
-  const PipelineSchedule schedule =
-      make_schedule(plan.strategy.schedule, plan.pp, plan.micro_batches, plan.chunks);
+  const PipelineSchedule schedule = make_schedule(plan.strategy.schedule, plan.pp,
+                                                  plan.micro_batches, plan.chunks, &costs.durations);
   const Timeline tl = execute_schedule(schedule, costs.durations);
   for (size_t r = 0; r < tl.per_rank.size(); ++r) {
     double cursor = 0;

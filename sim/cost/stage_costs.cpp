@@ -111,7 +111,7 @@ StageCosts stage_costs(const Plan& plan) {
   }
   // One transfer per boundary, whether it blocks the sender or not.
   for (size_t i = 0; i + 1 < n; ++i) {
-    if (map.next_stage(int(i)) < 0) continue;
+    if (!map.sends_forward(int(i))) continue;
     out.transfer_s[i] = comm_op_s(plan.iteration.stages[i].forward.ops.back(), plan);
   }
   return out;

@@ -107,7 +107,7 @@ void Simulation::run_op(int rank, int replica, const PipeOp& op, bool keep) {
         std::max(0.0, sg4::Engine::get_clock() - start - (compute_end - compute_start));
   }
   const int to = fwd ? map_.next_stage(vs) : map_.prev_stage(vs);
-  if (!weight && to >= 0) {
+  if (!weight && to >= 0 && map_.rank_of(to) != rank) {  // the V's turn stays on its rank
     sg4::Mailbox* out = box(fwd ? 'f' : 'b', replica, to);
     void* payload = &micro_batch_ids_[op.micro_batch];
     const double send_start = sg4::Engine::get_clock();
@@ -164,7 +164,7 @@ void Simulation::worker(int rank, int replica) {
     const int vs = map_.virtual_stage(rank, op.chunk);
     const bool fwd = op.kind == PipeOpKind::kForward;
     const int from = fwd ? map_.prev_stage(vs) : map_.next_stage(vs);
-    if (op.kind != PipeOpKind::kWeight && from >= 0) {
+    if (op.kind != PipeOpKind::kWeight && from >= 0 && map_.rank_of(from) != rank) {
       int* got = nullptr;
       sg4::CommPtr c = box(fwd ? 'f' : 'b', replica, vs)->get_async<int>(&got);
       c->wait();

@@ -102,7 +102,8 @@ class Simulation {
         window_iterations_(async_ ? std::max(1, (plan.pp + m_ - 1) / m_) : 0),
         stream_micro_batches_(async_ ? (warm_iterations_ + window_iterations_ + 1) * m_ : m_),
         schedule_(
-            make_schedule(plan.strategy.schedule, plan.pp, stream_micro_batches_, plan.chunks)),
+            make_schedule(plan.strategy.schedule, plan.pp, stream_micro_batches_, plan.chunks,
+                          &costs_.durations)),
         p_(plan.pp),
         dp_(plan.dp),
         vstages_(plan.pp * plan.chunks),

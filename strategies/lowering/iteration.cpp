@@ -160,7 +160,7 @@ StageProgram stage_program(const Plan& plan, int vs) {
     const ZeroSplit z = add_zero_gather(f, plan, st, vs);
     const int compute =
         push(f, compute_op(IterOpKind::kForward, vs, stage_work(plan, st, Phase::kForward), z.first));
-    if (map.next_stage(vs) >= 0) add_send(f, plan, IterOpKind::kSendActivation, vs, compute);
+    if (map.sends_forward(vs)) add_send(f, plan, IterOpKind::kSendActivation, vs, compute);
   }
   {
     StepProgram& b = p.backward;
@@ -177,7 +177,7 @@ StageProgram stage_program(const Plan& plan, int vs) {
                                             {all.flops - weights.flops, all.bytes}, dep));
     // Split: the gradient leaves after B; W and the gradients' reduce-scatter follow later.
     const int last = split ? backward : add_zero_reduce_scatter(b, plan, st, vs, backward);
-    if (map.prev_stage(vs) >= 0) add_send(b, plan, IterOpKind::kSendGradient, vs, last);
+    if (map.sends_backward(vs)) add_send(b, plan, IterOpKind::kSendGradient, vs, last);
     if (split) {
       StepProgram& w = p.weight;
       const int weight = push(w, compute_op(IterOpKind::kWeightGradient, vs, weights, -1));
@@ -247,8 +247,10 @@ std::vector<IterOp> rank_tail(const Plan& plan, int rank, double all_params, dou
                                  GroupKind::kExpertData, -1,
                                  expert_params * plan.weight_bytes_per_param, 1, s.collective));
   }
+  // The V-shape puts the first and the last stage on rank 0: no sync either.
   const bool tied = plan.model.family != ModelFamily::kOpGraph &&
-                    plan.model.transformer.tied_embeddings && plan.pp > 1 && !mirrored;
+                    plan.model.transformer.tied_embeddings && plan.pp > 1 && !mirrored &&
+                    !plan.stage_map().v_shape;
   if (tied && (rank == 0 || rank == plan.pp - 1)) {
     const TransformerSpec& t = plan.model.transformer;
     tail.push_back(collective_op(IterOpKind::kEmbeddingSync, CommKind::kAllReduce,

@@ -86,7 +86,7 @@ class GraphWriter {
       first = false;
     };
     for (int vs = 0; vs < vstages; ++vs) {
-      const bool has_prev = map_.prev_stage(vs) >= 0, has_next = map_.next_stage(vs) >= 0;
+      const bool has_prev = map_.sends_backward(vs), has_next = map_.sends_forward(vs);
       t.recv_activation.push_back(has_prev ? t.count : -1);
       if (has_prev) sep(), recv_template(t.count++, true, vs);
       t.forward.push_back(t.count);
@@ -306,15 +306,15 @@ void header(Out& o, const Plan& plan) {
 
 }  // namespace
 
-std::string iteration_graph_json(const Plan& plan) {
+std::string iteration_graph_json(const Plan& plan, const StageDurations* durations) {
   std::string text;
   text.reserve(1 << 20);
   Out o(text);
   header(o, plan);
   // PipeDream's asynchronous schedule: one iteration's order (its steady state overlaps
   // iterations; the graph shows the ops of one).
-  const PipelineSchedule schedule =
-      make_schedule(plan.strategy.schedule, plan.pp, plan.micro_batches, plan.chunks);
+  const PipelineSchedule schedule = make_schedule(plan.strategy.schedule, plan.pp,
+                                                  plan.micro_batches, plan.chunks, durations);
   GraphWriter w(plan, text);
   const Templates t = w.templates();
   o.raw("\n],\"ranks\":[");

@@ -8,12 +8,15 @@
 #include <string>
 
 #include "strategies/lowering/plan.h"
+#include "strategies/pipeline/schedule_timing.h"
 
 namespace stratasim {
 
 inline constexpr int kIterationGraphVersion = 1;
 
-// The whole graph as one JSON document (stratasim explain --graph writes it).
-std::string iteration_graph_json(const Plan& plan);
+// The whole graph as one JSON document (stratasim explain --graph writes it). `durations`:
+// the stage durations the engines time (sim/cost stage_costs), for a schedule whose op order
+// depends on them (ZB-V); null: its unit-cost order.
+std::string iteration_graph_json(const Plan& plan, const StageDurations* durations = nullptr);
 
 }  // namespace stratasim

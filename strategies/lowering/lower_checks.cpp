@@ -178,7 +178,7 @@ std::optional<Infeasible> check_model_split(const ModelSpec& m, const Strategy& 
                       "tp=" + str(s.tp) + " does not divide seq_len=" + str(t.seq_len), "sequence_parallel"};
   }
   // The stages the layers split over: DualPipe's two directions each hold the whole model.
-  const int vstages = s.schedule == ScheduleKind::kDualPipe ? s.pp : s.pp * s.interleave;
+  const int vstages = s.schedule == ScheduleKind::kDualPipe ? s.pp : s.pp * pipeline_chunks(s);
   if (t.layers < vstages) {
     return Infeasible{InfeasibleReason::kPipelineParallel,
                       "pp*interleave=" + str(vstages) + " exceeds layers=" + str(t.layers), "pp"};
@@ -233,6 +233,11 @@ std::optional<Infeasible> check_batch_and_schedule(const Strategy& s, int dp, in
     return Infeasible{InfeasibleReason::kSchedule,
                       "DualPipe runs 2 chunks per rank, one per direction; leave interleave at 1 "
                       "(interleave=" + str(s.interleave) + ")", "interleave"};
+  }
+  if (s.schedule == ScheduleKind::kZeroBubbleV && s.interleave > 2) {
+    return Infeasible{InfeasibleReason::kSchedule,
+                      "ZB-V runs 2 chunks per rank in a V; leave interleave at 1 (interleave=" +
+                          str(s.interleave) + ")", "interleave"};
   }
   if (auto rule = schedule_rule_violation(s.schedule, s.pp, *micro_batches, pipeline_chunks(s))) {
     return Infeasible{InfeasibleReason::kSchedule, *rule, "interleave"};

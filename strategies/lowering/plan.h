@@ -107,7 +107,8 @@ struct Plan {
   // DualPipe runs two chains of pp stages in opposite directions, each holding the whole
   // model, with half the micro-batches in each.
   StageMap stage_map() const {
-    return StageMap{pp, chunks, strategy.schedule == ScheduleKind::kDualPipe};
+    return StageMap{pp, chunks, strategy.schedule == ScheduleKind::kDualPipe,
+                    strategy.schedule == ScheduleKind::kZeroBubbleV};
   }
   // How many micro-batches each virtual stage runs per iteration.
   int micro_batches_per_stage() const { return micro_batches / stage_map().directions(); }

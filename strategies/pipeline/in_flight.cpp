@@ -1,6 +1,8 @@
 // Closed forms of peak_in_flight(schedule) that need no schedule to be built, for any m
 // (a search may ask for millions of micro-batches). Tests check them against the op orders.
 #include <algorithm>
+#include <map>
+#include <tuple>
 
 #include "strategies/pipeline/schedule_timing.h"
 #include "strategies/pipeline/schedules.h"
@@ -9,7 +11,15 @@ namespace stratasim {
 
 std::vector<int> peak_in_flight(ScheduleKind kind, int p, int m, int v) {
   // DualPipe: counted on its op order (m per direction), both chunks' micro-batches together.
-  if (kind == ScheduleKind::kDualPipe) return peak_in_flight(make_schedule(kind, p, m, v));
+  // Memoized per thread: a search asks for the same shapes point after point.
+  if (kind == ScheduleKind::kDualPipe || kind == ScheduleKind::kZeroBubbleV) {
+    thread_local std::map<std::tuple<int, int, int, int>, std::vector<int>> memo;
+    const auto key = std::make_tuple(static_cast<int>(kind), p, m, v);
+    auto it = memo.find(key);
+    if (it != memo.end()) return it->second;
+    if (memo.size() > 4096) memo.clear();
+    return memo.emplace(key, peak_in_flight(make_schedule(kind, p, m, v))).first->second;
+  }
   std::vector<int> peak(p);
   for (int r = 0; r < p; ++r) {
     switch (kind) {
@@ -22,6 +32,7 @@ std::vector<int> peak_in_flight(ScheduleKind kind, int p, int m, int v) {
       // m allows: its warm-up plus one more forward per B in the steady phase).
       case ScheduleKind::kZeroBubbleH2: peak[r] = std::min(2 * p - 1, m); break;
       case ScheduleKind::kDualPipe: break;  // above
+      case ScheduleKind::kZeroBubbleV: break;
       case ScheduleKind::kInterleaved1F1B: {
         // Warm-up of Megatron's interleaved schedule, then one more forward before a backward.
         const long long total = static_cast<long long>(m) * v;
@@ -45,7 +56,8 @@ double uniform_bubble_fraction(ScheduleKind kind, int p, int m, int v) {
     // Post-validated: each rank's span is 3m + (p - 1)(F + B - 2W) = 3m (Qi et al., Table 1).
     case ScheduleKind::kZeroBubbleH2: return 0;
     // No closed form: the op order run with F = B = W = 1 (m in all, v = 2).
-    case ScheduleKind::kDualPipe: {
+    case ScheduleKind::kDualPipe:
+    case ScheduleKind::kZeroBubbleV: {
       StageDurations d;
       d.forward_s.assign(2 * p, 1.0), d.backward_s.assign(2 * p, 1.0), d.weight_s.assign(2 * p, 1.0);
       return time_schedule(kind, p, m, 2, d).bubble_fraction;

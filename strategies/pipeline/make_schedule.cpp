@@ -23,6 +23,10 @@ std::optional<std::string> schedule_rule_violation(ScheduleKind kind, int p, int
     }
     return std::nullopt;
   }
+  if (kind == ScheduleKind::kZeroBubbleV) {
+    if (v != 2) return "ZB-V runs 2 chunks per rank in a V (v=" + n(v) + ")";
+    return std::nullopt;
+  }
   if (kind == ScheduleKind::kInterleaved1F1B) {
     if (v < 2) return "interleaved 1F1B needs at least 2 chunks per rank (v=" + n(v) + ")";
     if (m % p != 0) {
@@ -40,10 +44,12 @@ std::optional<std::string> schedule_rule_violation(ScheduleKind kind, int p, int
 
 // Interleaved with v == 1 is accepted here (it is plain 1F1B order) although
 // schedule_rule_violation() rejects it as a strategy choice.
-PipelineSchedule make_schedule(ScheduleKind kind, int p, int m, int v) {
+PipelineSchedule make_schedule(ScheduleKind kind, int p, int m, int v, const StageDurations* d) {
   SS_ASSERT(p >= 1 && m >= 1 && v >= 1, "make_schedule needs p, m, v >= 1");
-  SS_ASSERT(kind == ScheduleKind::kInterleaved1F1B || kind == ScheduleKind::kDualPipe || v == 1,
-            "only interleaved 1F1B and DualPipe have more than one chunk per rank");
+  SS_ASSERT(kind == ScheduleKind::kInterleaved1F1B || kind == ScheduleKind::kDualPipe ||
+                kind == ScheduleKind::kZeroBubbleV || v == 1,
+            "only interleaved 1F1B, DualPipe and ZB-V have more than one chunk per rank");
+  SS_ASSERT(kind != ScheduleKind::kZeroBubbleV || v == 2, "ZB-V has two chunks per rank");
   SS_ASSERT(kind != ScheduleKind::kDualPipe || v == 2, "DualPipe has one chunk per direction");
   switch (kind) {
     case ScheduleKind::kGPipe:
@@ -61,6 +67,8 @@ PipelineSchedule make_schedule(ScheduleKind kind, int p, int m, int v) {
     case ScheduleKind::kDualPipe:  // m in all, half per direction
       SS_ASSERT(m % 2 == 0, "DualPipe splits the micro-batches evenly over its directions");
       return schedule_dualpipe(p, m / 2);
+    case ScheduleKind::kZeroBubbleV:
+      return schedule_zb_v(p, m, d);
   }
   SS_ASSERT(false, "unknown schedule kind");
   return schedule_1f1b(p, m);

@@ -18,6 +18,8 @@ std::string_view schedule_name(ScheduleKind k) {
       return "zb_h2";
     case ScheduleKind::kDualPipe:
       return "dualpipe";
+    case ScheduleKind::kZeroBubbleV:
+      return "zb_v";
   }
   return "unknown";
 }

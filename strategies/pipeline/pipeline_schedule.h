@@ -20,13 +20,14 @@ enum class ScheduleKind {
   kPipeDreamAsync,
   kZeroBubbleH1,
   kZeroBubbleH2,
-  kDualPipe
+  kDualPipe,
+  kZeroBubbleV
 };
 std::string_view schedule_name(ScheduleKind k);
 // Whether the schedule runs the weight gradients (W) as ops of their own (zero-bubble).
 inline bool splits_backward(ScheduleKind k) {
   return k == ScheduleKind::kZeroBubbleH1 || k == ScheduleKind::kZeroBubbleH2 ||
-         k == ScheduleKind::kDualPipe;
+         k == ScheduleKind::kDualPipe || k == ScheduleKind::kZeroBubbleV;
 }
 // Whether the optimizer step is validated after the update (Qi et al. 2024, Sec. 4): no
 // synchronization of all pipeline ranks between iterations, so each rank starts its next
@@ -51,13 +52,16 @@ struct PipeOp {
 // (DualPipe): two pipelines of p stages over the same ranks in opposite directions; chunk 0 of
 // rank r is stage r of the one fed at rank 0, chunk 1 stage p - 1 - r of the one fed at rank
 // p - 1; virtual stage c * p + s is position s of direction c, and no micro-batch crosses from
-// one direction to the other.
+// one direction to the other. V-shape (ZB-V): one chain of 2p stages, chunk 1 of rank r is
+// stage 2p - 1 - r, so the chain turns at rank p - 1 (stages p - 1 and p on one rank) and ends
+// on rank 0.
 struct StageMap {
   int p = 1, v = 1;
   bool bidirectional = false;
+  bool v_shape = false;
 
   int virtual_stage(int rank, int chunk) const {
-    return chunk * p + (bidirectional && chunk == 1 ? p - 1 - rank : rank);
+    return chunk * p + ((bidirectional || v_shape) && chunk == 1 ? p - 1 - rank : rank);
   }
   int virtual_stages() const { return p * v; }
   // Micro-batches of an iteration split over the directions (DualPipe: half in each).
@@ -68,7 +72,17 @@ struct StageMap {
   int chain_length() const { return bidirectional ? p : p * v; }
   int rank_of(int vstage) const {
     const int s = vstage % p;
-    return bidirectional && vstage / p == 1 ? p - 1 - s : s;
+    return (bidirectional || v_shape) && vstage / p == 1 ? p - 1 - s : s;
+  }
+  // Whether a micro-batch leaving `vstage` forward goes to another rank (a message); the
+  // V-shape's turn stays on its rank.
+  bool sends_forward(int vstage) const {
+    const int n = next_stage(vstage);
+    return n >= 0 && rank_of(n) != rank_of(vstage);
+  }
+  bool sends_backward(int vstage) const {
+    const int q = prev_stage(vstage);
+    return q >= 0 && rank_of(q) != rank_of(vstage);
   }
   // The virtual stage a micro-batch's activations go to after `vstage`, or -1 at its end.
   int next_stage(int vstage) const {
@@ -93,9 +107,10 @@ struct PipelineSchedule {
   // DualPipe's two directions (StageMap), `micro_batches` in each (make_schedule takes the
   // iteration's total, twice that).
   bool bidirectional = false;
+  bool v_shape = false;  // ZB-V's placement (StageMap)
   std::vector<std::vector<PipeOp>> per_rank;  // size p
 
-  StageMap stage_map() const { return {stages, chunks, bidirectional}; }
+  StageMap stage_map() const { return {stages, chunks, bidirectional, v_shape}; }
   int virtual_stages() const { return stages * chunks; }
   int virtual_stage(int rank, int chunk) const { return stage_map().virtual_stage(rank, chunk); }
   int rank_of(int vstage) const { return stage_map().rank_of(vstage); }

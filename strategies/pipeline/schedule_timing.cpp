@@ -247,10 +247,10 @@ void timing_async(int p, int m, Scratch& s, std::vector<double>& out) {
 
 // Busy time, last backward and bubble, which follow from the durations alone.
 // `last_ops`: each rank's last op's index in the duration tables, when the schedule does not end
-// every rank with its chunk 0's backward (or W); `bidirectional`: chunk 1 of rank r is virtual
+// every rank with its chunk 0's backward (or W); `chunk1_reversed`: chunk 1 of rank r is virtual
 // stage p + (p - 1 - r) (DualPipe).
 void finish_timing(int p, int m, int v, const StageDurations& d, ScheduleTiming& t,
-                   bool bidirectional = false, const std::vector<int>* last_ops = nullptr,
+                   bool chunk1_reversed = false, const std::vector<int>* last_ops = nullptr,
                    const DurationTables* tables = nullptr) {
   t.makespan_s = 0;
   for (int r = 0; r < p; ++r) t.makespan_s = std::max(t.makespan_s, t.rank_span_s(r));
@@ -259,7 +259,7 @@ void finish_timing(int p, int m, int v, const StageDurations& d, ScheduleTiming&
   const bool split = !d.weight_s.empty();
   for (int r = 0; r < p; ++r) {
     for (int c = 0; c < v; ++c) {
-      const int vs = StageMap{p, v, bidirectional}.virtual_stage(r, c);
+      const int vs = StageMap{p, v, chunk1_reversed}.virtual_stage(r, c);
       t.rank_busy_s[r] += d.forward_s[vs] + d.backward_s[vs] + (split ? d.weight_s[vs] : 0.0);
     }
     t.rank_busy_s[r] *= m;
@@ -305,14 +305,25 @@ ScheduleTiming time_schedule(ScheduleKind kind, int p, int m, int v, const Stage
     case ScheduleKind::kZeroBubbleH2:
       timing_post_validated(kind, p, m, s, t);
       break;
-    case ScheduleKind::kDualPipe: {  // m in all (half per direction), v = 2 (the directions)
-      const CompiledSchedule& cs = cached_schedule(kind, p, m, v);
+    // DualPipe: m in all (half per direction), v = 2 (the directions). ZB-V: v = 2 in a V.
+    // Both place chunk 1 of rank r on stage 2p - 1 - r and end ranks with other ops than
+    // chunk 0's W.
+    case ScheduleKind::kDualPipe:
+    case ScheduleKind::kZeroBubbleV: {
+      // ZB-V's order depends on the durations: built for these, not cached.
+      CompiledSchedule own;
+      if (kind == ScheduleKind::kZeroBubbleV) {
+        own = pipeline_detail::compile_schedule(make_schedule(kind, p, m, v, &d));
+      }
+      const CompiledSchedule& cs =
+          kind == ScheduleKind::kZeroBubbleV ? own : cached_schedule(kind, p, m, v);
       run(cs, s);
       t.rank_finish_s = s.finish;
       g_last_method = TimingMethod::kFullSimulation;
       std::vector<int> last(p);
       for (int r = 0; r < p; ++r) last[r] = cs.ops[cs.begin[r + 1] - 1].dur;
-      finish_timing(p, m / 2, v, d, t, true, &last, &s.tables);
+      const int per_stage = kind == ScheduleKind::kDualPipe ? m / 2 : m;
+      finish_timing(p, per_stage, v, d, t, true, &last, &s.tables);
       return t;
     }
   }

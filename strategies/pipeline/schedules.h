@@ -9,6 +9,8 @@
 
 namespace stratasim {
 
+struct StageDurations;  // schedule_timing.h
+
 // GPipe / all-forward-all-backward: every forward, then every backward, both in ascending
 // micro-batch order 0..m-1 (the backward order changes neither makespan nor memory).
 PipelineSchedule schedule_gpipe(int p, int m);
@@ -30,9 +32,17 @@ PipelineSchedule schedule_zb_h2(int p, int m);
 // directions (2m in all); chunk 0 of rank r is stage r of the forward direction, chunk 1 stage
 // p - 1 - r of the reverse one (bidirectional); B and W split (schedule_dualpipe.cpp).
 PipelineSchedule schedule_dualpipe(int p, int m);
+// ZB-V (Qi et al., NeurIPS 2024): 2 chunks per rank in a V (StageMap::v_shape), B and W split,
+// at most 2p chunk activations per rank (1F1B's peak); built greedily with unit costs
+// (schedule_zb_v.cpp) by simulating the ranks with the stages' durations `d` (unit costs when
+// null).
+PipelineSchedule schedule_zb_v(int p, int m, const StageDurations* d = nullptr);
 
 // m: the iteration's micro-batches per pipeline (DualPipe: both directions together).
-PipelineSchedule make_schedule(ScheduleKind kind, int p, int m, int v);
+// `d`: the stage durations a cost-driven order (ZB-V) is built for (null: unit costs); the
+// other schedules' orders do not depend on it.
+PipelineSchedule make_schedule(ScheduleKind kind, int p, int m, int v,
+                               const StageDurations* d = nullptr);
 
 // Why (p, m, v) is illegal for this schedule, or std::nullopt when it is legal.
 // e.g. "interleaved 1F1B needs micro-batches (6) to be a multiple of pp (4)".

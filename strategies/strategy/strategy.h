@@ -121,9 +121,11 @@ struct Strategy {
   bool operator==(const Strategy&) const = default;
 };
 
-// Model chunks per pipeline rank: `interleave`, or DualPipe's two (one per direction).
+// Model chunks per pipeline rank: `interleave`, or DualPipe's two (one per direction) and
+// ZB-V's two (the V).
 inline int pipeline_chunks(const Strategy& s) {
-  return s.schedule == ScheduleKind::kDualPipe ? 2 : s.interleave;
+  const bool two = s.schedule == ScheduleKind::kDualPipe || s.schedule == ScheduleKind::kZeroBubbleV;
+  return two ? 2 : s.interleave;
 }
 
 std::string_view recompute_name(Recompute r);

@@ -8,12 +8,13 @@
 namespace stratasim {
 
 // The JSON names of the strategy enums (the first name of a value is the one written back).
-inline constexpr std::array<EnumName<ScheduleKind>, 9> kScheduleNames = {{
+inline constexpr std::array<EnumName<ScheduleKind>, 10> kScheduleNames = {{
     {"gpipe", ScheduleKind::kGPipe}, {"1f1b", ScheduleKind::k1F1B},
     {"pipedream_flush", ScheduleKind::k1F1B}, {"interleaved", ScheduleKind::kInterleaved1F1B},
     {"pipedream_async", ScheduleKind::kPipeDreamAsync},
     {"all_forward_all_backward", ScheduleKind::kGPipe}, {"zb_h1", ScheduleKind::kZeroBubbleH1},
-    {"zb_h2", ScheduleKind::kZeroBubbleH2}, {"dualpipe", ScheduleKind::kDualPipe}}};
+    {"zb_h2", ScheduleKind::kZeroBubbleH2}, {"dualpipe", ScheduleKind::kDualPipe},
+    {"zb_v", ScheduleKind::kZeroBubbleV}}};
 inline constexpr std::array<EnumName<Recompute>, 4> kRecomputeNames = {{
     {"none", Recompute::kNone}, {"selective", Recompute::kSelective}, {"full", Recompute::kFull},
     {"op_selective", Recompute::kOpSelective}}};

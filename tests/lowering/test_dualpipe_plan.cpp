@@ -154,3 +154,29 @@ TEST_CASE("dualpipe plan: illegal shapes are named with the field to change") {
   CHECK(v3.error().detail ==
         "DualPipe runs 2 chunks per rank, one per direction; leave interleave at 1 (interleave=3)");
 }
+
+TEST_CASE("zb-v plan: a V of 2p stages; the turn and the loss stay on their ranks") {
+  Strategy s = pipeline(ScheduleKind::kZeroBubbleV, 8);
+  const Plan v = testing::lower_on_dgx_a100(testing::small_gpt(8), s, 4);
+  REQUIRE(v.stages.size() == 8);
+  CHECK(v.chunks == 2);
+  CHECK(v.micro_batches_per_stage() == 8);
+  for (int i = 0; i < 8; ++i) {
+    CAPTURE(i);
+    CHECK(v.stages[i].first_layer == i);  // 8 layers over 8 stages, in chain order
+    CHECK(v.stages[i].layers == 1);
+    CHECK(v.stages[i].rank == (i < 4 ? i : 7 - i));
+  }
+  CHECK(v.stages[0].has_embedding);
+  CHECK(v.stages[7].has_head);  // both on rank 0
+  const auto& st = v.iteration.stages;
+  CHECK_FALSE(has(st[3].forward, IterOpKind::kSendActivation));  // stage 3 -> 4: rank 3 itself
+  CHECK_FALSE(has(st[4].backward, IterOpKind::kSendGradient));
+  CHECK(has(st[4].forward, IterOpKind::kSendActivation));  // 4 -> 5: rank 3 -> rank 2
+  CHECK(has(st[2].forward, IterOpKind::kSendActivation));
+  // Tied embeddings: embedding and head on one rank, no all-reduce between ranks.
+  for (int r = 0; r < 4; ++r) CHECK(find(v.iteration.tail[r], IterOpKind::kEmbeddingSync) == nullptr);
+  // Memory: 1F1B's, 2p chunk activations at rank 0 (p whole micro-batches).
+  const std::vector<int> in_flight = peak_in_flight(ScheduleKind::kZeroBubbleV, 4, 8, 2);
+  CHECK(in_flight[0] == 8);
+}

@@ -58,6 +58,8 @@ TEST_CASE("simgrid: agrees with the analytical engine on one node (pp=4, pp=2)")
   // DualPipe: two chains in opposite directions, the mirror ranks' gradient all-reduce.
   for (int m : {8, 12}) check_agreement(plan_for(pipeline("dualpipe", 1, 4, m), 4));
   check_agreement(plan_for(pipeline("dualpipe", 2, 2, 4), 4));
+  // ZB-V: a V of 2p stages, the turn on one rank.
+  for (int m : {4, 9}) check_agreement(plan_for(pipeline("zb_v", 1, 4, m), 4));
   MESSAGE("worst relative error: iteration " << worst_iteration_error << ", bubble "
                                              << worst_bubble_error);
 }
@@ -69,6 +71,7 @@ TEST_CASE("simgrid: agrees with the analytical engine on a pipeline across nodes
   }
   check_agreement(plan_for(pipeline("interleaved", 8, 4, 8, 2), 32));
   check_agreement(plan_for(pipeline("dualpipe", 8, 4, 8), 32));
+  check_agreement(plan_for(pipeline("zb_v", 8, 4, 8), 32));
   MESSAGE("worst relative error: iteration " << worst_iteration_error << ", bubble "
                                              << worst_bubble_error);
 }
