@@ -197,7 +197,12 @@ std::string evaluation_report(const Scenario& sc, const Plan& plan, const Predic
                      "pipeline bubble", format_seconds(p.bubble_s).c_str(),
                      pct(p.bubble_fraction).c_str(), format_seconds(p.pipeline_s).c_str(),
                      pct(p.uniform_bubble_fraction).c_str());
-  out += format_text("  %-28s %s\n\n", "optimizer step", format_seconds(p.optimizer_s).c_str());
+  if (plan.strategy.workload == Workload::kInference) {
+    out += format_text("  %-28s %s (one micro-batch through the empty pipeline)\n\n",
+                       "latency per micro-batch", format_seconds(p.latency_s).c_str());
+  } else {
+    out += format_text("  %-28s %s\n\n", "optimizer step", format_seconds(p.optimizer_s).c_str());
+  }
   out += comm_table(p) + "\n";
   out += format_text("memory per device: peak %s at pipeline rank %d, capacity %s -> %s\n",
              format_bytes(p.peak_memory_B).c_str(), p.peak_rank,

@@ -73,6 +73,7 @@ void fill_timeline(Prediction& p, const Plan& plan, const StageCosts& costs) {
   for (size_t r = 0; r < tl.per_rank.size(); ++r) {
     double cursor = 0;
     for (const TimedOp& op : tl.per_rank[r]) {
+      if (plan.inference() && op.op.kind != PipeOpKind::kForward) continue;  // none run
       if (op.start_s > cursor) {
         p.timeline.push_back({int(r), EventKind::kIdle, -1, 0, cursor, op.start_s, "idle"});
       }
@@ -238,6 +239,7 @@ Prediction predict_analytical(const Plan& plan, const EngineOptions& options) {
   fill_rates(p, plan, totals);
   fill_memory(p, plan);
   add_plan_notes(p, plan);
+  if (plan.inference()) p.latency_s = pipeline_latency_s(plan, costs);
   if (options.timeline) fill_timeline(p, plan, costs);
   return p;
 }

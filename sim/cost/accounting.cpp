@@ -79,6 +79,16 @@ void add_plan_notes(Prediction& p, const Plan& plan) {
   }
 }
 
+double pipeline_latency_s(const Plan& plan, const StageCosts& costs) {
+  double t = 0;
+  const StageDurations& d = costs.durations;
+  for (size_t i = 0; i < d.forward_s.size(); ++i) {
+    t += d.forward_s[i];
+    if (i < d.p2p_s.size()) t += d.p2p_s[i];  // a non-blocking send's latency (blocking: in forward_s)
+  }
+  return t;
+}
+
 double dp_sync_bytes(const Plan& plan) {
   double most = 0;
   for (const auto& tail : plan.iteration.tail) {

@@ -38,9 +38,11 @@ std::vector<MemoryBreakdown> rank_memory(const Plan& plan, const std::vector<int
     const StateBytes state{plan.weight_bytes_per_param, plan.grad_state_bytes_per_param,
                            plan.optimizer_bytes_per_param};
     // Routed experts' states are sharded over the ranks holding the same experts (edp).
-    MemoryBreakdown m = model_state_memory(params - experts, plan.shard, plan.zero_stage, state);
+    // Inference holds the weights only: no gradients, no optimizer states.
+    const StateBytes held = plan.inference() ? StateBytes{state.weights, 0, 0} : state;
+    MemoryBreakdown m = model_state_memory(params - experts, plan.shard, plan.zero_stage, held);
     if (experts > 0) {
-      const MemoryBreakdown e = model_state_memory(experts, plan.edp, plan.zero_stage, state);
+      const MemoryBreakdown e = model_state_memory(experts, plan.edp, plan.zero_stage, held);
       m.weights_B += e.weights_B, m.gradients_B += e.gradients_B, m.optimizer_B += e.optimizer_B;
     }
     // PipeDream weight stashing: one weight version per in-flight micro-batch.
@@ -56,7 +58,9 @@ std::vector<MemoryBreakdown> rank_memory(const Plan& plan, const std::vector<int
     m.transient_B = transient;
     // p2p send and receive buffers; the gradient bucket being reduced.
     m.buffers_B = (plan.pp > 1 ? 2 * plan.p2p_bytes : 0) +
-                  (plan.dp > 1 ? std::min(plan.dp_bucket_B, params * plan.grad_bytes_per_param) : 0);
+                  (plan.dp > 1 && !plan.inference()
+                       ? std::min(plan.dp_bucket_B, params * plan.grad_bytes_per_param)
+                       : 0);
     m.workspace_B = plan.hardware.device.reserved_memory_B;
     out[r] = m;
   }

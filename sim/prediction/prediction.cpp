@@ -60,7 +60,7 @@ Json to_json(const Prediction& p) {
                         {"micro_batch", e.micro_batch}, {"chunk", e.chunk},
                         {"start_s", e.start_s}, {"end_s", e.end_s}, {"name", e.name}});
   }
-  return Json{{"engine", p.engine},
+  Json j{{"engine", p.engine},
               {"iteration_s", p.iteration_s},
               {"tokens_per_s", p.tokens_per_s},
               {"samples_per_s", p.samples_per_s},
@@ -89,6 +89,8 @@ Json to_json(const Prediction& p) {
               {"fits", p.fits},
               {"timeline", timeline},
               {"notes", p.notes}};
+  if (p.latency_s > 0) j["latency_s"] = p.latency_s;
+  return j;
 }
 
 }  // namespace stratasim

@@ -73,6 +73,9 @@ struct Prediction {
   double uniform_bubble_fraction = 0;  // the schedule's bubble if all stages were equal, no p2p
   double pipeline_s = 0;        // forward/backward makespan of all micro-batches
   double optimizer_s = 0;
+  // Inference: one micro-batch's time through the empty pipeline (every stage's forward and
+  // the transfers between them); 0 for training.
+  double latency_s = 0;
   double forward_s = 0;         // per micro-batch, busiest virtual stage
   double backward_s = 0;        // per micro-batch, busiest virtual stage (incl. recompute)
 

@@ -90,6 +90,15 @@ struct RingSpec {
   int steps = 0;
 };
 
+// Inference runs only the schedule's forwards (GPipe's order: the micro-batches streamed).
+inline PipelineSchedule forward_only_if(bool inference, PipelineSchedule s) {
+  if (!inference) return s;
+  for (auto& ops : s.per_rank) {
+    std::erase_if(ops, [](const PipeOp& op) { return op.kind != PipeOpKind::kForward; });
+  }
+  return s;
+}
+
 class Simulation {
  public:
   Simulation(const Plan& plan, const SimgridOptions& options)
@@ -102,8 +111,9 @@ class Simulation {
         window_iterations_(async_ ? std::max(1, (plan.pp + m_ - 1) / m_) : 0),
         stream_micro_batches_(async_ ? (warm_iterations_ + window_iterations_ + 1) * m_ : m_),
         schedule_(
-            make_schedule(plan.strategy.schedule, plan.pp, stream_micro_batches_, plan.chunks,
-                          &costs_.durations)),
+            forward_only_if(plan.inference(),
+                            make_schedule(plan.strategy.schedule, plan.pp, stream_micro_batches_,
+                                          plan.chunks, &costs_.durations))),
         p_(plan.pp),
         dp_(plan.dp),
         vstages_(plan.pp * plan.chunks),

@@ -13,7 +13,7 @@ struct BlockKey {
   TransformerSpec t;
   int micro_batch, tp, cp, ep, pp_gt_1;
   CpComm cp_comm;
-  bool sp, causal, fp8_saved_inputs;
+  bool sp, causal, fp8_saved_inputs, forward_only;
   double element_bytes;
   FusionPlan fusion;  // compared whole (its defaulted ==), so a new field cannot be missed
   Recompute recompute;
@@ -23,6 +23,7 @@ struct BlockKey {
            cp_comm == o.cp_comm &&
            pp_gt_1 == o.pp_gt_1 &&
            sp == o.sp && causal == o.causal && fp8_saved_inputs == o.fp8_saved_inputs &&
+           forward_only == o.forward_only &&
            element_bytes == o.element_bytes &&
            fusion == o.fusion && recompute == o.recompute;
   }
@@ -45,7 +46,7 @@ struct BlockKeyHash {
     mix(k.ep | static_cast<long long>(k.t.moe.experts) << 24 | static_cast<long long>(k.t.moe.top_k) << 44);
     mix(k.t.head_dim_override);
     mix(k.pp_gt_1 | k.sp << 1 | k.causal << 2 | static_cast<int>(k.recompute) << 3 |
-        k.fp8_saved_inputs << 8);
+        k.fp8_saved_inputs << 8 | k.forward_only << 9);
     mix(static_cast<long long>(k.element_bytes));
     const FusionPlan& f = k.fusion;  // the hash may leave fields out; equality may not
     mix(f.elementwise_epilogue | f.bias_dropout_residual << 1 | f.norm_residual << 2 |
@@ -55,11 +56,11 @@ struct BlockKeyHash {
   }
 };
 
-std::shared_ptr<const Block> make_block(LayerGraph graph, Recompute mode, double params,
-                                        double expert_params = 0) {
+std::shared_ptr<const Block> make_block(LayerGraph graph, Recompute mode, bool forward_only,
+                                        double params, double expert_params = 0) {
   auto b = std::make_shared<Block>();
   b->graph = std::move(graph);
-  lower_block(*b, mode);
+  lower_block(*b, mode, forward_only);
   b->params = params + expert_params;
   b->expert_params = expert_params;
   return b;
@@ -72,22 +73,23 @@ TransformerBlocks build(const TransformerSpec& t, const LayerShape& shape, Recom
   // Routed experts are split over ep (whole experts per rank), MLA's down projections are
   // whole on every tp rank, everything else is split over tp.
   const double experts = expert_layer_params(t), replicated = replicated_layer_params(t);
-  out.layer = make_block(build_transformer_layer(t, shape), recompute,
+  const bool fo = shape.forward_only;
+  out.layer = make_block(build_transformer_layer(t, shape), recompute, fo,
                          (layer_params(t) - experts - replicated) / tp + replicated,
                          experts / shape.ep);
   if (t.moe.enabled() && t.moe.first_dense_layers > 0) {
     const TransformerSpec dense = dense_variant(t);
-    out.dense_layer = make_block(build_transformer_layer(dense, shape), recompute,
+    out.dense_layer = make_block(build_transformer_layer(dense, shape), recompute, fo,
                                  (dense_layer_params(t) - replicated) / tp + replicated);
   }
   // The embedding and head are never recomputed (Megatron checkpoints transformer layers only).
   // The word embedding is vocabulary-parallel; learned positions are replicated.
-  out.embedding = make_block(build_embedding(t, shape), Recompute::kNone,
+  out.embedding = make_block(build_embedding(t, shape), Recompute::kNone, fo,
                              vocab * h / tp + (t.learned_positions ? double(t.seq_len) * h : 0));
   // With tied embeddings and pp > 1, the last stage keeps a copy of the word embedding.
   const bool output_matrix = !t.tied_embeddings || pipelined;
   const double norm_params = head_params(t) - (t.tied_embeddings ? 0 : vocab * h);
-  out.head = make_block(build_head(t, shape), Recompute::kNone,
+  out.head = make_block(build_head(t, shape), Recompute::kNone, fo,
                         norm_params + (output_matrix ? vocab * h / tp : 0));
   return out;
 }
@@ -97,7 +99,8 @@ TransformerBlocks build(const TransformerSpec& t, const LayerShape& shape, Recom
 TransformerBlocks transformer_blocks(const TransformerSpec& t, const LayerShape& shape,
                                      Recompute recompute, int pp) {
   BlockKey key{t,      shape.micro_batch, shape.tp,           shape.cp, shape.ep,    pp > 1, shape.cp_comm,
-               shape.sequence_parallel, shape.causal, shape.fp8_saved_inputs, shape.element_bytes,
+               shape.sequence_parallel, shape.causal, shape.fp8_saved_inputs, shape.forward_only,
+               shape.element_bytes,
                shape.fusion, recompute};
   thread_local std::unordered_map<BlockKey, TransformerBlocks, BlockKeyHash> cache;
   auto it = cache.find(key);

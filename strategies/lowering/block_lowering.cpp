@@ -264,7 +264,7 @@ std::vector<Kernel> backward_kernels(const LayerGraph& g, const std::vector<Kern
   return out;
 }
 
-void lower_block(Block& block, Recompute mode) {
+void lower_block(Block& block, Recompute mode, bool forward_only) {
   const LayerGraph& g = block.graph;
   const Usage u = usage_of(g);
   const std::vector<bool> saved = saved_with(g, u, mode);
@@ -285,6 +285,16 @@ void lower_block(Block& block, Recompute mode) {
           : saved_bytes_with(g, saved_with(g, u, Recompute::kNone), Recompute::kNone) -
                 block.saved_activation_B;
   for (const LayerOp& op : g.ops) block.peak_transient_B = std::max(block.peak_transient_B, op.workspace_B);
+  if (forward_only) {
+    block.backward.clear();
+    block.saved_activation_B = 0;
+    block.peak_transient_B = 0;
+    for (const LayerOp& op : g.ops) {
+      double live = op.workspace_B + (op.output >= 0 ? g.tensors[op.output].bytes : 0.0);
+      for (int16_t t : op.inputs) live += t >= 0 ? g.tensors[t].bytes : 0.0;
+      block.peak_transient_B = std::max(block.peak_transient_B, live);
+    }
+  }
 }
 
 }  // namespace stratasim

@@ -19,6 +19,8 @@ std::vector<Kernel> backward_kernels(const LayerGraph& g, const std::vector<Kern
                                      Recompute mode);
 
 // Runs the passes and fills block.forward, block.backward and the memory figures.
-void lower_block(Block& block, Recompute mode);
+// `forward_only` (inference): no backward kernels and nothing saved for one; the block's
+// peak working set is its largest op's inputs, output and workspace.
+void lower_block(Block& block, Recompute mode, bool forward_only = false);
 
 }  // namespace stratasim

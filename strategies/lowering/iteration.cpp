@@ -162,6 +162,7 @@ StageProgram stage_program(const Plan& plan, int vs) {
         push(f, compute_op(IterOpKind::kForward, vs, stage_work(plan, st, Phase::kForward), z.first));
     if (map.sends_forward(vs)) add_send(f, plan, IterOpKind::kSendActivation, vs, compute);
   }
+  if (plan.inference()) return p;  // forward only: no backward step, nothing sent back
   {
     StepProgram& b = p.backward;
     const ZeroSplit z = add_zero_gather(b, plan, st, vs);
@@ -198,6 +199,7 @@ std::vector<IterOp> rank_tail(const Plan& plan, int rank, double all_params, dou
   const Strategy& s = plan.strategy;
   const int zero = plan.zero_stage;
   std::vector<IterOp> tail;
+  if (plan.inference()) return tail;  // no gradients to reduce, no optimizer step
   const double params = all_params - expert_params;
   const double grads = params * plan.grad_bytes_per_param;
   const bool experts = expert_params > 0 && plan.edp > 1;

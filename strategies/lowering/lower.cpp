@@ -14,7 +14,8 @@ LayerShape shape_of(const Strategy& s, bool causal) {
   return LayerShape{.micro_batch = s.micro_batch, .tp = s.tp, .cp = s.cp, .cp_comm = s.cp_comm, .ep = s.ep,
                     .sequence_parallel = s.sequence_parallel,
                     .element_bytes = dtype_bytes(storage_dtype(s.dtype)),
-                    .fp8_saved_inputs = s.dtype == DType::kFp8 && s.fp8_saved_inputs, .causal = causal, .fusion = s.fusion};
+                    .fp8_saved_inputs = s.dtype == DType::kFp8 && s.fp8_saved_inputs, .causal = causal,
+                    .forward_only = s.workload == Workload::kInference, .fusion = s.fusion};
 }
 
 // Explicit op groups from the strategy ("fuse conv1, bn1, relu1"); they must be consecutive.
@@ -152,10 +153,14 @@ Expected<Plan> lower(const ModelSpec& model, const Strategy& strategy,
   if (auto bad = check_batch_and_schedule(strategy, dp, &micro_batches)) return *bad;
   if (auto bad = check_precision(strategy, hardware)) return *bad;
   if (auto bad = check_topology(strategy, hardware)) return *bad;
+  if (auto bad = check_workload(strategy)) return *bad;
 
   Plan plan;
   plan.model = model;
   plan.strategy = strategy;
+  // Inference streams the micro-batches forward: GPipe's order with nothing after the
+  // forwards (no backward kernels, no sends back, no tail); whatever schedule was named.
+  if (strategy.workload == Workload::kInference) plan.strategy.schedule = ScheduleKind::kGPipe;
   plan.hardware = hardware;
   plan.tp = strategy.tp;
   plan.pp = strategy.pp;
@@ -175,7 +180,7 @@ Expected<Plan> lower(const ModelSpec& model, const Strategy& strategy,
     auto block = std::make_shared<Block>();
     block->graph = build_op_graph(model.graph, shape_of(strategy, false));
     if (auto bad = apply_graph_groups(model, strategy.fusion, block->graph)) return *bad;
-    lower_block(*block, strategy.recompute);
+    lower_block(*block, strategy.recompute, strategy.workload == Workload::kInference);
     block->params = total_params(model);
     plan.layer = std::move(block);
     plan.block_repeat = model.graph.repeat;

@@ -245,6 +245,28 @@ std::optional<Infeasible> check_batch_and_schedule(const Strategy& s, int dp, in
   return std::nullopt;
 }
 
+std::optional<Infeasible> check_workload(const Strategy& s) {
+  if (s.workload != Workload::kInference) return std::nullopt;
+  if (s.zero_stage > 0) {
+    return Infeasible{InfeasibleReason::kModel,
+                      "inference keeps no gradients or optimizer states for ZeRO to shard "
+                      "(zero_stage=" + str(s.zero_stage) + "); set zero_stage 0", "zero_stage"};
+  }
+  if (s.recompute != Recompute::kNone) {
+    return Infeasible{InfeasibleReason::kModel,
+                      "inference runs no backward, so nothing is recomputed (recompute=" +
+                          std::string(recompute_name(s.recompute)) + "); set recompute none",
+                      "recompute"};
+  }
+  if (s.interleave > 1) {
+    return Infeasible{InfeasibleReason::kSchedule,
+                      "inference streams micro-batches forward through the pp stages, one chunk "
+                      "per rank (interleave=" + str(s.interleave) + "); set interleave 1",
+                      "interleave"};
+  }
+  return std::nullopt;
+}
+
 std::optional<Infeasible> check_topology(const Strategy& s, const HardwareModel& hw) {
   const int node = hw.node.devices;
   const bool inside = s.tp <= node && node % s.tp == 0;

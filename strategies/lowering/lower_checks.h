@@ -17,6 +17,8 @@ std::optional<Infeasible> check_model_split(const ModelSpec& m, const Strategy& 
 // Computes the micro-batches per iteration and checks the schedule's rules.
 std::optional<Infeasible> check_batch_and_schedule(const Strategy& s, int dp, int* micro_batches);
 std::optional<Infeasible> check_precision(const Strategy& s, const HardwareModel& hw);
+// Inference (Workload::kInference) runs no backward: no ZeRO, no recomputation, no interleaving.
+std::optional<Infeasible> check_workload(const Strategy& s);
 // Tensor-parallel groups must fill whole nodes or divide a node evenly.
 std::optional<Infeasible> check_topology(const Strategy& s, const HardwareModel& hw);
 

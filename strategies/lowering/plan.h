@@ -110,6 +110,7 @@ struct Plan {
     return StageMap{pp, chunks, strategy.schedule == ScheduleKind::kDualPipe,
                     strategy.schedule == ScheduleKind::kZeroBubbleV};
   }
+  bool inference() const { return strategy.workload == Workload::kInference; }
   // How many micro-batches each virtual stage runs per iteration.
   int micro_batches_per_stage() const { return micro_batches / stage_map().directions(); }
   double tokens_per_micro_batch = 0;  // micro_batch * seq_len (samples for op graphs)

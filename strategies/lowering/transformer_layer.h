@@ -18,6 +18,7 @@ struct LayerShape {
   double element_bytes = 2;  // activation dtype
   bool fp8_saved_inputs = false;  // LayerGraph::fp8_saved_fraction: FP8 training saving FP8 inputs
   bool causal = true;        // decoder: causal attention (flash skips masked blocks)
+  bool forward_only = false; // inference: no backward kernels, nothing saved for one
   FusionPlan fusion;
 };
 

@@ -55,6 +55,11 @@ enum class CpComm { kRing, kAllToAll };
 // dtype, and are reduce-scattered once. kAuto: kPerIteration when pp > 1, else kPerMicroBatch.
 enum class Zero3Reshard { kAuto, kPerMicroBatch, kPerIteration };
 
+// What an iteration runs: a training step (forward, backward, gradient sync, optimizer), or
+// inference (issue 16): micro-batches (frames, tiles, requests) streamed forward through the
+// pipeline, no backward, no gradients, no optimizer states.
+enum class Workload { kTraining, kInference };
+
 struct Strategy {
   int tp = 1;
   int pp = 1;
@@ -76,6 +81,7 @@ struct Strategy {
   int ep = 1;
   int zero_stage = 0;
   Zero3Reshard zero3_reshard = Zero3Reshard::kAuto;
+  Workload workload = Workload::kTraining;
   // Ranks one ZeRO/FSDP shard group spans; 0 = the whole data-parallel group (dp x cp). Smaller:
   // hybrid sharding (HSDP: FSDP2's dp_shard x dp_replicate, Megatron's distributed-optimizer
   // instances): states sharded over the group, replicated across dp / shard_group groups,

@@ -58,7 +58,7 @@ Strategy read_strategy(const JsonNode& n) {
   n.allow_keys({"tp", "pp", "dp", "cp", "cp_comm", "ep", "shard_group", "zero_stage", "zero3_reshard", "sequence_parallel", "schedule", "interleave",
                 "uneven_stages", "first_stage_layers", "last_stage_layers", "micro_batch", "global_batch", "recompute", "fusion",
                 "overlap_dp", "overlap_tp", "overlap_ep", "overlap_p2p", "streams", "dp_bucket", "collective", "dtype", "fp8_saved_inputs",
-                "master_weights_fp32", "grad_reduce_fp32", "optimizer", "description"});
+                "master_weights_fp32", "grad_reduce_fp32", "optimizer", "workload", "description"});
   Strategy s;
   s.tp = static_cast<int>(n.integer_or("tp", 1, 1, 1 << 20));
   s.pp = static_cast<int>(n.integer_or("pp", 1, 1, 1 << 20));
@@ -91,6 +91,7 @@ Strategy read_strategy(const JsonNode& n) {
   s.master_weights_fp32 = n.bool_or("master_weights_fp32", s.dtype != DType::kFp32);
   s.grad_reduce_fp32 = n.bool_or("grad_reduce_fp32", false);
   s.optimizer = n.enum_or("optimizer", kOptimizerNames, Optimizer::kAdam);
+  s.workload = n.enum_or("workload", kWorkloadNames, Workload::kTraining);
   return s;
 }
 
@@ -117,6 +118,9 @@ Json to_json(const Strategy& s) {
     j["zero3_reshard"] = std::string(enum_to_name(kZero3ReshardNames, s.zero3_reshard));
   }
   if (s.overlap_ep) j["overlap_ep"] = true;
+  if (s.workload != Workload::kTraining) {
+    j["workload"] = std::string(enum_to_name(kWorkloadNames, s.workload));
+  }
   if (s.streams > 1) j["streams"] = s.streams;
   if (s.dtype == DType::kFp8) j["fp8_saved_inputs"] = s.fp8_saved_inputs;
   if (s.cp_comm != CpComm::kRing) j["cp_comm"] = std::string(enum_to_name(kCpCommNames, s.cp_comm));

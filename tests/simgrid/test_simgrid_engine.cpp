@@ -58,6 +58,12 @@ TEST_CASE("simgrid: agrees with the analytical engine on one node (pp=4, pp=2)")
   // DualPipe: two chains in opposite directions, the mirror ranks' gradient all-reduce.
   for (int m : {8, 12}) check_agreement(plan_for(pipeline("dualpipe", 1, 4, m), 4));
   check_agreement(plan_for(pipeline("dualpipe", 2, 2, 4), 4));
+  // Inference: the forward stream alone (GPipe's forwards, no tail).
+  for (int m : {1, 6}) {
+    check_agreement(plan_for(R"({"workload": "inference", "pp": 4, "micro_batch": 1, "global_batch": )" +
+                                 std::to_string(m) + R"(, "fusion": "megatron"})",
+                             4));
+  }
   // ZB-V: a V of 2p stages, the turn on one rank.
   for (int m : {4, 9}) check_agreement(plan_for(pipeline("zb_v", 1, 4, m), 4));
   MESSAGE("worst relative error: iteration " << worst_iteration_error << ", bubble "
