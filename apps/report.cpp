@@ -4,6 +4,7 @@
 #include <set>
 
 #include "sim/cost/collective_cost.h"
+#include "sim/cost/block_cost.h"
 #include "sim/cost/kernel_cost.h"
 #include "sim/core/text.h"
 #include "sim/core/units.h"
@@ -43,18 +44,22 @@ std::string comm_table(const Prediction& p) {
 }
 
 std::string kernels_with_times(const Plan& plan, const std::vector<Kernel>& ks, const char* title) {
+  // The engines' per-kernel times (block_cost.h): the slowest device's compute, the waits for
+  // the host, collectives over the group they span; the label says what bounds the kernel.
+  const std::vector<KernelTiming> timings = kernel_timings(ks, plan);
   std::vector<double> times;
   std::vector<const char*> bound;
   double sum = 0;
-  for (const Kernel& k : ks) {
+  for (size_t i = 0; i < ks.size(); ++i) {
+    const Kernel& k = ks[i];
+    times.push_back(timings[i].total_s);
     if (k.cls == OpClass::kCollective) {
-      times.push_back(collective_time(k.comm, k.comm_bytes, plan.tp_group, plan.hardware,
-                                      plan.strategy.collective).time_s);
       bound.push_back("network");
+    } else if (timings[i].host_wait_s > 0.5 * timings[i].total_s) {
+      bound.push_back("host");
     } else {
       const KernelTime t = kernel_time(k, plan.hardware.device, plan.strategy.dtype,
                                        plan.strategy.fusion.flash_attention_version);
-      times.push_back(t.total_s);
       bound.push_back(t.compute_s >= t.memory_s ? "compute" : "memory");
     }
     sum += times.back();

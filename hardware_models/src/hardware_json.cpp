@@ -289,7 +289,7 @@ void apply_attention_pass(const JsonNode& n, AttentionPass& a, bool partial) {
 void allow_device_keys(const JsonNode& n) {
   n.allow_keys({"name", "peak", "vector_flops", "memory", "memory_bandwidth", "efficiency",
                 "kernel_overhead", "reserved_memory", "compute_units", "price_per_hour",
-                "overlap_slowdown", "source",
+                "overlap_slowdown", "speed_variability", "source",
                 "preset", "file"});
 }
 
@@ -333,6 +333,13 @@ void apply(const JsonNode& n, DeviceSpec& d, bool partial, int /*depth*/) {
     const double v = c.as_number();
     if (v < 1 || v > 4) c.fail("must be between 1 and 4 (compute time factor while overlapped)");
     d.overlap_slowdown = v;
+  });
+  optional_field(n, "speed_variability", [&](const JsonNode& c) {
+    const double v = c.as_number();
+    if (!(v >= 0 && v <= 0.2)) {
+      c.fail("must be between 0 and 0.2 (standard deviation of device speed, a fraction)");
+    }
+    d.speed_variability = v;
   });
   optional_field(n, "price_per_hour", [&](const JsonNode& c) {
     double v = c.as_number();
@@ -551,6 +558,7 @@ Json to_json(const DeviceSpec& d) {
   if (d.compute_units != 0) j["compute_units"] = d.compute_units;
   if (d.price_per_hour != 0) j["price_per_hour"] = d.price_per_hour;
   if (d.overlap_slowdown != 1) j["overlap_slowdown"] = d.overlap_slowdown;
+  if (d.speed_variability != 0) j["speed_variability"] = d.speed_variability;
   if (!d.source.empty()) j["source"] = d.source;
   return j;
 }

@@ -75,6 +75,9 @@ struct DeviceSpec {
   // Compute that runs while a collective runs on the same device takes this many times longer
   // (the communication kernels occupy SMs and memory bandwidth); 1 = no interference.
   double overlap_slowdown = 1.0;
+  // Standard deviation of the sustained compute speed across devices of this SKU, as a fraction
+  // of the typical device's (sim/cost/device_variability.h); 0 = identical devices.
+  double speed_variability = 0;
   double price_per_hour = 0;     // optional, for cost objectives (0 = unknown)
   std::string source;            // where the numbers come from
   bool operator==(const DeviceSpec&) const = default;

@@ -4,6 +4,7 @@
 
 #include "sim/cost/collective_cost.h"
 #include "sim/cost/concurrent_kernels.h"
+#include "sim/cost/device_variability.h"
 #include "sim/cost/kernel_cost.h"
 
 namespace stratasim {
@@ -87,7 +88,8 @@ double concurrent_s(const Block& b, const std::vector<Kernel>& ks, size_t begin,
   std::vector<ConcurrentKernel> tasks(end - begin);
   for (size_t i = begin; i < end; ++i) {
     const KernelTime t = kernel_time(ks[i], plan.hardware.device, plan.strategy.dtype,
-                                     plan.strategy.fusion.flash_attention_version);
+                                     plan.strategy.fusion.flash_attention_version,
+                                     slowest_device_factor(plan.hardware));
     tasks[i - begin] = {t.total_s, device_demand(t), deps[i - begin]};
   }
   return run_concurrent(tasks, plan.strategy.streams).makespan_s;
@@ -108,6 +110,37 @@ void run_on_streams(const Block& b, const Plan& plan, PhaseSums& f, PhaseSums& b
   bw.time_s = r + back;
 }
 
+// Kernels the host issues for k: a kernel fused into its predecessor adds none.
+double host_launches(const Kernel& k) {
+  if (k.cls == OpClass::kCollective) return 1;
+  return k.reads_input_fused ? 0 : k.launches;
+}
+
+// Strategy::host_overhead: the host issues the kernels of a list one after another, h each,
+// running ahead of the device while kernels are longer than their issue. In the steady state of
+// identical blocks issued back to back (a stage's layers, micro-batch after micro-batch) the
+// device waits sum(h) - sum(device) per list when the host is slower, and never otherwise; the
+// wait is spread over the list's compute kernels by their share of the issue time (collectives
+// keep their timing, which the SimGrid engine replays as messages).
+void add_host_waits(const std::vector<Kernel>& ks, double h, std::vector<KernelTiming>& out) {
+  if (h <= 0) return;
+  double host = 0, device = 0, compute_host = 0;
+  for (size_t i = 0; i < ks.size(); ++i) {
+    host += h * host_launches(ks[i]);
+    device += out[i].exposed_s;
+    if (ks[i].cls != OpClass::kCollective) compute_host += h * host_launches(ks[i]);
+  }
+  const double wait = host - device;
+  if (wait <= 0 || compute_host <= 0) return;
+  for (size_t i = 0; i < ks.size(); ++i) {
+    if (ks[i].cls == OpClass::kCollective) continue;
+    const double share = wait * h * host_launches(ks[i]) / compute_host;
+    out[i].total_s += share;
+    out[i].exposed_s += share;
+    out[i].host_wait_s = share;
+  }
+}
+
 }  // namespace
 
 std::vector<KernelTiming> kernel_timings(const std::vector<Kernel>& ks, const Plan& plan) {
@@ -115,6 +148,7 @@ std::vector<KernelTiming> kernel_timings(const std::vector<Kernel>& ks, const Pl
   const Strategy& s = plan.strategy;
   std::vector<double> times(ks.size());
   std::vector<KernelTiming> out(ks.size());
+  const double slowest = slowest_device_factor(hw);
   for (size_t i = 0; i < ks.size(); ++i) {
     const Kernel& k = ks[i];
     if (k.cls == OpClass::kCollective) {
@@ -125,7 +159,7 @@ std::vector<KernelTiming> kernel_timings(const std::vector<Kernel>& ks, const Pl
       times[i] = c.time_s;
       out[i].algorithm = c.algorithm;
     } else {
-      times[i] = kernel_time(k, hw.device, s.dtype, s.fusion.flash_attention_version).total_s;
+      times[i] = kernel_time(k, hw.device, s.dtype, s.fusion.flash_attention_version, slowest).total_s;
     }
   }
   // While the collective runs, the GEMM beside it is slowed (overlap_slowdown): the pair takes
@@ -144,6 +178,7 @@ std::vector<KernelTiming> kernel_timings(const std::vector<Kernel>& ks, const Pl
     out[i].total_s = times[i];
     out[i].exposed_s = t;
   }
+  add_host_waits(ks, s.host_overhead_s, out);
   return out;
 }
 

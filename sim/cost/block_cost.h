@@ -25,9 +25,11 @@ BlockCost block_cost(const Block& b, const Plan& plan);
 
 // Per kernel of one phase list: its time, the part that stays exposed (a collective with
 // overlap_tp runs under its neighbour GEMM) and, for collectives, the algorithm used. Sums to
-// block_cost's numbers; the SimGrid engine replays collectives from it.
+// block_cost's numbers; the SimGrid engine replays collectives from it. A compute kernel's
+// times include the device's wait for the host to issue it (Strategy::host_overhead_s).
 struct KernelTiming {
   double total_s = 0, exposed_s = 0;
+  double host_wait_s = 0;  // part of both: the device idle, waiting for the host to issue it
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
 };
 std::vector<KernelTiming> kernel_timings(const std::vector<Kernel>& ks, const Plan& plan);

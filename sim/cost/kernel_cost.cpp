@@ -89,7 +89,8 @@ double wave_efficiency(double m, double n, double batch, int compute_units) {
   return best;
 }
 
-KernelTime kernel_time(const Kernel& k, const DeviceSpec& d, DType dtype, int flash_version) {
+KernelTime kernel_time(const Kernel& k, const DeviceSpec& d, DType dtype, int flash_version,
+                       double compute_slowdown) {
   KernelTime t;
   const DType storage = storage_dtype(dtype);
   const bool fp8 = dtype == DType::kFp8 && k.fp8_eligible;
@@ -107,6 +108,8 @@ KernelTime kernel_time(const Kernel& k, const DeviceSpec& d, DType dtype, int fl
     t.compute_s += k.other_flops / d.vector_flops;
     plateau_compute += k.other_flops / d.vector_flops;
   }
+  t.compute_s *= compute_slowdown;
+  plateau_compute *= compute_slowdown;
   if (k.bytes > 0) {
     t.memory_s = k.bytes / (d.memory_bandwidth_Bps * d.memory.at(k.bytes));
     plateau_memory = k.bytes / (d.memory_bandwidth_Bps * d.memory.max_fraction);

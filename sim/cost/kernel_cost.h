@@ -27,7 +27,9 @@ double wave_efficiency(double m, double n, double batch, int compute_units);
 // bandwidth * efficiency(bytes). With dtype fp8, only linear-layer GEMMs (Kernel::fp8_eligible)
 // run at the fp8 peak and efficiency, plus their cast kernels; everything else runs at the
 // 16-bit storage dtype. Fused attention uses the device's FlashAttention curves of
-// `flash_version` (FusionPlan::flash_attention_version).
-KernelTime kernel_time(const Kernel& k, const DeviceSpec& d, DType dtype, int flash_version = 2);
+// `flash_version` (FusionPlan::flash_attention_version). Compute runs `compute_slowdown` times
+// longer: the slowest device of the job (device_variability.h); memory traffic does not.
+KernelTime kernel_time(const Kernel& k, const DeviceSpec& d, DType dtype, int flash_version = 2,
+                       double compute_slowdown = 1.0);
 
 }  // namespace stratasim

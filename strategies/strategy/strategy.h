@@ -123,6 +123,12 @@ struct Strategy {
   // Gradients reduced (and their shards kept) in fp32: FSDP2's reduce_dtype float32
   // (TorchTitan's default), Megatron's grad_reduce_in_fp32.
   bool grad_reduce_fp32 = false;
+  // Host (CPU) time the framework spends issuing one kernel: eager PyTorch's Python call,
+  // dispatcher, autograd recording or backward node, and the CUDA launch. The CPU runs ahead of
+  // the device, so it costs nothing while kernels are longer; a block whose kernels are shorter
+  // than their issue time waits for the host (sim/cost/host_issue.h). 0 = not modelled (CUDA
+  // graphs, or an unknown stack).
+  double host_overhead_s = 0;
   Optimizer optimizer = Optimizer::kAdam;
   bool operator==(const Strategy&) const = default;
 };

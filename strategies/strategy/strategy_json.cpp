@@ -58,7 +58,7 @@ Strategy read_strategy(const JsonNode& n) {
   n.allow_keys({"tp", "pp", "dp", "cp", "cp_comm", "ep", "shard_group", "zero_stage", "zero3_reshard", "sequence_parallel", "schedule", "interleave",
                 "uneven_stages", "first_stage_layers", "last_stage_layers", "micro_batch", "global_batch", "recompute", "fusion",
                 "overlap_dp", "overlap_tp", "overlap_ep", "overlap_p2p", "streams", "dp_bucket", "collective", "dtype", "fp8_saved_inputs",
-                "master_weights_fp32", "grad_reduce_fp32", "optimizer", "workload", "description"});
+                "master_weights_fp32", "grad_reduce_fp32", "host_overhead", "optimizer", "workload", "description"});
   Strategy s;
   s.tp = static_cast<int>(n.integer_or("tp", 1, 1, 1 << 20));
   s.pp = static_cast<int>(n.integer_or("pp", 1, 1, 1 << 20));
@@ -90,6 +90,10 @@ Strategy read_strategy(const JsonNode& n) {
   s.fp8_saved_inputs = n.bool_or("fp8_saved_inputs", true);
   s.master_weights_fp32 = n.bool_or("master_weights_fp32", s.dtype != DType::kFp32);
   s.grad_reduce_fp32 = n.bool_or("grad_reduce_fp32", false);
+  s.host_overhead_s = n.quantity_or("host_overhead", Dimension::kTime, 0);
+  if (s.host_overhead_s > kMilli) {
+    n.at("host_overhead").fail("must be at most 1ms: it is the host's time to issue one kernel");
+  }
   s.optimizer = n.enum_or("optimizer", kOptimizerNames, Optimizer::kAdam);
   s.workload = n.enum_or("workload", kWorkloadNames, Workload::kTraining);
   return s;
@@ -126,6 +130,7 @@ Json to_json(const Strategy& s) {
   if (s.cp_comm != CpComm::kRing) j["cp_comm"] = std::string(enum_to_name(kCpCommNames, s.cp_comm));
   if (s.first_stage_layers > 0) j["first_stage_layers"] = s.first_stage_layers;
   if (s.last_stage_layers > 0) j["last_stage_layers"] = s.last_stage_layers;
+  if (s.host_overhead_s > 0) j["host_overhead"] = std::to_string(s.host_overhead_s / kMicro) + "us";
   if (s.dp_bucket_B > 0) j["dp_bucket"] = std::to_string(static_cast<long long>(s.dp_bucket_B)) + "B";
   return j;
 }
