@@ -28,7 +28,11 @@ double inverse_normal_cdf(double p) {
 
 double expected_max_standard_normal(int n) {
   if (n <= 1) return 0;
-  return inverse_normal_cdf((n - 0.375) / (n + 0.25));
+  // A search costs many plans on one device count: keep the last answer per thread.
+  thread_local int last_n = 0;
+  thread_local double last = 0;
+  if (n != last_n) last = inverse_normal_cdf((n - 0.375) / (n + 0.25)), last_n = n;
+  return last;
 }
 
 double slowest_device_factor(const HardwareModel& hw) {

@@ -22,21 +22,37 @@ Usage usage_of(const LayerGraph& g) {
   return u;
 }
 
+// Matrix multiplies an op runs under eager model code (LayerOp::mm_split): bmm is not mm.
+int mm_calls(const LayerOp& op) {
+  if (op.cls != OpClass::kMatmul || op.attention_core) return 0;
+  int n = 0;
+  for (double w : op.mm_split) n += w > 0;
+  return std::max(n, 1);
+}
+
 // TorchTitan's op-level policy saves the output of every other matrix multiply of a layer (the
 // 1st, 3rd, ...: its mm counter is odd) and of fused attention (SDPA); reduce-scatters are saved
 // too. Everything else is recomputed (torchtitan/distributed/activation_checkpoint.py,
-// _save_list and the mm_count rule).
-bool op_saved_by_op_policy(const LayerGraph& g, int i) {
+// _save_list and the mm_count rule). The counter runs over the model's nn.Linear calls: wq, wk,
+// wv, wo, w1, w3, w2 in a Llama layer, so of the fused q|k|v GEMM q and v are saved, of the
+// gate|up GEMM the gate. The share of op i's output the policy saves, by output width.
+double op_policy_saved_share(const LayerGraph& g, int i) {
   const LayerOp& op = g.ops[i];
-  if (op.cls == OpClass::kFlashAttention) return true;
-  if (op.cls == OpClass::kCollective) return op.comm == CommKind::kReduceScatter;
-  if (op.cls != OpClass::kMatmul || op.attention_core) return false;  // bmm is not mm
-  int ordinal = 0;
-  for (int j = 0; j <= i; ++j) {
-    ordinal += g.ops[j].cls == OpClass::kMatmul && !g.ops[j].attention_core;
+  if (op.cls == OpClass::kFlashAttention) return 1;
+  if (op.cls == OpClass::kCollective) return op.comm == CommKind::kReduceScatter ? 1 : 0;
+  if (mm_calls(op) == 0) return 0;
+  int before = 0;
+  for (int j = 0; j < i; ++j) before += mm_calls(g.ops[j]);
+  if (mm_calls(op) == 1 && op.mm_split[0] <= 0) return (before + 1) % 2 == 1 ? 1 : 0;
+  double saved = 0, total = 0;
+  for (int c = 0; c < static_cast<int>(op.mm_split.size()) && op.mm_split[c] > 0; ++c) {
+    total += op.mm_split[c];
+    if ((before + c + 1) % 2 == 1) saved += op.mm_split[c];
   }
-  return ordinal % 2 == 1;
+  return saved / total;
 }
+
+bool op_saved_by_op_policy(const LayerGraph& g, int i) { return op_policy_saved_share(g, i) > 0; }
 
 bool op_state_kept(const LayerOp& op, Recompute mode) {
   if (mode == Recompute::kFull) return false;
@@ -136,19 +152,24 @@ Kernel backward_of(const LayerGraph& g, const Kernel& f) {
   return b;
 }
 
-bool kernel_recomputed(const LayerGraph& g, const Kernel& k, Recompute mode) {
-  if (mode == Recompute::kFull) return true;
-  if (mode == Recompute::kNone) return false;
+// Share of kernel k the backward pass recomputes: all or nothing, except a GEMM whose separate
+// matrix multiplies the op policy saves in part (the k of q|k|v, the up half of gate|up).
+double recomputed_share(const LayerGraph& g, const Kernel& k, Recompute mode) {
+  if (mode == Recompute::kFull) return 1;
+  if (mode == Recompute::kNone) return 0;
   if (mode == Recompute::kOpSelective) {
-    for (int i = k.first_op; i <= k.last_op; ++i) {
-      if (op_saved_by_op_policy(g, i)) return false;
+    if (k.first_op == k.last_op && k.cls == OpClass::kMatmul) {
+      return 1 - op_policy_saved_share(g, k.first_op);
     }
-    return true;
+    for (int i = k.first_op; i <= k.last_op; ++i) {
+      if (op_saved_by_op_policy(g, i)) return 0;
+    }
+    return 1;
   }
   for (int i = k.first_op; i <= k.last_op; ++i) {
-    if (g.ops[i].attention_core) return true;
+    if (g.ops[i].attention_core) return 1;
   }
-  return false;
+  return 0;
 }
 
 }  // namespace
@@ -201,10 +222,15 @@ double saved_bytes_with(const LayerGraph& g, const std::vector<bool>& saved, Rec
       if ((op.saves & kSaveOutput) && op.output >= 0) other[op.output] = 1;
     }
   }
+  // The op policy keeps part of a GEMM's output when it saves some of its matrix multiplies.
+  std::vector<double> share(mode == Recompute::kOpSelective ? g.tensors.size() : 0, 1.0);
+  for (int i = 0; i < static_cast<int>(g.ops.size()) && !share.empty(); ++i) {
+    if (g.ops[i].output >= 0 && mm_calls(g.ops[i]) > 0) share[g.ops[i].output] = op_policy_saved_share(g, i);
+  }
   double bytes = 0;
   for (size_t t = 0; t < saved.size(); ++t) {
     if (!saved[t]) continue;
-    const double whole = g.tensors[t].saved_bytes;
+    const double whole = g.tensors[t].saved_bytes * (share.empty() ? 1.0 : share[t]);
     if (linear.empty() || !linear[t]) {
       bytes += whole;
     } else {
@@ -252,9 +278,14 @@ std::vector<Kernel> backward_kernels(const LayerGraph& g, const std::vector<Kern
   std::vector<Kernel> out;
   out.reserve(forward.size() * 2);
   for (const Kernel& k : forward) {
-    if (!kernel_recomputed(g, k, mode) || k.comm_phases == CommPhases::kBackwardOnly) continue;
+    const double share = recomputed_share(g, k, mode);
+    if (share <= 0 || k.comm_phases == CommPhases::kBackwardOnly) continue;
     Kernel r = k;
     r.phase = Phase::kRecompute;
+    if (share < 1) {  // the unsaved matrix multiplies only: same rows and depth, fewer columns
+      r.matmul_flops *= share, r.model_flops *= share, r.other_flops *= share;
+      r.bytes *= share, r.gemm_n *= share;
+    }
     out.push_back(r);
   }
   for (auto it = forward.rbegin(); it != forward.rend(); ++it) {

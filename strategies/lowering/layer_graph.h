@@ -5,6 +5,7 @@
 // memory are all computed from this one description.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -73,6 +74,10 @@ struct LayerOp {
   double workspace_B = 0;
   bool high_precision = false;  // a GEMM kept 16-bit under fp8 training (attention, logits)
   bool attention_core = false;  // recomputed by selective recomputation (Korthikanti 2022)
+  // A GEMM that model code written with one nn.Linear per projection runs as several matrix
+  // multiplies (q, k, v; SwiGLU's gate and up): their output widths, in order; all 0 = one. Only
+  // a per-mm recomputation policy (Recompute::kOpSelective) tells them apart.
+  std::array<double, 3> mm_split{};
   FusionRule fusion = FusionRule::kNone;  // group rule this op may join
   int16_t fusion_group = -1;              // ops with the same rule and group id fuse
   CommKind comm = CommKind::kAllReduce;   // for kCollective

@@ -290,7 +290,8 @@ int dense_mlp(Builder& B, const Dims& d, const TransformerSpec& t, int x, double
               std::string_view up_name, std::string_view down_name) {
   const double f_in = t.activation == Activation::kSwiGLU ? 2 * f : f;  // gate + up for SwiGLU
   int up = B.tensor(d.n * f_in / d.t * d.e);
-  B.matmul(up_name, x, up, d.h * f_in / d.t * d.e, d.n, f_in / d.t, d.h);
+  LayerOp& up_proj = B.matmul(up_name, x, up, d.h * f_in / d.t * d.e, d.n, f_in / d.t, d.h);
+  if (t.activation == Activation::kSwiGLU) up_proj.mm_split = {f, f, 0};  // w1 (gate), w3 (up)
   int act = mlp_activation(B, d, t, up, f);
   int down = B.tensor(d.n * d.h * d.e);
   B.matmul(down_name, act, down, f * d.h / d.t * d.e, d.n, d.h, f / d.t);
@@ -434,8 +435,9 @@ LayerGraph build_transformer_layer(const TransformerSpec& t, const LayerShape& s
   } else {
     int x = norm_and_gather(B, d, sh, t, "norm1", "sp_all_gather1", g.input_tensor, add_norm);
     qkv = B.tensor(d.n * (d.q + 2 * d.kv) / d.t * d.e);
-    B.matmul("qkv", x, qkv, d.h * (d.q + 2 * d.kv) / d.t * d.e, d.n, (d.q + 2 * d.kv) / d.t,
-             d.h);  // saves its input: 2sbh
+    LayerOp& proj_qkv = B.matmul("qkv", x, qkv, d.h * (d.q + 2 * d.kv) / d.t * d.e, d.n,
+                                 (d.q + 2 * d.kv) / d.t, d.h);  // saves its input: 2sbh
+    proj_qkv.mm_split = {d.q, d.kv, d.kv};  // wq, wk, wv (TorchTitan's and HF's Llama)
     if (t.rotary) qkv = rotary(B, d, sh, qkv);
   }
   int context = attention_core(B, d, sh, t.dropout, qkv);

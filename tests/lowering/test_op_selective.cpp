@@ -2,6 +2,8 @@
 // gradient reduction, worked out by hand on a GPT layer.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "hardware_models/src/hardware_json.h"
 #include "sim/analytical/analytical_engine.h"
 #include "strategies/lowering/lower.h"
@@ -32,11 +34,12 @@ double recomputed_matmul_flops(const Block& b) {
 TEST_CASE("op-selective recomputation recomputes every other GEMM, never the attention") {
   const Plan op = gpt_plan(Recompute::kOpSelective);
   const Block& b = *op.layer;
-  // GPT layer GEMMs per token (b s = 512 tokens, h = 1024): qkv 6 h^2, projection 2 h^2,
-  // fc1 8 h^2, fc2 8 h^2 (2 FLOP per multiply-add). The policy saves the 1st and 3rd (qkv,
-  // fc1) and recomputes the 2nd and 4th (projection, fc2): (2 + 8) h^2 of 24 h^2 per token.
+  // The policy's mm counter runs over the model's nn.Linear calls: wq, wk, wv, wo, fc1, fc2
+  // (GELU MLP: one up projection). Per token (b s = 512 tokens, h = 1024; 2 FLOP per
+  // multiply-add): wq, wk, wv, wo 2 h^2 each, fc1 and fc2 8 h^2. Saved: the 1st, 3rd and 5th
+  // (wq, wv, fc1); recomputed: wk, wo, fc2 = (2 + 2 + 8) h^2 of 24 h^2 per token.
   const double tokens = 512, h = 1024;
-  CHECK(recomputed_matmul_flops(b) == doctest::Approx(10 * h * h * tokens * 2 / 2));
+  CHECK(recomputed_matmul_flops(b) == doctest::Approx(12 * h * h * tokens));
   for (const Kernel& k : b.backward) {
     if (k.phase == Phase::kRecompute) CHECK(k.cls != OpClass::kFlashAttention);
   }
@@ -46,9 +49,38 @@ TEST_CASE("op-selective recomputation recomputes every other GEMM, never the att
   CHECK(recomputed_matmul_flops(*full.layer) == doctest::Approx(24 * h * h * tokens));
   CHECK(b.saved_activation_B < none.layer->saved_activation_B);
   CHECK(b.saved_activation_B > full.layer->saved_activation_B);
-  // It saves the layer input (b s h x 2 B), the outputs of qkv (3 b s h) and fc1 (4 b s h) and
-  // the attention output (b s h) with its softmax statistics: at least 9 b s h x 2 B.
-  CHECK(b.saved_activation_B >= 9 * tokens * h * 2);
+  // It saves the layer input (b s h x 2 B), q and v of the qkv GEMM's output (2 b s h), the
+  // fc1 output (4 b s h) and the attention output (b s h) with its softmax statistics
+  // (heads x b s x 4 B = 32 KiB): 8 b s h x 2 B and the statistics.
+  CHECK(b.saved_activation_B >= 8 * tokens * h * 2);
+  CHECK(b.saved_activation_B <= 8 * tokens * h * 2 + 64 * 1024);
+}
+
+TEST_CASE("op-selective on a Llama layer: the q|k|v and gate|up GEMMs count as their separate linears") {
+  // TorchTitan's Llama: wq, wk, wv, wo, w1 (gate), w3 (up), w2. GQA with 4 of 16 heads for k
+  // and v (kv width 256), ffn 2048, h 1024, 512 tokens. Saved: wq, wv, w1, w2 (odd counts);
+  // recomputed: wk (2 h 256), wo (2 h^2), w3 (2 h 2048) per token.
+  ModelSpec m = testing::small_gpt(4);
+  TransformerSpec& t = m.transformer;
+  t.kv_heads = 4, t.ffn_hidden = 2048, t.activation = Activation::kSwiGLU;
+  t.norm = NormKind::kRMSNorm, t.rotary = true, t.linear_bias = false, t.dropout = false;
+  Strategy s;
+  s.global_batch = 8, s.micro_batch = 1, s.recompute = Recompute::kOpSelective;
+  fusion_preset("all", &s.fusion);
+  const Plan p = testing::lower_on_dgx_a100(m, s, 8);
+  const double tokens = 512, h = 1024;
+  CHECK(recomputed_matmul_flops(*p.layer) ==
+        doctest::Approx((2 * h * 256 + 2 * h * h + 2 * h * 2048) * tokens));
+  // The recomputed part of q|k|v is the k projection alone: its GEMM is 256 columns wide.
+  bool found_k = false;
+  for (const Kernel& k : p.layer->backward) {
+    if (k.phase == Phase::kRecompute && k.cls == OpClass::kMatmul && std::abs(k.gemm_n - 256) < 1e-6) found_k = true;
+  }
+  CHECK(found_k);
+  // Saved per token: input h, q h, v 256, attention output h, gate 2048, w2 output h
+  // = 6400 elements x 2 B, plus the attention's softmax statistics (16 heads x 4 B).
+  CHECK(p.layer->saved_activation_B >= 6400 * 2 * tokens);
+  CHECK(p.layer->saved_activation_B <= 6400 * 2 * tokens + 16 * 4 * tokens * 2);
 }
 
 TEST_CASE("op_selective and grad_reduce_fp32 are strategy keys; fp32 reduction doubles the bytes") {
