@@ -52,7 +52,7 @@ std::vector<CaseRule> read_rule_list(const JsonNode& list, const char* apply_key
   for (size_t i = 0; i < list.size(); ++i) {
     const JsonNode r = list.element(i);
     if (stack) {
-      r.allow_keys({"name", "when", apply_key, "free", "selective_recompute", "why"});
+      r.allow_keys({"name", "when", apply_key, "free", "selective_recompute", "pipeline", "why"});
     } else {
       r.allow_keys({"when", apply_key, "why"});
     }
@@ -69,6 +69,14 @@ std::vector<CaseRule> read_rule_list(const JsonNode& list, const char* apply_key
         rule.free = f->raw();
       }
       rule.selective_recompute = r.string_or("selective_recompute", "");
+      if (auto p = r.find("pipeline")) {
+        p->allow_keys({"micro_batches", "interleave"});
+        if (auto m = p->find("micro_batches")) {
+          if (m->as_string() != "pp") m->fail("must be \"pp\" (as many micro-batches as pipeline ranks)");
+          rule.pipeline_micro_batches_pp = true;
+        }
+        if (auto v = p->find("interleave")) rule.pipeline_interleave = static_cast<int>(v->as_integer(2, 64));
+      }
     }
     rule.why = r.string_or("why", "");
     out.push_back(std::move(rule));

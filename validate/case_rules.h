@@ -30,6 +30,11 @@ struct CaseRule {
   // stacks: what a plain "selective" recomputation means there ("op_selective" for TorchTitan,
   // whose selective mode defaults to its per-op policy); empty: Megatron's attention-only.
   std::string selective_recompute;
+  // stacks: what the stack's pipeline does with knobs a case leaves null, instead of searching
+  // them: micro-batches per iteration = pp (TorchTitan's default n_microbatches) and the
+  // virtual stages per rank of an interleaved schedule named without its depth; 0 = search.
+  bool pipeline_micro_batches_pp = false;
+  int pipeline_interleave = 0;
   std::string why;
 };
 

@@ -144,7 +144,18 @@ bool add_free(Json& search, const Json& free, const char* key) {
   return true;
 }
 
-void stated_parallel(const JsonNode& c, Json& strategy, Json& search, const Json& free) {
+// A null micro-batch size under a stack whose pipeline runs pp micro-batches: the local batch
+// (global / dp) split pp ways; 0 when that does not divide.
+int pipeline_micro_batch(const Json& pr, const CaseRule* stack) {
+  if (stack == nullptr || !stack->pipeline_micro_batches_pp) return 0;
+  const int pp = pr.at("pp").get<int>(), dp = pr.at("dp").get<int>();
+  const long long global = pr.at("global_batch").get<long long>();
+  if (pp <= 1 || dp <= 0 || global % (static_cast<long long>(dp) * pp) != 0) return 0;
+  return static_cast<int>(global / dp / pp);
+}
+
+void stated_parallel(const JsonNode& c, Json& strategy, Json& search, const Json& free,
+                     const CaseRule* stack) {
   const JsonNode p = c.at("parallel");
   const Json& pr = p.raw();
   for (const char* key : {"tp", "pp", "dp", "global_batch"}) {
@@ -156,6 +167,8 @@ void stated_parallel(const JsonNode& c, Json& strategy, Json& search, const Json
   if (has_number(pr, "ep") && pr.at("ep").get<double>() > 1) strategy["ep"] = pr.at("ep");
   if (has_number(pr, "micro_batch")) {
     strategy["micro_batch"] = pr.at("micro_batch");
+  } else if (const int mb = pipeline_micro_batch(pr, stack); mb > 0) {
+    strategy["micro_batch"] = mb;
   } else if (!add_free(search, free, "micro_batch")) {
     p.fail("does not report micro_batch and its stack lists no values to search");
   }
@@ -188,6 +201,9 @@ void stated_parallel(const JsonNode& c, Json& strategy, Json& search, const Json
   } else if (schedule == "1f1b" || schedule == "gpipe") {
     strategy["schedule"] = schedule;
     strategy["interleave"] = 1;
+  } else if (schedule == "interleaved" && stack != nullptr && stack->pipeline_interleave > 0) {
+    strategy["schedule"] = "interleaved";
+    strategy["interleave"] = stack->pipeline_interleave;
   } else {
     // Interleaving named without its depth, or no schedule named: search the stack's depths.
     if (add_free(search, free, "interleave")) {
@@ -211,8 +227,8 @@ Json strategy_of(const JsonNode& c, const CaseRules& rules, std::string* stack, 
   for (const CaseRule& m : rules.modifiers) {
     if (rule_matches(m, c.raw())) merge_into(strategy, m.apply);
   }
-  stated_parallel(c, strategy, *search, free);
   const CaseRule* s = first_match(rules.stacks, c.raw());
+  stated_parallel(c, strategy, *search, free, s);
   if (s && !s->selective_recompute.empty() && strategy.value("recompute", "") == "selective") {
     strategy["recompute"] = s->selective_recompute;
   }

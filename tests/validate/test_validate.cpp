@@ -190,6 +190,36 @@ TEST_CASE("validate: TorchTitan's selective means its per-op policy; its loss is
   CHECK(s24.at("recompute") == "op_selective");
   CHECK(s24.at("fusion").at("fused_loss") == false);
   CHECK(s24.at("fusion").at("preset") == "all");
-  const Json& s25 = translated("GitHub benchmarks (2025-06)").scenario.at("strategy");
+  const TranslatedCase y2025 = translated("GitHub benchmarks (2025-06)");
+  const Json& s25 = y2025.scenario.at("strategy");
   CHECK(s25.at("fusion").at("fused_loss") == true);
+}
+
+TEST_CASE("validate: a TorchTitan pipeline the source leaves unstated runs the stack's defaults") {
+  // rules.json, torchtitan stack "pipeline": n_microbatches = pp (pipelining_utils.py at the
+  // benchmark commit), so a local batch of 256 / 8 = 32 sequences runs as 8 micro-batches of 4;
+  // an interleaved schedule named without its depth has 2 stages per rank.
+  auto translated = [](const std::string& schedule) {
+    Json c = parse_json_text(kTwoCaseSource, "test").at("cases").at(1);
+    c["id"] = "titan_pp_probe";
+    c["parallel"]["tp"] = 8, c["parallel"]["pp"] = 8, c["parallel"]["dp"] = 8;
+    c["parallel"]["global_batch"] = 256, c["parallel"]["micro_batch"] = nullptr;
+    c["parallel"]["schedule"] = schedule;
+    c["hardware"]["num_gpus"] = 512;
+    return translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules());
+  };
+  const TranslatedCase one = translated("1F1B");
+  CHECK(one.stack == "torchtitan");
+  CHECK(one.scenario.at("strategy").at("micro_batch") == 4);
+  CHECK(one.scenario.at("strategy").at("schedule") == "1f1b");
+  const TranslatedCase interleaved = translated("interleaved 1F1B");
+  const Json& inter = interleaved.scenario.at("strategy");
+  CHECK(inter.at("micro_batch") == 4);
+  CHECK(inter.at("schedule") == "interleaved");
+  CHECK(inter.at("interleave") == 2);
+  // Without pipeline parallelism the stack's free micro-batch sizes are searched as before.
+  Json c = parse_json_text(kTwoCaseSource, "test").at("cases").at(1);
+  c["parallel"]["micro_batch"] = nullptr;
+  const TranslatedCase flat = translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules());
+  CHECK_FALSE(flat.scenario.at("strategy").contains("micro_batch"));
 }
