@@ -5,6 +5,7 @@
 
 #include "sim/cost/collective_cost.h"
 #include "sim/cost/block_cost.h"
+#include "sim/cost/device_variability.h"
 #include "sim/cost/kernel_cost.h"
 #include "sim/core/text.h"
 #include "sim/core/units.h"
@@ -196,6 +197,12 @@ std::string evaluation_report(const Scenario& sc, const Plan& plan, const Predic
              format_flop_rate(p.hardware_flops_per_device_s).c_str(), pct(p.hfu).c_str());
   out += format_text("  %-28s %s, of which recomputation %s\n", "compute (busiest device)",
              format_seconds(p.compute_s).c_str(), format_seconds(p.recompute_s).c_str());
+  if (const double slowest = slowest_device_factor(plan.hardware); slowest > 1) {
+    out += format_text("  %-28s compute x%.3f: the pace of the slowest of %d devices whose speed "
+                       "varies by %.1f%% (sd)\n",
+                       "slowest device", slowest, plan.hardware.num_devices,
+                       100 * plan.hardware.device.speed_variability);
+  }
   out += format_text("  %-28s %s forward, %s backward\n", "per micro-batch (slowest)",
              format_seconds(p.forward_s).c_str(), format_seconds(p.backward_s).c_str());
   out += format_text("  %-28s %s (%s of the %s pipeline; %s with equal stages and free p2p)\n",
