@@ -218,7 +218,8 @@ void stated_parallel(const JsonNode& c, Json& strategy, Json& search, const Json
 Json strategy_of(const JsonNode& c, const CaseRules& rules, std::string* stack, Json* search) {
   Json strategy = Json::object();
   Json free = Json::object();
-  if (const CaseRule* s = first_match(rules.stacks, c.raw())) {
+  const CaseRule* s = first_match(rules.stacks, c.raw());
+  if (s != nullptr) {
     *stack = s->name;
     merge_into(strategy, s->apply);
     free = s->free;
@@ -227,7 +228,6 @@ Json strategy_of(const JsonNode& c, const CaseRules& rules, std::string* stack, 
   for (const CaseRule& m : rules.modifiers) {
     if (rule_matches(m, c.raw())) merge_into(strategy, m.apply);
   }
-  const CaseRule* s = first_match(rules.stacks, c.raw());
   stated_parallel(c, strategy, *search, free, s);
   if (s && !s->selective_recompute.empty() && strategy.value("recompute", "") == "selective") {
     strategy["recompute"] = s->selective_recompute;

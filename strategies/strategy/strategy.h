@@ -126,7 +126,7 @@ struct Strategy {
   // Host (CPU) time the framework spends issuing one kernel: eager PyTorch's Python call,
   // dispatcher, autograd recording or backward node, and the CUDA launch. The CPU runs ahead of
   // the device, so it costs nothing while kernels are longer; a block whose kernels are shorter
-  // than their issue time waits for the host (sim/cost/host_issue.h). 0 = not modelled (CUDA
+  // than their issue time waits for the host (sim/cost/block_cost.cpp, add_host_waits). 0 = not modelled (CUDA
   // graphs, or an unknown stack).
   double host_overhead_s = 0;
   Optimizer optimizer = Optimizer::kAdam;
