@@ -84,6 +84,8 @@ std::vector<CliCommand> declare_commands() {
         {"buckets", "B", "gradient buckets"},
         {"overlap", "", "overlap the gradient all-reduce with the backward pass"},
         {"dag", "resnet|lstm|attention", "run an operator graph instead of a pipeline"},
+        {"calibration", "FILE", "with --dag: predict its makespan from a calibrate hardware file "
+                                "(per-thread FLOP rate and per-op cost) and compare"},
         kThreads,
         {"trace", "FILE", "write the measured timeline as a Chrome trace"}, kJson}},
       {"presets", "", "List the built-in models, devices, links and clusters.", false, {}},

@@ -25,6 +25,7 @@
 #include "sim/prediction/prediction_json.h"
 #include "strategies/pipeline/schedule_timing.h"
 #include "strategies/pipeline/schedules.h"
+#include "validate/calibration.h"
 
 namespace stratasim {
 namespace {
@@ -174,6 +175,27 @@ int run_dag_command(const CliArgs& args) {
               kernels::predict_dag_makespan(g, d, threads) / kMilli);
   Prediction p;
   p.engine = "cpu-dag";
+  if (!args.option("calibration").empty()) {
+    // The prediction from a calibration file: each node serial_overhead + flop / serial_flops
+    // (the calibrated rate of this busy loop with every thread busy), run by the executor's
+    // policy (FIFO ready queue, one node per thread).
+    const std::string path = args.option("calibration");
+    const Calibration cal = read_calibration(path);
+    if (cal.serial_flops <= 0) {
+      throw InputError(calibration_record_path(path), "serial_flops", "0",
+                       "must be measured to predict a DAG run (stratasim calibrate --device cpu measures it)");
+    }
+    std::vector<double> predicted(g.nodes.size());
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      predicted[i] = cal.serial_overhead_s + g.nodes[i].flop / cal.serial_flops;
+    }
+    const double makespan = kernels::predict_dag_makespan(g, predicted, threads);
+    std::printf("predicted         %.3f ms from %s (%.3g FLOP/s per thread, %.2f us per op): "
+                "%+.1f%% against the measured makespan\n",
+                makespan / kMilli, path.c_str(), cal.serial_flops, cal.serial_overhead_s / kMicro,
+                100.0 * (makespan - res.makespan_s) / res.makespan_s);
+    p.notes.push_back("predicted makespan from " + path + ": " + std::to_string(makespan / kMilli) + " ms");
+  }
   p.iteration_s = res.makespan_s;
   p.timeline = dag_timeline(g, res);
   write_outputs(args, p, "dag " + name);

@@ -30,9 +30,9 @@ std::vector<GanttRow> gantt_rows(const Prediction& p) {
 
 namespace {
 
-constexpr std::array<CommCategory, 7> kCommOrder{
+constexpr std::array<CommCategory, 8> kCommOrder{
     CommCategory::kTensorParallel, CommCategory::kContextParallel, CommCategory::kExpertParallel,
-    CommCategory::kPipelineP2P,
+    CommCategory::kPlacement, CommCategory::kPipelineP2P,
     CommCategory::kDataParallel, CommCategory::kZero, CommCategory::kEmbeddingSync};
 
 }  // namespace

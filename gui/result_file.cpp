@@ -8,11 +8,11 @@
 namespace stratasim {
 namespace {
 
-constexpr std::array<EnumName<CommCategory>, 7> kCommNames{{
+constexpr std::array<EnumName<CommCategory>, 8> kCommNames{{
     {"tp", CommCategory::kTensorParallel}, {"cp", CommCategory::kContextParallel},
     {"ep", CommCategory::kExpertParallel}, {"dp", CommCategory::kDataParallel},
     {"zero", CommCategory::kZero}, {"pp", CommCategory::kPipelineP2P},
-    {"embedding", CommCategory::kEmbeddingSync}}};
+    {"embedding", CommCategory::kEmbeddingSync}, {"mp", CommCategory::kPlacement}}};
 constexpr std::array<EnumName<EventKind>, 7> kEventNames{{
     {"forward", EventKind::kForward}, {"backward", EventKind::kBackward},
     {"recompute", EventKind::kRecompute}, {"comm", EventKind::kComm},

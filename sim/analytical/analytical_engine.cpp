@@ -228,6 +228,8 @@ Prediction predict_analytical(const Plan& plan, const EngineOptions& options) {
            totals.cp_bytes, totals.cp_total, totals.cp_exposed);
   add_comm(p, CommCategory::kExpertParallel, "ep token dispatch/combine all-to-all",
            &plan.ep_group, totals.ep_bytes, totals.ep_total, totals.ep_exposed);
+  add_comm(p, CommCategory::kPlacement, "placement sends between a replica's devices",
+           &plan.mp_group, totals.mp_bytes, totals.mp_total, totals.mp_exposed);
   add_comm(p, CommCategory::kZero, "zero per-micro-batch collectives",
            plan.shard < plan.dp ? &plan.shard_group : &plan.dp_group,
            totals.zero_bytes, totals.zero_total, totals.zero_exposed);

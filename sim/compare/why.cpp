@@ -84,7 +84,7 @@ std::string comm_sentence(const EvaluatedStrategy& b, const EvaluatedStrategy& o
   constexpr CommCategory kAll[] = {CommCategory::kTensorParallel, CommCategory::kDataParallel,
                                    CommCategory::kZero, CommCategory::kPipelineP2P,
                                    CommCategory::kEmbeddingSync, CommCategory::kContextParallel,
-                                   CommCategory::kExpertParallel};
+                                   CommCategory::kExpertParallel, CommCategory::kPlacement};
   CommCategory most = kAll[0];
   double largest = 0;
   for (CommCategory c : kAll) {
@@ -114,6 +114,11 @@ std::string comm_sentence(const EvaluatedStrategy& b, const EvaluatedStrategy& o
   if (most == CommCategory::kContextParallel && so.cp != sb.cp) causes.push_back(change("CP", so.cp, sb.cp));
   if (most == CommCategory::kExpertParallel && so.ep != sb.ep) causes.push_back(change("EP", so.ep, sb.ep));
   if (most == CommCategory::kExpertParallel && so.tp != sb.tp) causes.push_back(change("TP", so.tp, sb.tp));
+  if (most == CommCategory::kPlacement && so.placement != sb.placement) {
+    causes.push_back(so.placement_devices() != sb.placement_devices()
+                         ? change("placement devices", so.placement_devices(), sb.placement_devices())
+                         : "a different placement");
+  }
   std::string cause;
   for (const std::string& c : causes) cause += (cause.empty() ? "" : ", ") + c;
   return format_text("Exposed %s communication %.1f -> %.1f ms per iteration%s%s%s.",

@@ -17,7 +17,7 @@ StageTotals sum_stages(Prediction& p, const Plan& plan, const StageCosts& costs)
     const int r = plan.stages[i].rank;
     rank_compute[r] +=
         m * (c.forward_s + c.backward_s + c.weight_step_s - c.tp_exposed_s - c.cp_exposed_s -
-             c.ep_exposed_s - c.zero_exposed_s);
+             c.ep_exposed_s - c.mp_exposed_s - c.zero_exposed_s);
     rank_recompute[r] += m * c.recompute_s;
     t.model_flops += c.model_flops;
     t.hardware_flops += c.hardware_flops;
@@ -30,6 +30,8 @@ StageTotals sum_stages(Prediction& p, const Plan& plan, const StageCosts& costs)
       t.cp_bytes += m * c.cp_bytes;
       t.ep_total += m * c.ep_total_s, t.ep_exposed += m * c.ep_exposed_s;
       t.ep_bytes += m * c.ep_bytes;
+      t.mp_total += m * c.mp_total_s, t.mp_exposed += m * c.mp_exposed_s;
+      t.mp_bytes += m * c.mp_bytes / plan.mp;  // a replica's sends over its devices
       t.zero_total += m * c.zero_total_s, t.zero_exposed += m * c.zero_exposed_s;
       t.zero_bytes += m * c.zero_bytes;
     }

@@ -14,6 +14,7 @@ struct StageTotals {
   double tp_total = 0, tp_exposed = 0, tp_bytes = 0;
   double cp_total = 0, cp_exposed = 0, cp_bytes = 0;
   double ep_total = 0, ep_exposed = 0, ep_bytes = 0;
+  double mp_total = 0, mp_exposed = 0, mp_bytes = 0;  // placement's sends, per replica
   double zero_total = 0, zero_exposed = 0, zero_bytes = 0;
   double model_flops = 0, hardware_flops = 0;
 };

@@ -6,6 +6,7 @@
 #include "sim/cost/concurrent_kernels.h"
 #include "sim/cost/device_variability.h"
 #include "sim/cost/kernel_cost.h"
+#include "sim/cost/placed_kernels.h"
 
 namespace stratasim {
 namespace {
@@ -13,7 +14,7 @@ namespace {
 struct PhaseSums {
   double time_s = 0, recompute_s = 0, weight_s = 0, comm_total_s = 0, comm_exposed_s = 0,
          comm_bytes = 0, cp_total_s = 0, cp_exposed_s = 0, cp_bytes = 0, ep_total_s = 0,
-         ep_exposed_s = 0, ep_bytes = 0;
+         ep_exposed_s = 0, ep_bytes = 0, mp_total_s = 0, mp_exposed_s = 0, mp_bytes = 0;
   double model_flops = 0, hardware_flops = 0;
 };
 
@@ -80,34 +81,23 @@ void overlap_expert_all_to_all(PhaseSums& f, PhaseSums& b, const Plan& plan) {
   hide(b, beside_b);
 }
 
-// Strategy::streams on an operator graph: the kernels of ks[begin, end) run on that many
-// streams as their dependencies allow, sharing the device (concurrent_kernels.h).
-double concurrent_s(const Block& b, const std::vector<Kernel>& ks, size_t begin, size_t end,
-                    bool backward, const Plan& plan) {
-  const std::vector<std::vector<int>> deps = kernel_dependencies(b.graph, ks, begin, end, backward);
-  std::vector<ConcurrentKernel> tasks(end - begin);
-  for (size_t i = begin; i < end; ++i) {
-    const KernelTime t = kernel_time(ks[i], plan.hardware.device, plan.strategy.dtype,
-                                     plan.strategy.fusion.flash_attention_version,
-                                     slowest_device_factor(plan.hardware));
-    tasks[i - begin] = {t.total_s, device_demand(t), deps[i - begin]};
-  }
-  return run_concurrent(tasks, plan.strategy.streams).makespan_s;
-}
-
-// The forward, recomputation and backward of an operator-graph block on several streams; the
+// The forward, recomputation and backward of an operator-graph block on several streams and,
+// under a placement, on several devices with the sends between them (placed_kernels.h); the
 // recomputation finishes before the backward starts. The weight-gradient share keeps its
 // proportion of the backward.
-void run_on_streams(const Block& b, const Plan& plan, PhaseSums& f, PhaseSums& bw) {
-  f.time_s = concurrent_s(b, b.forward, 0, b.forward.size(), false, plan);
+void run_placed_block(const Block& b, const Plan& plan, PhaseSums& f, PhaseSums& bw) {
+  const PlacedRun fw = run_placed(b, b.forward, 0, b.forward.size(), false, true, plan);
   size_t recompute = 0;
   while (recompute < b.backward.size() && b.backward[recompute].phase == Phase::kRecompute) ++recompute;
-  const double r = concurrent_s(b, b.backward, 0, recompute, false, plan);
-  const double back = concurrent_s(b, b.backward, recompute, b.backward.size(), true, plan);
+  const PlacedRun r = run_placed(b, b.backward, 0, recompute, false, false, plan);
+  const PlacedRun back = run_placed(b, b.backward, recompute, b.backward.size(), true, true, plan);
+  f.time_s = fw.makespan_s;
+  f.mp_total_s = fw.transfer_s, f.mp_exposed_s = fw.transfer_exposed_s, f.mp_bytes = fw.transfer_bytes;
   const double serial_back = bw.time_s - bw.recompute_s;
-  if (serial_back > 0) bw.weight_s *= back / serial_back;
-  bw.recompute_s = r;
-  bw.time_s = r + back;
+  if (serial_back > 0) bw.weight_s *= back.makespan_s / serial_back;
+  bw.recompute_s = r.makespan_s;
+  bw.time_s = r.makespan_s + back.makespan_s;
+  bw.mp_total_s = back.transfer_s, bw.mp_exposed_s = back.transfer_exposed_s, bw.mp_bytes = back.transfer_bytes;
 }
 
 // Kernels the host issues for k: a kernel fused into its predecessor adds none.
@@ -186,7 +176,9 @@ BlockCost block_cost(const Block& b, const Plan& plan) {
   PhaseSums f = sum_kernels(b.forward, plan);
   PhaseSums bw = sum_kernels(b.backward, plan);
   overlap_expert_all_to_all(f, bw, plan);
-  if (plan.strategy.streams > 1 && plan.model.family == ModelFamily::kOpGraph) run_on_streams(b, plan, f, bw);
+  if ((plan.strategy.streams > 1 || plan.mp > 1) && plan.model.family == ModelFamily::kOpGraph) {
+    run_placed_block(b, plan, f, bw);
+  }
   BlockCost c;
   c.forward_s = f.time_s;
   c.backward_s = bw.time_s;
@@ -201,6 +193,9 @@ BlockCost block_cost(const Block& b, const Plan& plan) {
   c.ep_total_s = f.ep_total_s + bw.ep_total_s;
   c.ep_exposed_s = f.ep_exposed_s + bw.ep_exposed_s;
   c.ep_bytes = f.ep_bytes + bw.ep_bytes;
+  c.mp_total_s = f.mp_total_s + bw.mp_total_s;
+  c.mp_exposed_s = f.mp_exposed_s + bw.mp_exposed_s;
+  c.mp_bytes = f.mp_bytes + bw.mp_bytes;
   c.model_flops = f.model_flops + bw.model_flops;
   c.hardware_flops = f.hardware_flops + bw.hardware_flops;
   return c;

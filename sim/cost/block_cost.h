@@ -17,6 +17,9 @@ struct BlockCost {
   double comm_bytes = 0;
   double cp_total_s = 0, cp_exposed_s = 0, cp_bytes = 0;  // context parallel's ring exchange
   double ep_total_s = 0, ep_exposed_s = 0, ep_bytes = 0;  // MoE token dispatch/combine all-to-alls
+  // Placement's sends between the devices of a replica (Strategy::placement): their times
+  // alone, the part that lengthens the block, and their bytes (per replica).
+  double mp_total_s = 0, mp_exposed_s = 0, mp_bytes = 0;
   double model_flops = 0;     // forward + backward
   double hardware_flops = 0;  // forward + recompute + backward
 };

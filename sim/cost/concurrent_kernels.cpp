@@ -39,7 +39,13 @@ double device_demand(const KernelTime& t) {
 }
 
 ConcurrentRun run_concurrent(const std::vector<ConcurrentKernel>& kernels, int streams) {
-  SS_ASSERT(streams >= 1, "run_concurrent needs at least one stream");
+  return run_concurrent(kernels, std::vector<int>{streams});
+}
+
+ConcurrentRun run_concurrent(const std::vector<ConcurrentKernel>& kernels,
+                             const std::vector<int>& streams_per_resource) {
+  const int resources = static_cast<int>(streams_per_resource.size());
+  for (int s : streams_per_resource) SS_ASSERT(s >= 1, "run_concurrent needs at least one stream");
   const int n = static_cast<int>(kernels.size());
   ConcurrentRun run;
   run.start_s.assign(n, 0);
@@ -47,6 +53,8 @@ ConcurrentRun run_concurrent(const std::vector<ConcurrentKernel>& kernels, int s
   std::vector<int> waiting(n, 0);
   std::vector<std::vector<int>> dependents(n);
   for (int i = 0; i < n; ++i) {
+    SS_ASSERT(kernels[i].resource >= 0 && kernels[i].resource < resources,
+              "run_concurrent: resource out of range");
     for (int d : kernels[i].deps) {
       SS_ASSERT(d >= 0 && d < n && d != i, "run_concurrent: dependency out of range");
       ++waiting[i];
@@ -58,25 +66,40 @@ ConcurrentRun run_concurrent(const std::vector<ConcurrentKernel>& kernels, int s
     if (waiting[i] == 0) ready.push_back(i);
   }
   std::vector<Running> running;
+  std::vector<int> busy(resources, 0);  // running kernels per resource
   double now = 0;
   int done = 0;
   while (done < n) {
-    while (static_cast<int>(running.size()) < streams && !ready.empty()) {
-      const int k = ready.front();
-      ready.pop_front();
+    for (auto it = ready.begin(); it != ready.end();) {
+      const int k = *it, r = kernels[k].resource;
+      if (busy[r] >= streams_per_resource[r]) {
+        ++it;
+        continue;
+      }
+      it = ready.erase(it);
+      ++busy[r];
       run.start_s[k] = now;
       running.push_back({k, std::max(0.0, kernels[k].alone_s)});
     }
     SS_ASSERT(!running.empty(), "run_concurrent: dependency cycle");
-    std::vector<double> demands(running.size());
-    for (size_t i = 0; i < running.size(); ++i) demands[i] = kernels[running[i].kernel].demand;
-    const std::vector<double> rates = max_min_rates(demands);
+    // Max-min shares within each resource.
+    std::vector<double> rates(running.size(), 0);
+    for (int r = 0; r < resources; ++r) {
+      if (busy[r] == 0) continue;
+      std::vector<size_t> on;
+      std::vector<double> demands;
+      for (size_t i = 0; i < running.size(); ++i) {
+        if (kernels[running[i].kernel].resource == r) on.push_back(i), demands.push_back(kernels[running[i].kernel].demand);
+      }
+      const std::vector<double> share = max_min_rates(demands);
+      for (size_t j = 0; j < on.size(); ++j) rates[on[j]] = share[j];
+    }
     // A kernel given rate r of its demand d progresses at r / d of its alone speed (a kernel
     // demanding nothing, only latency, always runs at full speed).
     std::vector<double> speed(running.size());
     double step = -1;
     for (size_t i = 0; i < running.size(); ++i) {
-      const double d = demands[i];
+      const double d = kernels[running[i].kernel].demand;
       speed[i] = d > 0 ? rates[i] / d : 1.0;
       const double t = running[i].left_s / speed[i];
       if (step < 0 || t < step) step = t;
@@ -98,6 +121,7 @@ ConcurrentRun run_concurrent(const std::vector<ConcurrentKernel>& kernels, int s
     std::sort(finished.begin(), finished.end());
     for (int k : finished) {
       run.end_s[k] = now;
+      --busy[kernels[k].resource];
       ++done;
       for (int c : dependents[k]) {
         if (--waiting[c] == 0) ready.push_back(c);

@@ -23,6 +23,7 @@ struct ConcurrentKernel {
   double alone_s = 0;     // duration with the device to itself
   double demand = 1;      // fraction of the device it keeps busy alone, in [0, 1]
   std::vector<int> deps;  // kernels (lower or higher index) that must finish first
+  int resource = 0;       // what it runs on (a device, a link): kernels share only their own
 };
 
 struct ConcurrentRun {
@@ -30,8 +31,13 @@ struct ConcurrentRun {
   std::vector<double> start_s, end_s;  // per kernel
 };
 
-// Requires streams >= 1 and an acyclic dependency list (SS_ASSERT).
+// Requires streams >= 1 and an acyclic dependency list (SS_ASSERT). Every kernel on resource 0.
 ConcurrentRun run_concurrent(const std::vector<ConcurrentKernel>& kernels, int streams);
+// Several resources (the devices of a placement and the links between them), each with its
+// own streams and shared max-min fairly by the kernels running on it alone; one FIFO of ready
+// kernels, each taken when its resource has a free stream.
+ConcurrentRun run_concurrent(const std::vector<ConcurrentKernel>& kernels,
+                             const std::vector<int>& streams_per_resource);
 
 // The fraction of the device a kernel keeps busy when it runs alone (see above).
 double device_demand(const KernelTime& t);

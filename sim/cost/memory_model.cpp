@@ -12,8 +12,48 @@ MemoryBreakdown model_state_memory(double params, int dp, int zero, StateBytes b
   return m;
 }
 
-std::vector<MemoryBreakdown> rank_memory(const Plan& plan, const std::vector<int>& in_flight) {
+namespace {
+
+// One device's breakdown: `params` parameters (`experts` of them routed experts), `activation_sum`
+// saved per micro-batch over its `chunks` chunks, `transient` working set, `in_flight`
+// chunk-micro-batches held at once.
+MemoryBreakdown rank_breakdown(const Plan& plan, double params, double experts, double activation_sum,
+                               double transient, int chunks, int in_flight) {
   const Strategy& s = plan.strategy;
+  const StateBytes state{plan.weight_bytes_per_param, plan.grad_state_bytes_per_param,
+                         plan.optimizer_bytes_per_param};
+  // Routed experts' states are sharded over the ranks holding the same experts (edp).
+  // Inference holds the weights only: no gradients, no optimizer states.
+  const StateBytes held = plan.inference() ? StateBytes{state.weights, 0, 0} : state;
+  MemoryBreakdown m = model_state_memory(params - experts, plan.shard, plan.zero_stage, held);
+  if (experts > 0) {
+    const MemoryBreakdown e = model_state_memory(experts, plan.edp, plan.zero_stage, held);
+    m.weights_B += e.weights_B, m.gradients_B += e.gradients_B, m.optimizer_B += e.optimizer_B;
+  }
+  // PipeDream weight stashing: one weight version per in-flight micro-batch.
+  if (s.schedule == ScheduleKind::kPipeDreamAsync) {
+    m.weights_B *= std::max(1, in_flight);
+  }
+  // ZeRO-3 gathers a layer's full weights before using it (and prefetches the next); resharded
+  // per iteration it keeps the whole stage gathered (zero_stage 1 above). A placed op graph's
+  // device gathers its own ops' weights.
+  if (plan.zero_stage >= 3 && plan.shard > 1) {
+    m.weights_B += 2 * std::min(plan.layer->params, params) * plan.weight_bytes_per_param;
+  }
+  m.activations_B = in_flight * activation_sum / std::max(1, chunks);
+  m.transient_B = transient;
+  // p2p send and receive buffers; the gradient bucket being reduced.
+  m.buffers_B = (plan.pp > 1 ? 2 * plan.p2p_bytes : 0) +
+                (plan.dp > 1 && !plan.inference()
+                     ? std::min(plan.dp_bucket_B, params * plan.grad_bytes_per_param)
+                     : 0);
+  m.workspace_B = plan.hardware.device.reserved_memory_B;
+  return m;
+}
+
+}  // namespace
+
+std::vector<MemoryBreakdown> rank_memory(const Plan& plan, const std::vector<int>& in_flight) {
   std::vector<MemoryBreakdown> out(plan.pp);
   // One pass over the virtual stages, summed per rank (pp x v stages: not pp passes).
   struct RankSum {
@@ -31,38 +71,21 @@ std::vector<MemoryBreakdown> rank_memory(const Plan& plan, const std::vector<int
     if (st.has_head && plan.head) a.transient = std::max(a.transient, plan.head->peak_transient_B);
     ++a.chunks;
   }
+  // Placement (op graphs, pp 1): the replica's devices hold different ops; the rank reports
+  // its fullest device.
+  if (!plan.placed.empty()) {
+    MemoryBreakdown fullest;
+    for (const PlacedDevice& d : plan.placed) {
+      const MemoryBreakdown m = rank_breakdown(plan, d.params, 0, d.activation_B * plan.block_repeat,
+                                               d.peak_transient_B, 1, in_flight[0]);
+      if (m.total() > fullest.total()) fullest = m;
+    }
+    out[0] = fullest;
+    return out;
+  }
   for (int r = 0; r < plan.pp; ++r) {
-    const double params = sums[r].params, experts = sums[r].experts;
-    const double activation_sum = sums[r].activation_sum, transient = sums[r].transient;
-    const int chunks = sums[r].chunks;
-    const StateBytes state{plan.weight_bytes_per_param, plan.grad_state_bytes_per_param,
-                           plan.optimizer_bytes_per_param};
-    // Routed experts' states are sharded over the ranks holding the same experts (edp).
-    // Inference holds the weights only: no gradients, no optimizer states.
-    const StateBytes held = plan.inference() ? StateBytes{state.weights, 0, 0} : state;
-    MemoryBreakdown m = model_state_memory(params - experts, plan.shard, plan.zero_stage, held);
-    if (experts > 0) {
-      const MemoryBreakdown e = model_state_memory(experts, plan.edp, plan.zero_stage, held);
-      m.weights_B += e.weights_B, m.gradients_B += e.gradients_B, m.optimizer_B += e.optimizer_B;
-    }
-    // PipeDream weight stashing: one weight version per in-flight micro-batch.
-    if (s.schedule == ScheduleKind::kPipeDreamAsync) {
-      m.weights_B *= std::max(1, in_flight[r]);
-    }
-    // ZeRO-3 gathers a layer's full weights before using it (and prefetches the next); resharded
-    // per iteration it keeps the whole stage gathered (zero_stage 1 above).
-    if (plan.zero_stage >= 3 && plan.shard > 1) {
-      m.weights_B += 2 * plan.layer->params * plan.weight_bytes_per_param;
-    }
-    m.activations_B = in_flight[r] * activation_sum / std::max(1, chunks);
-    m.transient_B = transient;
-    // p2p send and receive buffers; the gradient bucket being reduced.
-    m.buffers_B = (plan.pp > 1 ? 2 * plan.p2p_bytes : 0) +
-                  (plan.dp > 1 && !plan.inference()
-                       ? std::min(plan.dp_bucket_B, params * plan.grad_bytes_per_param)
-                       : 0);
-    m.workspace_B = plan.hardware.device.reserved_memory_B;
-    out[r] = m;
+    out[r] = rank_breakdown(plan, sums[r].params, sums[r].experts, sums[r].activation_sum,
+                            sums[r].transient, sums[r].chunks, in_flight[r]);
   }
   return out;
 }

@@ -23,6 +23,9 @@ void add_block(StageCost& c, const BlockCost& b, double times) {
   c.ep_total_s += times * b.ep_total_s;
   c.ep_exposed_s += times * b.ep_exposed_s;
   c.ep_bytes += times * b.ep_bytes;
+  c.mp_total_s += times * b.mp_total_s;
+  c.mp_exposed_s += times * b.mp_exposed_s;
+  c.mp_bytes += times * b.mp_bytes;
   c.model_flops += times * b.model_flops;
   c.hardware_flops += times * b.hardware_flops;
 }

@@ -21,6 +21,7 @@ struct StageCost {
   double tp_total_s = 0, tp_exposed_s = 0, tp_bytes = 0;
   double cp_total_s = 0, cp_exposed_s = 0, cp_bytes = 0;
   double ep_total_s = 0, ep_exposed_s = 0, ep_bytes = 0;
+  double mp_total_s = 0, mp_exposed_s = 0, mp_bytes = 0;  // placement's sends (per replica)
   double zero_total_s = 0, zero_exposed_s = 0, zero_bytes = 0;
   double model_flops = 0, hardware_flops = 0;
 };

@@ -12,6 +12,7 @@ std::string_view comm_category_name(CommCategory c) {
     case CommCategory::kEmbeddingSync: return "embedding";
     case CommCategory::kContextParallel: return "cp";
     case CommCategory::kExpertParallel: return "ep";
+    case CommCategory::kPlacement: return "mp";
   }
   return "?";
 }

@@ -25,7 +25,7 @@ struct MemoryBreakdown {
 
 enum class CommCategory {
   kTensorParallel, kDataParallel, kZero, kPipelineP2P, kEmbeddingSync, kContextParallel,
-  kExpertParallel
+  kExpertParallel, kPlacement
 };
 std::string_view comm_category_name(CommCategory c);
 

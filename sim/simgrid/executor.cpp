@@ -344,7 +344,7 @@ SimRun Simulation::run() {
   if (speed_ <= 0) speed_ = 1;  // only scales execute(); durations come from stage_costs
   std::vector<int> devices;     // tensor-parallel rank 0 of each (pp rank, dp rank), Megatron order
   for (int r = 0; r < p_; ++r) {
-    for (int dp = 0; dp < dp_; ++dp) devices.push_back((r * dp_ + dp) * plan_.tp);
+    for (int dp = 0; dp < dp_; ++dp) devices.push_back((r * dp_ + dp) * plan_.tp * plan_.mp);
   }
   const SimPlatform platform =
       build_platform(plan_.hardware, devices, plan_.tp, speed_, tp_as_messages(plan_, options_));

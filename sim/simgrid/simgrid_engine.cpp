@@ -91,6 +91,8 @@ void measured_comms(Prediction& p, const Plan& plan, const SimgridOptions& optio
            totals.cp_bytes, totals.cp_total, totals.cp_exposed);
   add_comm(p, CommCategory::kExpertParallel, "ep token dispatch/combine all-to-all",
            &plan.ep_group, totals.ep_bytes, totals.ep_total, totals.ep_exposed);
+  add_comm(p, CommCategory::kPlacement, "placement sends between a replica's devices",
+           &plan.mp_group, totals.mp_bytes, totals.mp_total, totals.mp_exposed);
   if (totals.zero_total > 0) {  // rank 0, as the analytical engine
     add_comm(p, CommCategory::kZero, "zero per-micro-batch collectives (simulated messages)",
              plan.shard < plan.dp ? &plan.shard_group : &plan.dp_group, totals.zero_bytes,
@@ -168,6 +170,14 @@ Prediction assemble(const Plan& plan, const SimgridOptions& options, const SimRu
                       : "links above the device port carry 1/tp of their bandwidth, exact under "
                         "max-min sharing",
                   tp_how);
+    p.notes.push_back(note);
+  }
+  if (plan.mp > 1) {
+    std::snprintf(note, sizeof note,
+                  "simgrid: placement: one host per replica stands for its %d placed devices; the "
+                  "sends between them stay inside the compute durations (placed_kernels.h: not "
+                  "contended with the data-parallel traffic)",
+                  plan.mp);
     p.notes.push_back(note);
   }
   if (plan.hardware.network.topology == NetworkTopology::kRailOptimized &&

@@ -62,7 +62,7 @@ bool op_state_kept(const LayerOp& op, Recompute mode) {
 
 bool same_group(const LayerOp& a, const LayerOp& b) {
   return a.cls != OpClass::kCollective && b.cls != OpClass::kCollective && a.fusion_group >= 0 &&
-         a.fusion == b.fusion && a.fusion_group == b.fusion_group;
+         a.fusion == b.fusion && a.fusion_group == b.fusion_group && a.device == b.device;
 }
 
 Kernel make_kernel(const LayerGraph& g, const Usage& u, const std::vector<bool>& saved,
@@ -73,6 +73,7 @@ Kernel make_kernel(const LayerGraph& g, const Usage& u, const std::vector<bool>&
   k.first_op = first;
   k.last_op = last;
   k.fused_ops = static_cast<uint16_t>(last - first + 1);
+  k.device = head.device;
   k.comm = head.comm;
   k.comm_bytes = head.comm_bytes;
   k.comm_phases = head.comm_phases;

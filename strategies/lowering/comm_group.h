@@ -14,12 +14,13 @@ namespace stratasim {
 // ranks one ZeRO/FSDP shard spans when it is smaller than the data-parallel group (HSDP);
 // kReplica: the ranks holding the same shard in the other shard groups. kPipelineMirror:
 // DualPipe's pipeline ranks r and pp - 1 - r (same tp and dp index), which hold the same two
-// stages (one per direction) and sum their gradients.
+// stages (one per direction) and sum their gradients. kPlacement: the devices of one replica of
+// an operator graph placed op by op (Strategy::placement), which send each other tensors.
 enum class GroupKind : uint8_t {
   kTensor, kData, kPipelineEmbedding, kContext, kExpert, kExpertData, kShard, kReplica,
-  kPipelineMirror
+  kPipelineMirror, kPlacement
 };
-inline constexpr int kGroupKinds = 9;
+inline constexpr int kGroupKinds = 10;
 
 // The group's name in reports and exported graphs.
 inline std::string_view group_name(GroupKind g) {
@@ -33,6 +34,7 @@ inline std::string_view group_name(GroupKind g) {
     case GroupKind::kShard: return "shard";
     case GroupKind::kReplica: return "replica";
     case GroupKind::kPipelineMirror: return "pipeline_mirror";
+    case GroupKind::kPlacement: return "placement";
   }
   return "?";
 }

@@ -120,7 +120,7 @@ LayerGraph build_head(const TransformerSpec& t, const LayerShape& sh) {
   return g;
 }
 
-LayerGraph build_op_graph(const OpGraphSpec& spec, const LayerShape& sh) {
+LayerGraph build_op_graph(const OpGraphSpec& spec, const LayerShape& sh, const std::vector<int>& devices) {
   LayerGraph g;
   const double b = sh.micro_batch, e = sh.element_bytes;
   const int n = static_cast<int>(spec.ops.size());
@@ -138,6 +138,7 @@ LayerGraph build_op_graph(const OpGraphSpec& spec, const LayerShape& sh) {
     LayerOp& op = add_op(g, {}, compute ? OpClass::kMatmul : OpClass::kMemoryBound,
                          g.input_tensor, i + 1);
     op.source_op = static_cast<int16_t>(i);
+    op.device = static_cast<int8_t>(devices.empty() ? 0 : devices[i]);
     for (size_t k = 0; k < src.inputs.size() && k < kMaxOpInputs; ++k) {
       op.inputs[k] = static_cast<int16_t>(src.inputs[k] + 1);
     }
@@ -150,7 +151,7 @@ LayerGraph build_op_graph(const OpGraphSpec& spec, const LayerShape& sh) {
     // joins its producer's kernel (conv + BN + ReLU, LSTM gate chains).
     const bool chainable = src.kind == GraphOpKind::kNorm || src.kind == GraphOpKind::kElementwise;
     if (chainable && src.inputs.size() == 1 && src.inputs[0] == i - 1 && consumers[i - 1] == 1 &&
-        sh.fusion.elementwise_epilogue) {
+        sh.fusion.elementwise_epilogue && op.device == g.ops[i - 1].device) {
       op.fusion = FusionRule::kEpilogue;
       LayerOp& producer = g.ops[i - 1];
       if (producer.fusion_group < 0) {

@@ -45,11 +45,12 @@ std::string kernels_text(const Plan& plan, const Block& b, const std::vector<Ker
                   std::string(group_name(k.group)).c_str(), plan.iteration.group(k.group).size);
       continue;
     }
-    out += format_text("    %-3d %-10s %-44s %10.2f %12s %s%s\n", i++,
+    const std::string on = plan.mp > 1 ? format_text(" on device %d", k.device) : std::string();
+    out += format_text("    %-3d %-10s %-44s %10.2f %12s %s%s%s\n", i++,
                 std::string(phase_name(k.phase)).c_str(), name.c_str(),
                 (k.matmul_flops + k.other_flops) / kGiga, format_bytes(k.bytes).c_str(),
                 std::string(class_name(k.cls)).c_str(),
-                k.fused_ops > 1 ? format_text(" (%d ops fused)", k.fused_ops).c_str() : "");
+                k.fused_ops > 1 ? format_text(" (%d ops fused)", k.fused_ops).c_str() : "", on.c_str());
   }
   return out;
 }
@@ -90,6 +91,13 @@ std::string explain(const Plan& plan) {
                 i, st.rank, st.chunk, st.first_layer, st.first_layer + st.layers - 1,
                 st.has_embedding ? " + embedding" : "", st.has_head ? " + head" : "",
                 format_count(st.params).c_str(), format_bytes(st.activation_B).c_str());
+  }
+  for (size_t d = 0; d < plan.placed.size(); ++d) {
+    const PlacedDevice& p = plan.placed[d];
+    out += format_text("  placement device %zu of each replica: %d ops | params %s | activations %s per "
+                       "micro-batch\n",
+                       d, p.ops, format_count(p.params).c_str(),
+                       format_bytes(p.activation_B * plan.block_repeat).c_str());
   }
   const bool graph = plan.model.family == ModelFamily::kOpGraph;
   out += block_text(plan, graph ? "op graph block" : "transformer layer", *plan.layer);

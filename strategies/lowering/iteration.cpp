@@ -305,8 +305,9 @@ void lower_iteration(Plan& plan) {
   it.groups[static_cast<int>(GroupKind::kExpertData)] = plan.edp_group;
   it.groups[static_cast<int>(GroupKind::kShard)] = plan.shard_group;
   it.groups[static_cast<int>(GroupKind::kReplica)] = plan.replica_group;
+  it.groups[static_cast<int>(GroupKind::kPlacement)] = plan.mp_group;
   // The first and the last stage share a node only when the whole job fits in one.
-  const bool one_node = static_cast<long long>(plan.pp) * plan.tp * plan.dp <=
+  const bool one_node = static_cast<long long>(plan.pp) * plan.tp * plan.mp * plan.dp <=
                         plan.hardware.node.devices;
   it.groups[static_cast<int>(GroupKind::kPipelineEmbedding)] =
       CommGroup{GroupKind::kPipelineEmbedding, 2, one_node ? 2 : 1};

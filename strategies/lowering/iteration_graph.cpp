@@ -289,13 +289,18 @@ void header(Out& o, const Plan& plan) {
       .raw(",\"zero_stage\":").num(static_cast<long long>(s.zero_stage))
       .raw("},\"devices\":").num(static_cast<long long>(plan.hardware.num_devices))
       .raw(",\"symmetry\":\"one entry per pipeline rank; it stands for its tp x dp devices, which "
-           "run the same ops on equal shards\",\"groups\":{");
+           "run the same ops on equal shards")
+      .raw(plan.mp > 1 ? " (x the placement's devices of a replica, whose compute ops hold the "
+                         "replica's placed graph with its sends, timed as one)" : "")
+      .raw("\",\"groups\":{");
   for (GroupKind g : {GroupKind::kTensor, GroupKind::kData, GroupKind::kPipelineEmbedding,
                       GroupKind::kContext, GroupKind::kExpert, GroupKind::kExpertData,
-                      GroupKind::kShard, GroupKind::kReplica, GroupKind::kPipelineMirror}) {
+                      GroupKind::kShard, GroupKind::kReplica, GroupKind::kPipelineMirror,
+                      GroupKind::kPlacement}) {
     const CommGroup c = plan.iteration.group(g);
     if ((g == GroupKind::kExpert || g == GroupKind::kExpertData) && plan.ep == 1) continue;
     if (g == GroupKind::kPipelineMirror && !plan.stage_map().bidirectional) continue;
+    if (g == GroupKind::kPlacement && plan.mp == 1) continue;
     if ((g == GroupKind::kShard || g == GroupKind::kReplica) && plan.shard == plan.dp) continue;
     if (g != GroupKind::kTensor) o.raw(",");
     o.str(group_name(g)).raw(":{\"size\":").num(static_cast<long long>(c.size))
@@ -320,7 +325,7 @@ std::string iteration_graph_json(const Plan& plan, const StageDurations* duratio
   o.raw("\n],\"ranks\":[");
   for (int r = 0; r < plan.pp; ++r) {
     o.raw(r ? ",\n" : "\n").raw("{\"pipeline_rank\":").num(static_cast<long long>(r))
-        .raw(",\"devices\":").num(static_cast<long long>(plan.tp) * plan.dp).raw(",\"nodes\":[");
+        .raw(",\"devices\":").num(static_cast<long long>(plan.tp) * plan.mp * plan.dp).raw(",\"nodes\":[");
     w.rank(r, schedule, t);
     o.raw("]}");
   }

@@ -6,6 +6,7 @@
 #include "strategies/lowering/block_lowering.h"
 #include "strategies/lowering/edge_blocks.h"
 #include "strategies/lowering/lower_checks.h"
+#include "strategies/lowering/placement.h"
 
 namespace stratasim {
 namespace {
@@ -33,6 +34,12 @@ std::optional<Infeasible> apply_graph_groups(const ModelSpec& m, const FusionPla
       if (previous >= 0 && index != previous + 1) {
         return Infeasible{InfeasibleReason::kModel,
                           "fusion group ops must be consecutive; '" + name + "' is not"};
+      }
+      if (previous >= 0 && g.ops[index].device != g.ops[previous].device) {
+        return Infeasible{InfeasibleReason::kModel,
+                          "fusion group spans two devices of the placement; '" + name + "' is on device " +
+                              std::to_string(g.ops[index].device) + ", '" + m.graph.ops[previous].name +
+                              "' on device " + std::to_string(g.ops[previous].device), "placement"};
       }
       g.ops[index].fusion = FusionRule::kGraphGroup;
       g.ops[index].fusion_group = static_cast<int16_t>(1000 + gi);
@@ -92,6 +99,14 @@ void assign_stages(Plan& plan) {
     st.params = routed * plan.layer->params;
     st.expert_params = routed * plan.layer->expert_params;
     st.activation_B = routed * plan.layer->saved_activation_B * plan.block_repeat;
+    // Placement: a replica's devices hold different shares; the stage stands for the one with
+    // the most parameters (its gradient sync and optimizer step finish last) and the memory
+    // model reads every device (plan.placed).
+    if (!plan.placed.empty()) st.params = st.activation_B = 0;
+    for (const PlacedDevice& d : plan.placed) {
+      st.params = std::max(st.params, routed * d.params);
+      st.activation_B = std::max(st.activation_B, routed * d.activation_B * plan.block_repeat);
+    }
     if (st.dense_layers > 0) {
       st.params += st.dense_layers * plan.dense_layer->params;
       st.activation_B += st.dense_layers * plan.dense_layer->saved_activation_B;
@@ -111,12 +126,16 @@ void assign_stages(Plan& plan) {
 // dp group's members are tp apart, so a node holds devices_per_node / tp of them.
 void place_groups(Plan& plan) {
   const int per_node = plan.hardware.node.devices;
+  // Placement's mp devices of a replica are consecutive ranks, like tp's (never both: op
+  // graphs have tp 1), so data-parallel peers are tp * mp apart.
+  const int replica_width = std::min(plan.tp * plan.mp, per_node);
   plan.tp_group = CommGroup{GroupKind::kTensor, plan.tp, std::min(plan.tp, per_node)};
+  plan.mp_group = CommGroup{GroupKind::kPlacement, plan.mp, std::min(plan.mp, per_node)};
   // cp ranks are tp apart (rank order tp, cp, dp, pp), so a node holds per_node / tp of them.
   const int tp_in_node = std::min(plan.tp, per_node);
   plan.cp_group = CommGroup{GroupKind::kContext, plan.cp,
                             std::max(1, std::min(plan.cp, per_node / tp_in_node))};
-  const int dp_per_node = std::max(1, std::min(plan.dp, per_node / std::min(plan.tp, per_node)));
+  const int dp_per_node = std::max(1, std::min(plan.dp, per_node / replica_width));
   plan.dp_group = CommGroup{GroupKind::kData, plan.dp, dp_per_node};
   // HSDP: a shard group is `shard` consecutive dp ranks; its replicas are `shard` apart.
   plan.shard_group = CommGroup{GroupKind::kShard, plan.shard, std::min(plan.shard, dp_per_node)};
@@ -178,10 +197,21 @@ Expected<Plan> lower(const ModelSpec& model, const Strategy& strategy,
   plan.samples_per_iteration = strategy.global_batch;
   if (model.family == ModelFamily::kOpGraph) {
     auto block = std::make_shared<Block>();
-    block->graph = build_op_graph(model.graph, shape_of(strategy, false));
+    std::vector<int> devices;
+    if (!strategy.placement.empty()) {
+      if (auto bad = op_devices(model.graph, strategy.placement, &devices)) return *bad;
+    }
+    block->graph = build_op_graph(model.graph, shape_of(strategy, false), devices);
     if (auto bad = apply_graph_groups(model, strategy.fusion, block->graph)) return *bad;
     lower_block(*block, strategy.recompute, strategy.workload == Workload::kInference);
     block->params = total_params(model);
+    if (!devices.empty()) {
+      plan.mp = strategy.placement_devices();
+      plan.placed = placed_devices(*block, model.graph, strategy.recompute, plan.mp);
+      if (strategy.workload == Workload::kInference) {
+        for (PlacedDevice& d : plan.placed) d.activation_B = 0, d.peak_transient_B = 0;
+      }
+    }
     plan.layer = std::move(block);
     plan.block_repeat = model.graph.repeat;
     plan.tokens_per_micro_batch = strategy.micro_batch;

@@ -34,8 +34,10 @@ std::optional<Infeasible> check_tp_divides(const TransformerSpec& t, int tp) {
 
 std::optional<Infeasible> check_degrees(const Strategy& s, const HardwareModel& hw, int* dp) {
   const long long devices = hw.num_devices;
-  const long long tp_pp = static_cast<long long>(s.tp) * s.pp * s.cp;
-  const std::string cp = s.cp > 1 ? "*cp" : "", cp_value = s.cp > 1 ? "*" + str(s.cp) : "";
+  const int mp = s.placement_devices();
+  const long long tp_pp = static_cast<long long>(s.tp) * s.pp * s.cp * mp;
+  const std::string cp = std::string(s.cp > 1 ? "*cp" : "") + (mp > 1 ? "*placement devices" : ""),
+                    cp_value = (s.cp > 1 ? "*" + str(s.cp) : "") + (mp > 1 ? "*" + str(mp) : "");
   if (s.dp == 0) {
     if (devices % tp_pp != 0) {
       return Infeasible{InfeasibleReason::kDeviceCount,
@@ -149,6 +151,11 @@ std::optional<Infeasible> check_model_split(const ModelSpec& m, const Strategy& 
   if (auto bad = check_experts(m, s, dp)) return bad;
   if (s.streams < 1 || s.streams > 64) {
     return Infeasible{InfeasibleReason::kModel, "streams=" + str(s.streams) + " is not in 1..64", "streams"};
+  }
+  if (!s.placement.empty() && m.family != ModelFamily::kOpGraph) {
+    return Infeasible{InfeasibleReason::kModel,
+                      "placement puts an operator graph's ops on devices; a transformer splits by tp, pp, cp and ep",
+                      "placement"};
   }
   if (m.family == ModelFamily::kOpGraph) {
     if (s.tp > 1 || s.pp > 1 || s.sequence_parallel) {

@@ -34,6 +34,7 @@ struct Kernel {
   int first_op = 0;        // index range in the block's graph, for explain
   int last_op = 0;
   uint16_t fused_ops = 1;  // graph ops executed by this kernel
+  int8_t device = 0;       // device of the replica running it (Strategy::placement; fusion never spans two)
   CommKind comm = CommKind::kAllReduce;
   double comm_bytes = 0;   // message size per rank
   CommPhases comm_phases = CommPhases::kBoth;
@@ -77,6 +78,15 @@ struct VirtualStage {
   double params = 0;        // on one device of this stage
   double expert_params = 0; // the routed experts' share of params (reduced over the expert-data group)
   double activation_B = 0;  // saved per micro-batch (layers + embedding/head)
+};
+
+// One device of an operator graph's replica under Strategy::placement, per repetition of the
+// block (placement.h).
+struct PlacedDevice {
+  int ops = 0;
+  double params = 0;            // parameters of its ops
+  double activation_B = 0;      // kept from forward to backward, per micro-batch
+  double peak_transient_B = 0;  // largest working set beyond them during its backward
 };
 
 struct Plan {
@@ -124,11 +134,15 @@ struct Plan {
   std::shared_ptr<const Block> embedding;  // token/position embedding (first virtual stage)
   std::shared_ptr<const Block> head;       // final norm, output projection, loss (last stage)
   int block_repeat = 1;  // op graphs: block runs `repeat` times per micro-batch (RNN steps)
+  // Model parallelism by placement (Strategy::placement, op graphs): a replica spans mp
+  // devices (rank order: mp fastest, then dp), placed[d] what device d holds; empty if mp == 1.
+  int mp = 1;
+  std::vector<PlacedDevice> placed;
 
   std::vector<VirtualStage> stages;  // p * v, in virtual-stage order
   double p2p_bytes = 0;              // activation (and gradient) message between stages
 
-  CommGroup tp_group, dp_group, cp_group, ep_group, edp_group, shard_group, replica_group;
+  CommGroup tp_group, dp_group, cp_group, ep_group, edp_group, shard_group, replica_group, mp_group;
   double grad_bytes_per_param = 2;   // gradient reduction dtype
   double dp_bucket_B = 0;
   // Optimizer-state bookkeeping (bytes per parameter), before ZeRO sharding.

@@ -1,6 +1,14 @@
 #include "strategies/strategy/strategy.h"
 
+#include <algorithm>
+
 namespace stratasim {
+
+int Strategy::placement_devices() const {
+  int devices = 1;
+  for (const PlacementRule& r : placement) devices = std::max(devices, r.device + 1);
+  return devices;
+}
 
 std::string_view recompute_name(Recompute r) {
   switch (r) {

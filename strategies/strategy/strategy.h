@@ -60,6 +60,12 @@ enum class Zero3Reshard { kAuto, kPerMicroBatch, kPerIteration };
 // pipeline, no backward, no gradients, no optimizer states.
 enum class Workload { kTraining, kInference };
 
+struct PlacementRule {
+  std::string ops;  // op name, name prefix (up to a dot) or "*"
+  int device = 0;   // device index within the replica
+  bool operator==(const PlacementRule&) const = default;
+};
+
 struct Strategy {
   int tp = 1;
   int pp = 1;
@@ -110,6 +116,15 @@ struct Strategy {
   // Operator graphs: streams per device on which independent branches run concurrently,
   // sharing the device (sim/cost/concurrent_kernels.h); 1 runs every kernel after the last.
   int streams = 1;
+  // Operator graphs: model parallelism by placement. Each rule puts the ops it names on one
+  // device of a replica: a rule's key is an op name, a name prefix up to a dot ("tower0" takes
+  // "tower0.fc1") or "*" (every op no other rule takes); the longest matching key wins. A
+  // replica spans placement_devices() devices, which run their ops concurrently as the graph's
+  // dependencies allow; an edge between ops on two devices sends the tensor (forward) and its
+  // gradient (backward). Empty: every op on one device.
+  std::vector<PlacementRule> placement;
+  // Devices one replica of an operator graph spans: 1 + the highest device a rule names.
+  int placement_devices() const;
   // Pipeline sends/receives run asynchronously beside compute. When false (Megatron's default),
   // a stage's send blocks it until the transfer is done.
   bool overlap_p2p = false;

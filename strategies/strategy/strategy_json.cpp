@@ -52,12 +52,24 @@ Json fusion_to_json(const FusionPlan& f) {
   return j;
 }
 
+// {"tower0": 0, "tower1": 1, "*": 0}: op name or prefix -> device index in the replica.
+std::vector<PlacementRule> read_placement(const JsonNode& n) {
+  n.require_object();
+  if (n.raw().empty()) n.fail("must place at least one op (an op name, a name prefix or \"*\" -> device)");
+  std::vector<PlacementRule> rules;
+  for (const auto& item : n.raw().items()) {
+    if (item.key().empty()) n.fail("has an empty key; name an op, a name prefix or \"*\"");
+    rules.push_back({item.key(), static_cast<int>(n.at(item.key()).as_integer(0, 63))});
+  }
+  return rules;
+}
+
 }  // namespace
 
 Strategy read_strategy(const JsonNode& n) {
   n.allow_keys({"tp", "pp", "dp", "cp", "cp_comm", "ep", "shard_group", "zero_stage", "zero3_reshard", "sequence_parallel", "schedule", "interleave",
                 "uneven_stages", "first_stage_layers", "last_stage_layers", "micro_batch", "global_batch", "recompute", "fusion",
-                "overlap_dp", "overlap_tp", "overlap_ep", "overlap_p2p", "streams", "dp_bucket", "collective", "dtype", "fp8_saved_inputs",
+                "overlap_dp", "overlap_tp", "overlap_ep", "overlap_p2p", "streams", "placement", "dp_bucket", "collective", "dtype", "fp8_saved_inputs",
                 "master_weights_fp32", "grad_reduce_fp32", "host_overhead", "optimizer", "workload", "description"});
   Strategy s;
   s.tp = static_cast<int>(n.integer_or("tp", 1, 1, 1 << 20));
@@ -84,6 +96,7 @@ Strategy read_strategy(const JsonNode& n) {
   s.overlap_ep = n.bool_or("overlap_ep", false);
   s.overlap_p2p = n.bool_or("overlap_p2p", false);
   s.streams = static_cast<int>(n.integer_or("streams", 1, 1, 64));
+  if (auto p = n.find("placement")) s.placement = read_placement(*p);
   s.dp_bucket_B = n.quantity_or("dp_bucket", Dimension::kBytes, 0);
   s.collective = n.enum_or("collective", kAlgorithmNames, CollectiveAlgorithm::kAuto);
   s.dtype = n.enum_or("dtype", kDTypeNames, DType::kBf16);
@@ -126,6 +139,11 @@ Json to_json(const Strategy& s) {
     j["workload"] = std::string(enum_to_name(kWorkloadNames, s.workload));
   }
   if (s.streams > 1) j["streams"] = s.streams;
+  if (!s.placement.empty()) {
+    Json p = Json::object();
+    for (const PlacementRule& r : s.placement) p[r.ops] = r.device;
+    j["placement"] = p;
+  }
   if (s.dtype == DType::kFp8) j["fp8_saved_inputs"] = s.fp8_saved_inputs;
   if (s.cp_comm != CpComm::kRing) j["cp_comm"] = std::string(enum_to_name(kCpCommNames, s.cp_comm));
   if (s.first_stage_layers > 0) j["first_stage_layers"] = s.first_stage_layers;
