@@ -86,6 +86,7 @@ std::vector<CliCommand> declare_commands() {
         {"dag", "resnet|lstm|attention", "run an operator graph instead of a pipeline"},
         {"calibration", "FILE", "with --dag: predict its makespan from a calibrate hardware file "
                                 "(per-thread FLOP rate and per-op cost) and compare"},
+        {"repeats", "R", "with --dag: run it R times and keep the fastest (default 1)"},
         kThreads,
         {"trace", "FILE", "write the measured timeline as a Chrome trace"}, kJson}},
       {"presets", "", "List the built-in models, devices, links and clusters.", false, {}},

@@ -162,10 +162,16 @@ int run_dag_command(const CliArgs& args) {
   const std::string name = args.option("dag");
   const int threads = int_option(args, "threads", 2, 1, 256);
   const DagGraph g = example_graph(name, flop_option(args, 2e7));
-  const DagRunResult res = kernels::run_dag(g, threads);
+  // The fastest of R runs: on a shared machine the least disturbed one, as calibrate measures.
+  const int repeats = int_option(args, "repeats", 1, 1, 1000);
+  DagRunResult res = kernels::run_dag(g, threads);
+  for (int r = 1; r < repeats; ++r) {
+    DagRunResult again = kernels::run_dag(g, threads);
+    if (again.makespan_s < res.makespan_s) res = std::move(again);
+  }
   const std::vector<double> d = kernels::measured_durations(res);
-  std::printf("cpu DAG executor: %s graph, %zu nodes, %d threads\n", name.c_str(), g.nodes.size(),
-              threads);
+  std::printf("cpu DAG executor: %s graph, %zu nodes, %d threads, fastest of %d run(s)\n", name.c_str(),
+              g.nodes.size(), threads, repeats);
   std::printf("makespan          %.3f ms\n", res.makespan_s / kMilli);
   std::printf("sum of node times %.3f ms (one thread's makespan without overheads)\n",
               res.busy_s / kMilli);

@@ -370,11 +370,12 @@ TEST_CASE("cli: calibrate --quick then validate --quick write well-formed report
 
   // The DAG executor's run predicted from the calibration (timing-dependent: the error itself is
   // measured and reported, not asserted).
-  const auto dag = testing::run_cli("runtime --dag resnet --flop 2e6 --calibration " + dir + "/local.json");
+  const auto dag = testing::run_cli("runtime --dag resnet --flop 2e6 --repeats 2 --calibration " + dir + "/local.json");
   INFO(dag.output);
   REQUIRE(dag.code == 0);
   CHECK(dag.output.find("predicted         ") != std::string::npos);
   CHECK(dag.output.find("against the measured makespan") != std::string::npos);
+  CHECK(dag.output.find("fastest of 2 run(s)") != std::string::npos);
   const auto missing = testing::run_cli("runtime --dag resnet --calibration " + dir + "/none.json");
   CHECK(missing.code == 2);
   CHECK(missing.output.find(dir + "/none.json") != std::string::npos);
