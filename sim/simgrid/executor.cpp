@@ -342,12 +342,16 @@ SimRun Simulation::run() {
   const DeviceSpec& d = plan_.hardware.device;
   speed_ = d.peak_flops[static_cast<int>(plan_.strategy.dtype)] * d.matmul.max_fraction;
   if (speed_ <= 0) speed_ = 1;  // only scales execute(); durations come from stage_costs
-  std::vector<int> devices;     // tensor-parallel rank 0 of each (pp rank, dp rank), Megatron order
+  // Tensor-parallel rank 0 of each (pp rank, dp rank), Megatron order; a placed operator
+  // graph's replica is mp consecutive devices, whose gradient syncs run side by side like tp
+  // peers' (each host's flows stand for tp x mp devices').
+  const int width = plan_.tp * plan_.mp;
+  std::vector<int> devices;
   for (int r = 0; r < p_; ++r) {
-    for (int dp = 0; dp < dp_; ++dp) devices.push_back((r * dp_ + dp) * plan_.tp * plan_.mp);
+    for (int dp = 0; dp < dp_; ++dp) devices.push_back((r * dp_ + dp) * width);
   }
   const SimPlatform platform =
-      build_platform(plan_.hardware, devices, plan_.tp, speed_, tp_as_messages(plan_, options_));
+      build_platform(plan_.hardware, devices, width, speed_, tp_as_messages(plan_, options_));
   hosts_ = platform.hosts;
   for (int d : devices) host_node_.push_back(d / plan_.hardware.node.devices);
   mirrors_ = platform.mirrors;
