@@ -216,10 +216,17 @@ std::string evaluation_report(const Scenario& sc, const Plan& plan, const Predic
     out += format_text("  %-28s %s\n\n", "optimizer step", format_seconds(p.optimizer_s).c_str());
   }
   out += comm_table(p) + "\n";
+  // Optimizer offload: the host memory can be what does not fit (its note says so).
+  const bool device_fits = p.peak_memory_B <= p.capacity_B;
   out += format_text("memory per device: peak %s at pipeline rank %d, capacity %s -> %s\n",
              format_bytes(p.peak_memory_B).c_str(), p.peak_rank,
-             format_bytes(p.capacity_B).c_str(), p.fits ? "fits" : "DOES NOT FIT");
+             format_bytes(p.capacity_B).c_str(),
+             p.fits ? "fits" : device_fits ? "fits, but the host memory does not (see the offload note)"
+                                           : "DOES NOT FIT");
   out += memory_table(p);
+  double host = 0;
+  for (const MemoryBreakdown& m : p.rank_memory) host = std::max(host, m.host_B);
+  if (host > 0) out += format_text("  host memory (optimizer offload): %s per device\n", format_bytes(host).c_str());
   for (const std::string& n : p.notes) out += "note: " + n + "\n";
   return out;
 }

@@ -24,6 +24,7 @@ MemoryBreakdown read_memory(const JsonNode& n) {
   for (const MemoryComponent& c : kMemoryComponents) {
     m.*c.bytes = n.number(std::string(c.name) + "_B");
   }
+  m.host_B = n.number_or("host_B", 0);
   return m;
 }
 

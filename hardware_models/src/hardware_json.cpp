@@ -385,7 +385,8 @@ void apply(const JsonNode& n, LinkSpec& l, bool partial, int /*depth*/) {
 }
 
 void apply_node(const JsonNode& n, NodeSpec& node, bool partial, int depth) {
-  n.allow_keys({"devices", "device_link", "nics", "nic"});
+  n.allow_keys({"devices", "device_link", "nics", "nic", "host_link", "host_memory",
+                "host_memory_bandwidth"});
   field(n, "devices", partial, [&](const JsonNode& c) { node.devices = count_at_least(c, 1); });
   field(n, "device_link", partial, [&](const JsonNode& c) {
     node.device_link = read_nested<LinkSpec>(c, node.device_link, partial, depth + 1);
@@ -397,6 +398,15 @@ void apply_node(const JsonNode& n, NodeSpec& node, bool partial, int depth) {
   if (node.nics > 0 && node.nic == LinkSpec{}) {
     fail_missing(n, "nic", "is a required field when nics > 0");
   }
+  optional_field(n, "host_link", [&](const JsonNode& c) {
+    node.host_link = read_nested<LinkSpec>(c, node.host_link, partial, depth + 1);
+  });
+  optional_field(n, "host_memory", [&](const JsonNode& c) {
+    node.host_memory_B = plausible_quantity(c, Dimension::kBytes);
+  });
+  optional_field(n, "host_memory_bandwidth", [&](const JsonNode& c) {
+    node.host_memory_bandwidth_Bps = plausible_quantity(c, Dimension::kBandwidth);
+  });
 }
 
 void apply_network(const JsonNode& n, NetworkSpec& net, bool partial) {
@@ -586,6 +596,11 @@ Json to_json(const HardwareModel& h) {
   node["device_link"] = to_json(h.node.device_link);
   node["nics"] = h.node.nics;
   if (h.node.nics > 0 || h.node.nic != LinkSpec{}) node["nic"] = to_json(h.node.nic);
+  if (h.node.host_link != LinkSpec{}) node["host_link"] = to_json(h.node.host_link);
+  if (h.node.host_memory_B > 0) node["host_memory"] = quantity_text(h.node.host_memory_B, Dimension::kBytes);
+  if (h.node.host_memory_bandwidth_Bps > 0) {
+    node["host_memory_bandwidth"] = quantity_text(h.node.host_memory_bandwidth_Bps, Dimension::kBandwidth);
+  }
 
   Json network = Json::object();
   network["topology"] = std::string(topology_name(h.network.topology));

@@ -109,6 +109,12 @@ struct NodeSpec {
   LinkSpec device_link;  // one device's port into the node fabric
   int nics = 0;          // network interfaces per node
   LinkSpec nic;          // one NIC's port into the inter-node network
+  // The host (CPU sockets and their memory) that optimizer offload uses (Strategy::offload):
+  // one device's PCIe path to host memory, the node's host memory and its bandwidth (all
+  // sockets, sustained). Absent (zero): the cluster cannot offload.
+  LinkSpec host_link;
+  double host_memory_B = 0;
+  double host_memory_bandwidth_Bps = 0;
   bool operator==(const NodeSpec&) const = default;
 };
 

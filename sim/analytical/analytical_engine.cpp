@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "sim/cost/accounting.h"
+#include "sim/cost/optimizer_cost.h"
 #include "sim/cost/collective_cost.h"
 #include "sim/cost/memory_model.h"
 #include "sim/cost/stage_costs.h"
@@ -47,7 +48,10 @@ RankSync rank_sync(const Plan& plan, int rank, double last_backward_s, double de
         r.embedding_bytes += op.bytes;
         break;
       case IterOpKind::kOptimizerStep:
-        r.optimizer_s += memory_pass_s(plan.hardware.device, op.bytes);
+      case IterOpKind::kOffloadGradients:
+      case IterOpKind::kHostOptimizerStep:
+      case IterOpKind::kUploadParameters:
+        r.optimizer_s += optimizer_op_s(op, plan);
         break;
       default: break;
     }

@@ -141,6 +141,23 @@ std::string recompute_sentence(const EvaluatedStrategy& b, const EvaluatedStrate
                      cause.c_str());
 }
 
+// The optimizer step (on the device, or offloaded to the host), when it changed by a noticeable
+// share of the iteration.
+std::string optimizer_sentence(const EvaluatedStrategy& b, const EvaluatedStrategy& o) {
+  const double tb = b.prediction.optimizer_s, to = o.prediction.optimizer_s;
+  if (std::abs(tb - to) < kCommShareOfIteration * b.prediction.iteration_s) return {};
+  const Strategy &sb = b.strategy, &so = o.strategy;
+  std::string cause;
+  if (so.offload != sb.offload) {
+    cause = sb.offload == Offload::kOptimizer ? " (offloaded to the host: PCIe copies and the CPU's step)"
+                                               : " (on the device, not offloaded)";
+  } else if (so.zero_stage != sb.zero_stage) {
+    cause = " (" + change("ZeRO stage", so.zero_stage, sb.zero_stage) + ")";
+  }
+  return format_text("Optimizer step %.1f -> %.1f ms per iteration%s.", to * kMsPerS, tb * kMsPerS,
+                     cause.c_str());
+}
+
 const MemoryBreakdown& peak(const Prediction& p) {
   SS_ASSERT(p.peak_rank >= 0 && size_t(p.peak_rank) < p.rank_memory.size(),
             "a prediction's peak rank indexes its memory per rank");
@@ -170,6 +187,10 @@ std::string memory_saver(const EvaluatedStrategy& b, const EvaluatedStrategy& o)
   } else {
     saved = state;
     if (so.zero_stage != sb.zero_stage) savers.push_back(format_text("ZeRO-%d", sb.zero_stage));
+    if (so.offload != sb.offload) {
+      savers.push_back(sb.offload == Offload::kOptimizer ? "optimizer offload to the host"
+                                                         : "optimizer states kept on the device");
+    }
   }
   // A different sharding changes every term, so it is named first when it differs.
   std::string degrees;
@@ -225,6 +246,7 @@ std::vector<std::string> why_best(const std::vector<EvaluatedStrategy>& s) {
   reasons.push_back(bubble_sentence(b, o));
   reasons.push_back(recompute_sentence(b, o));
   reasons.push_back(comm_sentence(b, o));
+  reasons.push_back(optimizer_sentence(b, o));
   if (!fit_decides) reasons.push_back(memory_sentence(b, o));
   for (std::string& r : reasons) {
     if (!r.empty() && out.size() < 4) out.push_back(std::move(r));

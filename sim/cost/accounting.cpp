@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "sim/core/units.h"
 #include "sim/cost/memory_model.h"
 #include "strategies/pipeline/schedule_timing.h"
 
@@ -71,6 +72,18 @@ void fill_memory(Prediction& p, const Plan& plan) {
   }
   p.capacity_B = plan.hardware.device.memory_B;
   p.fits = p.peak_memory_B <= p.capacity_B;
+  // Optimizer offload: the node's host memory holds what its devices offload.
+  double host = 0;
+  for (const MemoryBreakdown& m : p.rank_memory) host = std::max(host, m.host_B);
+  if (host > 0) {
+    const HardwareModel& hw = plan.hardware;
+    const double per_node = host * std::min(hw.node.devices, hw.num_devices);
+    const bool host_fits = hw.node.host_memory_B <= 0 || per_node <= hw.node.host_memory_B;
+    p.fits = p.fits && host_fits;
+    p.notes.push_back("offload: host memory holds " + format_bytes(host) + " per device, " +
+                      format_bytes(per_node) + " per node of " + format_bytes(hw.node.host_memory_B) +
+                      (host_fits ? "" : ": does not fit"));
+  }
 }
 
 void add_plan_notes(Prediction& p, const Plan& plan) {

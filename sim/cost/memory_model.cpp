@@ -48,6 +48,14 @@ MemoryBreakdown rank_breakdown(const Plan& plan, double params, double experts, 
                      ? std::min(plan.dp_bucket_B, params * plan.grad_bytes_per_param)
                      : 0);
   m.workspace_B = plan.hardware.device.reserved_memory_B;
+  // Optimizer offload (ZeRO-Offload, Ren et al. 2021, Sec. 4): the optimizer-state shard leaves
+  // the device for host memory, where the CPU also keeps the fp32 gradient shard it steps with.
+  if (s.offload == Offload::kOptimizer) {
+    const double shard = plan.zero_stage >= 1 ? plan.shard : 1;
+    m.host_B = m.optimizer_B + 4.0 * (params - experts) / shard +
+               (experts > 0 ? 4.0 * experts / plan.edp : 0.0);
+    m.optimizer_B = 0;
+  }
   return m;
 }
 

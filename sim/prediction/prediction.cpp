@@ -40,10 +40,12 @@ std::string CommStat::description() const {
 }
 
 Json to_json(const MemoryBreakdown& m) {
-  return Json{{"weights_B", m.weights_B},         {"gradients_B", m.gradients_B},
+  Json j{{"weights_B", m.weights_B},         {"gradients_B", m.gradients_B},
               {"optimizer_B", m.optimizer_B},     {"activations_B", m.activations_B},
               {"transient_B", m.transient_B},     {"buffers_B", m.buffers_B},
               {"workspace_B", m.workspace_B},     {"total_B", m.total()}};
+  if (m.host_B > 0) j["host_B"] = m.host_B;
+  return j;
 }
 
 Json to_json(const Prediction& p) {

@@ -17,6 +17,9 @@ struct MemoryBreakdown {
   double transient_B = 0;    // rematerialised by recomputation, largest live working set
   double buffers_B = 0;      // communication buffers (p2p, gradient buckets)
   double workspace_B = 0;    // runtime context, library workspaces
+  // Held in host memory for this device (optimizer offload: its optimizer-state shard and fp32
+  // gradient shard); not part of total(), which is the device's.
+  double host_B = 0;
   double total() const {
     return weights_B + gradients_B + optimizer_B + activations_B + transient_B + buffers_B +
            workspace_B;

@@ -36,6 +36,7 @@
 #include <string>
 
 #include "sim/cost/block_cost_memo.h"
+#include "sim/cost/optimizer_cost.h"
 #include "sim/cost/step_timing.h"
 #include "sim/simgrid/platform.h"
 #include "sim/simgrid/simulation.h"
@@ -318,10 +319,17 @@ void Simulation::sync_and_step(int rank, int replica, sg4::ActorPtr reducer) {
         break;
       }
       case IterOpKind::kOptimizerStep:
+      case IterOpKind::kOffloadGradients:
+      case IterOpKind::kHostOptimizerStep:
+      case IterOpKind::kUploadParameters: {
+        // The device's step, or offload's PCIe copies and CPU step: durations (the host
+        // side is not part of the simulated platform).
         end_dp_phase();
-        me.optimizer_s = memory_pass_s(plan_.hardware.device, op.bytes);
-        compute(me.optimizer_s);
+        const double t = optimizer_op_s(op, plan_);
+        me.optimizer_s += t;
+        compute(t);
         break;
+      }
       default: break;
     }
   }

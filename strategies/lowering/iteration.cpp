@@ -264,12 +264,27 @@ std::vector<IterOp> rank_tail(const Plan& plan, int rank, double all_params, dou
   // gradient and writes the 16-bit weights; ZeRO >= 1 shards the update over dp.
   const double shard = zero >= 1 ? plan.shard : 1;
   const double expert_shard = zero >= 1 ? plan.edp : 1;
+  const double shard_params = params / shard + expert_params / expert_shard;
   IterOp step;
   step.kind = IterOpKind::kOptimizerStep;
   step.stream = Stream::kCompute;
-  step.bytes = (params / shard + expert_params / expert_shard) *
-               (2 * plan.optimizer_bytes_per_param + plan.grad_bytes_per_param +
-                plan.weight_bytes_per_param);
+  step.bytes = shard_params * (2 * plan.optimizer_bytes_per_param + plan.grad_bytes_per_param +
+                               plan.weight_bytes_per_param);
+  if (s.offload == Offload::kOptimizer) {
+    // ZeRO-Offload (Ren et al. 2021, Sec. 4.1): the reduced gradient shard goes to the host,
+    // the CPU makes the same pass over the states, the 16-bit weight shard comes back.
+    IterOp down, up;
+    down.kind = IterOpKind::kOffloadGradients;
+    down.stream = Stream::kHost;
+    down.bytes = shard_params * plan.grad_bytes_per_param;
+    step.kind = IterOpKind::kHostOptimizerStep;
+    step.stream = Stream::kHost;
+    up.kind = IterOpKind::kUploadParameters;
+    up.stream = Stream::kHost;
+    up.bytes = shard_params * plan.weight_bytes_per_param;
+    tail.insert(tail.end(), {down, step, up});
+    return tail;
+  }
   tail.push_back(step);
   return tail;
 }
@@ -290,11 +305,21 @@ std::string_view iter_op_kind_name(IterOpKind k) {
     case IterOpKind::kParameterGather: return "parameter_gather";
     case IterOpKind::kEmbeddingSync: return "embedding_sync";
     case IterOpKind::kOptimizerStep: return "optimizer_step";
+    case IterOpKind::kOffloadGradients: return "offload_gradients";
+    case IterOpKind::kHostOptimizerStep: return "host_optimizer_step";
+    case IterOpKind::kUploadParameters: return "upload_parameters";
   }
   return "?";
 }
 
-std::string_view stream_name(Stream s) { return s == Stream::kCompute ? "compute" : "comm"; }
+std::string_view stream_name(Stream s) {
+  switch (s) {
+    case Stream::kCompute: return "compute";
+    case Stream::kComm: return "comm";
+    case Stream::kHost: return "host";
+  }
+  return "?";
+}
 
 void lower_iteration(Plan& plan) {
   IterationProgram& it = plan.iteration;

@@ -41,10 +41,17 @@ enum class IterOpKind : uint8_t {
   kParameterGather,    // ZeRO-1/2: all-gather of the updated weight shards
   kEmbeddingSync,      // tied word embeddings: all-reduce of the gradient, first and last stage
   kOptimizerStep,      // compute: reads and writes every optimizer state of the device once
+  // Optimizer offload (Strategy::offload), in place of kOptimizerStep: the gradient shard to
+  // host memory over PCIe, the optimizer step on the CPU (one pass over the host's states),
+  // the updated 16-bit weight shard back.
+  kOffloadGradients,
+  kHostOptimizerStep,
+  kUploadParameters,
 };
 std::string_view iter_op_kind_name(IterOpKind k);
 
-enum class Stream : uint8_t { kCompute, kComm };
+// kHost: the host side of optimizer offload (PCIe copies and the CPU's optimizer step).
+enum class Stream : uint8_t { kCompute, kComm, kHost };
 std::string_view stream_name(Stream s);
 
 inline constexpr int kMaxIterDeps = 3;

@@ -52,7 +52,10 @@ std::string_view chakra_comm_type(CommKind k) {
 }
 
 std::string_view node_type(const IterOp& op) {
-  if (op.stream == Stream::kCompute) return "COMP_NODE";
+  // Optimizer offload: copies to and from host memory, and the CPU's step.
+  if (op.kind == IterOpKind::kOffloadGradients) return "MEM_STORE_NODE";
+  if (op.kind == IterOpKind::kUploadParameters) return "MEM_LOAD_NODE";
+  if (op.stream == Stream::kCompute || op.stream == Stream::kHost) return "COMP_NODE";
   return is_send(op) ? "COMM_SEND_NODE" : "COMM_COLL_NODE";
 }
 
@@ -202,7 +205,7 @@ class GraphWriter {
         .raw(",\"kind\":").str(iter_op_kind_name(op.kind)).raw(",\"step\":").str(step);
     if (op.vstage >= 0) out_.raw(",\"vstage\":").num(static_cast<long long>(op.vstage));
     out_.raw(",\"stream\":").str(stream_name(op.stream));
-    if (op.stream == Stream::kCompute) {
+    if (op.stream == Stream::kCompute || op.stream == Stream::kHost) {
       out_.raw(",\"num_ops\":").num(op.flops).raw(",\"tensor_size\":").num(op.bytes);
     } else if (is_send(op)) {
       const int to = op.kind == IterOpKind::kSendActivation ? map_.next_stage(op.vstage)

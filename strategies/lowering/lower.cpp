@@ -173,6 +173,7 @@ Expected<Plan> lower(const ModelSpec& model, const Strategy& strategy,
   if (auto bad = check_precision(strategy, hardware)) return *bad;
   if (auto bad = check_topology(strategy, hardware)) return *bad;
   if (auto bad = check_workload(strategy)) return *bad;
+  if (auto bad = check_offload(strategy, hardware)) return *bad;
 
   Plan plan;
   plan.model = model;

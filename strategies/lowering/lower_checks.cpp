@@ -274,6 +274,28 @@ std::optional<Infeasible> check_workload(const Strategy& s) {
   return std::nullopt;
 }
 
+// Optimizer offload (Strategy::offload) keeps a ZeRO shard of the optimizer in host memory: it
+// needs a training step, a ZeRO stage that shards the optimizer (DeepSpeed offloads ZeRO's
+// partition) and a host the cluster describes.
+std::optional<Infeasible> check_offload(const Strategy& s, const HardwareModel& hw) {
+  if (s.offload == Offload::kNone) return std::nullopt;
+  if (s.workload == Workload::kInference) {
+    return Infeasible{InfeasibleReason::kModel,
+                      "inference keeps no optimizer states to offload; set offload none", "offload"};
+  }
+  if (s.zero_stage < 1) {
+    return Infeasible{InfeasibleReason::kModel,
+                      "optimizer offload moves ZeRO's optimizer partition to the host (ZeRO-Offload); "
+                      "set zero_stage 1, 2 or 3", "offload"};
+  }
+  if (hw.node.host_link.bandwidth_Bps <= 0 || hw.node.host_memory_bandwidth_Bps <= 0) {
+    return Infeasible{InfeasibleReason::kTopology,
+                      "cluster '" + hw.name + "' describes no host to offload to (node.host_link and "
+                      "node.host_memory_bandwidth)", "offload"};
+  }
+  return std::nullopt;
+}
+
 std::optional<Infeasible> check_topology(const Strategy& s, const HardwareModel& hw) {
   const int node = hw.node.devices;
   const bool inside = s.tp <= node && node % s.tp == 0;

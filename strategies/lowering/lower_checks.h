@@ -19,6 +19,7 @@ std::optional<Infeasible> check_batch_and_schedule(const Strategy& s, int dp, in
 std::optional<Infeasible> check_precision(const Strategy& s, const HardwareModel& hw);
 // Inference (Workload::kInference) runs no backward: no ZeRO, no recomputation, no interleaving.
 std::optional<Infeasible> check_workload(const Strategy& s);
+std::optional<Infeasible> check_offload(const Strategy& s, const HardwareModel& hw);
 // Tensor-parallel groups must fill whole nodes or divide a node evenly.
 std::optional<Infeasible> check_topology(const Strategy& s, const HardwareModel& hw);
 

@@ -10,10 +10,10 @@
 namespace stratasim {
 namespace {
 
-constexpr std::array<std::string_view, 20> kAxisNames = {
+constexpr std::array<std::string_view, 21> kAxisNames = {
     "tp", "pp", "dp", "micro_batch", "schedule", "interleave", "recompute", "zero_stage",
     "sequence_parallel", "fusion", "overlap_dp", "overlap_tp", "dtype", "devices", "cluster",
-    "cp", "ep", "overlap_ep", "shard_group", "streams"};
+    "cp", "ep", "overlap_ep", "shard_group", "streams", "offload"};
 
 constexpr std::array<EnumName<int>, 2> kBools = {{{"false", 0}, {"true", 1}}};
 constexpr std::array<std::string_view, 4> kFusions = {"none", "epilogues", "megatron", "all"};
@@ -21,7 +21,7 @@ constexpr std::array<std::string_view, 4> kFusions = {"none", "epilogues", "mega
 bool is_enum_axis(Axis a) {
   return a == Axis::kSchedule || a == Axis::kRecompute || a == Axis::kDtype ||
          a == Axis::kFusion || a == Axis::kSequenceParallel || a == Axis::kOverlapDp ||
-         a == Axis::kOverlapTp || a == Axis::kOverlapEp;
+         a == Axis::kOverlapTp || a == Axis::kOverlapEp || a == Axis::kOffload;
 }
 
 int enum_value(Axis a, const JsonNode& v) {
@@ -29,6 +29,7 @@ int enum_value(Axis a, const JsonNode& v) {
     case Axis::kSchedule: return static_cast<int>(v.as_enum(kScheduleNames));
     case Axis::kRecompute: return static_cast<int>(v.as_enum(kRecomputeNames));
     case Axis::kDtype: return static_cast<int>(v.as_enum(kDTypeNames));
+    case Axis::kOffload: return static_cast<int>(v.as_enum(kOffloadNames));
     case Axis::kFusion: {
       for (size_t i = 0; i < kFusions.size(); ++i) {
         if (v.is_string() && v.as_string() == kFusions[i]) return static_cast<int>(i);
@@ -109,6 +110,7 @@ std::string AxisValues::value_text(int index) const {
     case Axis::kSchedule: return std::string(enum_to_name(kScheduleNames, static_cast<ScheduleKind>(v)));
     case Axis::kRecompute: return std::string(enum_to_name(kRecomputeNames, static_cast<Recompute>(v)));
     case Axis::kDtype: return std::string(enum_to_name(kDTypeNames, static_cast<DType>(v)));
+    case Axis::kOffload: return std::string(enum_to_name(kOffloadNames, static_cast<Offload>(v)));
     case Axis::kFusion: return std::string(kFusions[v]);
     case Axis::kCluster: return names[v];
     case Axis::kSequenceParallel:
@@ -157,6 +159,7 @@ void apply_axis(Axis axis, int v, SearchPoint& point) {
     case Axis::kEp: s.ep = v; break;
     case Axis::kShardGroup: s.shard_group = v; break;
     case Axis::kStreams: s.streams = v; break;
+    case Axis::kOffload: s.offload = static_cast<Offload>(v); break;
   }
 }
 

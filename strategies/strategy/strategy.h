@@ -60,6 +60,14 @@ enum class Zero3Reshard { kAuto, kPerMicroBatch, kPerIteration };
 // pipeline, no backward, no gradients, no optimizer states.
 enum class Workload { kTraining, kInference };
 
+// Optimizer offload (ZeRO-Offload: Ren et al., "ZeRO-Offload: Democratizing Billion-Scale Model
+// Training", USENIX ATC'21, Sec. 4; DeepSpeed's offload_optimizer {"device": "cpu"}): each rank's
+// shard of the optimizer states (fp32 master weights and moments) and of the gradients lives in
+// host memory; after the gradient reduction the rank copies its gradient shard to the host over
+// PCIe, the CPU runs the optimizer step on it (DeepSpeed's CPU Adam, bound by host memory
+// bandwidth), and the updated 16-bit weight shard comes back before the parameter gather.
+enum class Offload { kNone, kOptimizer };
+
 struct PlacementRule {
   std::string ops;  // op name, name prefix (up to a dot) or "*"
   int device = 0;   // device index within the replica
@@ -88,6 +96,7 @@ struct Strategy {
   int zero_stage = 0;
   Zero3Reshard zero3_reshard = Zero3Reshard::kAuto;
   Workload workload = Workload::kTraining;
+  Offload offload = Offload::kNone;
   // Ranks one ZeRO/FSDP shard group spans; 0 = the whole data-parallel group (dp x cp). Smaller:
   // hybrid sharding (HSDP: FSDP2's dp_shard x dp_replicate, Megatron's distributed-optimizer
   // instances): states sharded over the group, replicated across dp / shard_group groups,

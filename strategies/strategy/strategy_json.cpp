@@ -70,7 +70,7 @@ Strategy read_strategy(const JsonNode& n) {
   n.allow_keys({"tp", "pp", "dp", "cp", "cp_comm", "ep", "shard_group", "zero_stage", "zero3_reshard", "sequence_parallel", "schedule", "interleave",
                 "uneven_stages", "first_stage_layers", "last_stage_layers", "micro_batch", "global_batch", "recompute", "fusion",
                 "overlap_dp", "overlap_tp", "overlap_ep", "overlap_p2p", "streams", "placement", "dp_bucket", "collective", "dtype", "fp8_saved_inputs",
-                "master_weights_fp32", "grad_reduce_fp32", "host_overhead", "optimizer", "workload", "description"});
+                "master_weights_fp32", "grad_reduce_fp32", "host_overhead", "optimizer", "workload", "offload", "description"});
   Strategy s;
   s.tp = static_cast<int>(n.integer_or("tp", 1, 1, 1 << 20));
   s.pp = static_cast<int>(n.integer_or("pp", 1, 1, 1 << 20));
@@ -109,6 +109,7 @@ Strategy read_strategy(const JsonNode& n) {
   }
   s.optimizer = n.enum_or("optimizer", kOptimizerNames, Optimizer::kAdam);
   s.workload = n.enum_or("workload", kWorkloadNames, Workload::kTraining);
+  s.offload = n.enum_or("offload", kOffloadNames, Offload::kNone);
   return s;
 }
 
@@ -139,6 +140,7 @@ Json to_json(const Strategy& s) {
     j["workload"] = std::string(enum_to_name(kWorkloadNames, s.workload));
   }
   if (s.streams > 1) j["streams"] = s.streams;
+  if (s.offload != Offload::kNone) j["offload"] = std::string(enum_to_name(kOffloadNames, s.offload));
   if (!s.placement.empty()) {
     Json p = Json::object();
     for (const PlacementRule& r : s.placement) p[r.ops] = r.device;

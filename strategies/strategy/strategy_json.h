@@ -27,6 +27,8 @@ inline constexpr std::array<EnumName<CpComm>, 4> kCpCommNames = {{
 inline constexpr std::array<EnumName<Zero3Reshard>, 3> kZero3ReshardNames = {{
     {"auto", Zero3Reshard::kAuto}, {"per_micro_batch", Zero3Reshard::kPerMicroBatch},
     {"per_iteration", Zero3Reshard::kPerIteration}}};
+inline constexpr std::array<EnumName<Offload>, 2> kOffloadNames = {{
+    {"none", Offload::kNone}, {"optimizer", Offload::kOptimizer}}};
 inline constexpr std::array<EnumName<Workload>, 2> kWorkloadNames = {{
     {"training", Workload::kTraining}, {"inference", Workload::kInference}}};
 inline constexpr std::array<EnumName<DType>, 5> kDTypeNames = {{

@@ -36,7 +36,7 @@ TEST_CASE("search window: the table holds the top-k of run_search, best first") 
 
   MainWindow w;
   REQUIRE(run_job(w, [&] { return w.load_scenario(QString::fromStdString(scenario_path(kGpt3))); }));
-  CHECK(w.table()->model()->rowCount() == 10);  // base + 9 variants
+  CHECK(w.table()->model()->rowCount() == 11);  // base + 10 variants
   REQUIRE(run_job(w, [&] { return w.run_search(); }));
   CHECK_FALSE(w.last_job().cancelled);
   const QAbstractItemModel* table = w.table()->model();

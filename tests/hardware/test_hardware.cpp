@@ -364,21 +364,21 @@ TEST_CASE("error messages name the file, the JSON path, the value and the rule")
         catalog_link("nvlnk4"),
         "catalog: links: \"nvlnk4\" is not a known link (did you mean 'nvlink4'?); known links: "
         "ethernet_100g, ethernet_25g, ib_edr, ib_hdr, ib_ndr, infinity_fabric_mi300x, nvlink2, "
-        "nvlink3, nvlink4, nvlink5, pcie4, pcie5, roce_200g, roce_400g, upi",
+        "nvlink3, nvlink4, nvlink5, pcie3, pcie4, pcie5, roce_200g, roce_400g, upi",
         InputError);
     // Equally near misses are listed when few, and left out when many.
     CHECK_THROWS_WITH_AS(
         catalog_link("roce_100g"),
         "catalog: links: \"roce_100g\" is not a known link (did you mean 'roce_200g' or "
         "'roce_400g'?); known links: ethernet_100g, ethernet_25g, ib_edr, ib_hdr, ib_ndr, "
-        "infinity_fabric_mi300x, nvlink2, nvlink3, nvlink4, nvlink5, pcie4, pcie5, roce_200g, "
+        "infinity_fabric_mi300x, nvlink2, nvlink3, nvlink4, nvlink5, pcie3, pcie4, pcie5, roce_200g, "
         "roce_400g, upi",
         InputError);
     CHECK_THROWS_WITH_AS(
         catalog_link("nvlink6"),
         "catalog: links: \"nvlink6\" is not a known link; known links: ethernet_100g, "
         "ethernet_25g, ib_edr, ib_hdr, ib_ndr, infinity_fabric_mi300x, nvlink2, nvlink3, nvlink4, "
-        "nvlink5, pcie4, pcie5, roce_200g, roce_400g, upi",
+        "nvlink5, pcie3, pcie4, pcie5, roce_200g, roce_400g, upi",
         InputError);
   }
   SUBCASE("number without unit") {

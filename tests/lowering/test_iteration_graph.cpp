@@ -31,12 +31,12 @@ Strategy pipeline(ScheduleKind kind, int pp, int gb, int v, int zero, bool overl
 }
 
 const std::set<std::string> kTypes = {"COMP_NODE", "COMM_COLL_NODE", "COMM_SEND_NODE",
-                                      "COMM_RECV_NODE"};
+                                      "COMM_RECV_NODE", "MEM_STORE_NODE", "MEM_LOAD_NODE"};
 const std::set<std::string> kKinds = {
     "forward",         "recompute",        "backward",        "weight_gradient", "zero_gather",
     "zero_reduce_scatter", "send_activation", "send_gradient", "recv_activation",
     "recv_gradient",   "gradient_reduce",  "parameter_gather", "embedding_sync",
-    "optimizer_step"};
+    "optimizer_step",  "offload_gradients", "host_optimizer_step", "upload_parameters"};
 
 // Every rule of docs/iteration_graph.md; returns the number of nodes per template kind.
 std::map<std::string, int> check_schema(const json& g, const Plan& plan) {
@@ -65,8 +65,13 @@ std::map<std::string, int> check_schema(const json& g, const Plan& plan) {
     CHECK((step == "forward" || step == "backward" || step == "weight" || step == "tail"));
     CHECK(op.contains("vstage") == (step != "tail"));
     const std::string stream = op.at("stream");
-    CHECK(stream == (type == "COMP_NODE" ? "compute" : "comm"));
+    const bool memory = type == "MEM_STORE_NODE" || type == "MEM_LOAD_NODE";
     if (type == "COMP_NODE") {
+      CHECK((stream == "compute" || (stream == "host" && op.at("kind") == "host_optimizer_step")));
+    } else {
+      CHECK(stream == (memory ? "host" : "comm"));
+    }
+    if (type == "COMP_NODE" || memory) {
       CHECK(op.at("num_ops").get<double>() >= 0);
       CHECK(op.at("tensor_size").get<double>() >= 0);
     } else {
@@ -91,7 +96,7 @@ std::map<std::string, int> check_schema(const json& g, const Plan& plan) {
   REQUIRE(static_cast<int>(ranks.size()) == plan.pp);
   for (size_t r = 0; r < ranks.size(); ++r) {
     CHECK(ranks[r].at("pipeline_rank") == r);
-    CHECK(ranks[r].at("devices") == plan.tp * plan.dp);
+    CHECK(ranks[r].at("devices") == plan.tp * plan.mp * plan.dp);
     std::set<long long> mine;
     for (const json& n : ranks[r].at("nodes")) {
       const long long id = n.at("id");
@@ -160,6 +165,18 @@ TEST_CASE("iteration graph: the documented schema, for every schedule") {
     CHECK(counts["gradient_reduce"] == (c.zero <= 1 ? plan.pp : 0));
     CHECK(counts["parameter_gather"] == (c.zero == 1 || c.zero == 2 ? plan.pp : 0));
   }
+}
+
+TEST_CASE("iteration graph: optimizer offload writes the host copies and the CPU step in place of the optimizer step") {
+  Strategy s = pipeline(ScheduleKind::k1F1B, 2, 8, 1, 2, true);
+  s.offload = Offload::kOptimizer;
+  const Plan plan = plan_of(s, 8);
+  const json g = json::parse(iteration_graph_json(plan));
+  std::map<std::string, int> counts = check_schema(g, plan);
+  CHECK(counts["optimizer_step"] == 0);
+  CHECK(counts.at("offload_gradients") == plan.pp);
+  CHECK(counts.at("host_optimizer_step") == plan.pp);
+  CHECK(counts.at("upload_parameters") == plan.pp);
 }
 
 TEST_CASE("iteration graph: stratasim explain --graph writes it; a bad path is exit 2") {
