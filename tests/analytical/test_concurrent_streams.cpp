@@ -55,24 +55,7 @@ TEST_CASE("concurrent kernels: a kernel's device share is its plateau time over 
   CHECK(device_demand(t) == 0.0);
 }
 
-// input -> {a, b} (equal matmuls) -> merge(a, b) -> loss: two branches of one layer.
-ModelSpec two_branch_graph() {
-  ModelSpec m;
-  m.name = "two branches";
-  m.family = ModelFamily::kOpGraph;
-  const double w = 1024;
-  auto op = [](std::string name, GraphOpKind kind, double flops, double out, double params,
-               std::vector<int> inputs) {
-    return GraphOp{.name = std::move(name), .kind = kind, .flops = flops, .output_elements = out,
-                   .params = params, .inputs = std::move(inputs)};
-  };
-  m.graph.ops = {op("a", GraphOpKind::kMatmul, 2 * w * w, w, w * w, {}),
-                 op("b", GraphOpKind::kMatmul, 2 * w * w, w, w * w, {}),
-                 op("merge", GraphOpKind::kElementwise, w, w, 0, {0, 1}),
-                 op("loss", GraphOpKind::kLoss, 5 * w, 1, 0, {2})};
-  m.graph.ops[0].input_elements = m.graph.ops[1].input_elements = w;
-  return m;
-}
+using testing::two_branch_graph;
 
 // The kernel of phase list ks that starts with model op `op` (op graphs name ops by index).
 const Kernel& kernel_of_op(const std::vector<Kernel>& ks, const Block& b, int op) {

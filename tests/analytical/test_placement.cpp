@@ -29,18 +29,7 @@ GraphOp graph_op(std::string name, GraphOpKind kind, double flops, double out, d
 }
 
 // input -> {a.fc, b.fc} (equal 1024x1024 matmuls) -> merge(a, b) -> loss.
-ModelSpec two_branches() {
-  ModelSpec m;
-  m.name = "two branches";
-  m.family = ModelFamily::kOpGraph;
-  const double w = kWidth;
-  m.graph.ops = {graph_op("a.fc", GraphOpKind::kMatmul, 2 * w * w, w, w * w, {}),
-                 graph_op("b.fc", GraphOpKind::kMatmul, 2 * w * w, w, w * w, {}),
-                 graph_op("merge", GraphOpKind::kElementwise, w, w, 0, {0, 1}),
-                 graph_op("loss", GraphOpKind::kLoss, 5 * w, 1, 0, {2})};
-  m.graph.ops[0].input_elements = m.graph.ops[1].input_elements = w;
-  return m;
-}
+ModelSpec two_branches() { return testing::two_branch_graph("a.fc", "b.fc"); }
 
 Strategy placed(std::vector<PlacementRule> rules, int micro_batch = 64) {
   Strategy s;

@@ -14,23 +14,7 @@ namespace stratasim {
 namespace {
 
 // input -> {a.fc, b.fc} -> merge -> loss, b on device 1 of each replica.
-ModelSpec two_branches() {
-  ModelSpec m;
-  m.name = "two branches";
-  m.family = ModelFamily::kOpGraph;
-  const double w = 1024;
-  auto op = [](std::string name, GraphOpKind kind, double flops, double out, double params,
-               std::vector<int> inputs) {
-    return GraphOp{.name = std::move(name), .kind = kind, .flops = flops, .output_elements = out,
-                   .params = params, .inputs = std::move(inputs)};
-  };
-  m.graph.ops = {op("a.fc", GraphOpKind::kMatmul, 2 * w * w, w, w * w, {}),
-                 op("b.fc", GraphOpKind::kMatmul, 2 * w * w, w, w * w, {}),
-                 op("merge", GraphOpKind::kElementwise, w, w, 0, {0, 1}),
-                 op("loss", GraphOpKind::kLoss, 5 * w, 1, 0, {2})};
-  m.graph.ops[0].input_elements = m.graph.ops[1].input_elements = w;
-  return m;
-}
+ModelSpec two_branches() { return testing::two_branch_graph("a.fc", "b.fc"); }
 
 TEST_CASE("simgrid: a placed operator graph agrees with the analytical engine, in one node and across two") {
   for (const int devices : {8, 16}) {

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -12,6 +13,26 @@
 #include "strategies/lowering/lower.h"
 
 namespace stratasim::testing {
+
+// input -> {a, b} (equal 1024 x 1024 matmuls) -> merge(a, b) -> loss: two branches of one
+// operator-graph block, the branches named as asked.
+inline ModelSpec two_branch_graph(const std::string& a = "a", const std::string& b = "b") {
+  ModelSpec m;
+  m.name = "two branches";
+  m.family = ModelFamily::kOpGraph;
+  const double w = 1024;
+  auto op = [](std::string name, GraphOpKind kind, double flops, double out, double params,
+               std::vector<int> inputs) {
+    return GraphOp{.name = std::move(name), .kind = kind, .flops = flops, .output_elements = out,
+                   .params = params, .inputs = std::move(inputs)};
+  };
+  m.graph.ops = {op(a, GraphOpKind::kMatmul, 2 * w * w, w, w * w, {}),
+                 op(b, GraphOpKind::kMatmul, 2 * w * w, w, w * w, {}),
+                 op("merge", GraphOpKind::kElementwise, w, w, 0, {0, 1}),
+                 op("loss", GraphOpKind::kLoss, 5 * w, 1, 0, {2})};
+  m.graph.ops[0].input_elements = m.graph.ops[1].input_elements = w;
+  return m;
+}
 
 inline ModelSpec small_gpt(int layers) {
   ModelSpec m;
