@@ -86,6 +86,33 @@ TEST_CASE("placement: a two-branch graph on two devices takes max(branch) + the 
   CHECK(c.mp_exposed_s == doctest::Approx(2 * send).epsilon(1e-9));
 }
 
+TEST_CASE("placement: two sends leaving one device share its port") {
+  // input -> root (device 0) -> {left (device 1), right (device 2)}; left and right end the
+  // graph through a merge on device 0. root's output goes to two devices: two sends of the
+  // same S bytes leave device 0 together and share its port max-min, half each, so both end
+  // at 2 (alpha + S / B), after which left and right run side by side.
+  ModelSpec m;
+  m.name = "fan out";
+  m.family = ModelFamily::kOpGraph;
+  const double w = kWidth;
+  m.graph.ops = {graph_op("root", GraphOpKind::kMatmul, 2 * w * w, w, w * w, {}),
+                 graph_op("left", GraphOpKind::kMatmul, 2 * w * w, w, w * w, {0}),
+                 graph_op("right", GraphOpKind::kMatmul, 2 * w * w, w, w * w, {0}),
+                 graph_op("merge", GraphOpKind::kElementwise, w, w, 0, {1, 2}),
+                 graph_op("loss", GraphOpKind::kLoss, 5 * w, 1, 0, {3})};
+  m.graph.ops[0].input_elements = w;
+  const Plan p = testing::lower_on_dgx_a100(m, placed({{"left", 1}, {"right", 2}, {"*", 0}}), 3);
+  const Block& b = *p.layer;
+  const double send = p2p_time(w * 64 * 2, true, p.hardware);
+  const double root = kernel_s(p, b.forward, "root"), left = kernel_s(p, b.forward, "left");
+  const double right = kernel_s(p, b.forward, "right"), merge = kernel_s(p, b.forward, "merge");
+  const double loss = kernel_s(p, b.forward, "loss");
+  REQUIRE(left == doctest::Approx(right));
+  // Then left's and right's outputs come back to device 0, each from its own port: alpha + S/B.
+  const double expected = root + 2 * send + left + send + merge + loss;
+  CHECK(block_cost(b, p).forward_s == doctest::Approx(expected).epsilon(1e-9));
+}
+
 TEST_CASE("placement: everything on one device with one stream is the serial sum, with no sends") {
   const Plan p = testing::lower_on_dgx_a100(two_branches(), placed({{"*", 0}}), 1);
   REQUIRE(p.mp == 1);
