@@ -132,6 +132,15 @@ std::string describe_model(const ModelSpec& m) {
 }
 
 std::string describe_cluster(const HardwareModel& hw) {
+  if (hw.mixed()) {  // "name: mixed, 16 x A100 (dgx_a100) + 16 x H100 (dgx_h100), nodes of 8, fat_tree"
+    std::string groups;
+    for (const DeviceGroup& g : hw.groups) {
+      groups += format_text("%s%d x %s (%s, %d x %s per node)", groups.empty() ? "" : " + ", g.num_devices,
+                            g.device.name.c_str(), g.name.c_str(), g.node.nics, g.node.nic.name.c_str());
+    }
+    return format_text("%s: mixed, %s, %d nodes of %d, %s", hw.name.c_str(), groups.c_str(), hw.num_nodes(),
+                       hw.node.devices, std::string(topology_name(hw.network.topology)).c_str());
+  }
   return format_text("%s: %d x %s in %d node(s) of %d (%s %s/dev), %d x %s per node, %s",
              hw.name.c_str(), hw.num_devices, hw.device.name.c_str(), hw.num_nodes(),
              hw.node.devices, hw.node.device_link.name.c_str(),

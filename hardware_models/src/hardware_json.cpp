@@ -428,10 +428,49 @@ void apply_network(const JsonNode& n, NetworkSpec& net, bool partial) {
 }
 
 void allow_cluster_keys(const JsonNode& n) {
-  n.allow_keys({"name", "device", "node", "network", "devices", "source", "preset", "file"});
+  n.allow_keys({"name", "device", "node", "network", "devices", "source", "preset", "file", "groups"});
+}
+
+// A mixed cluster: "groups" lists clusters (catalog names or objects with their "devices") in
+// device order; all have nodes of one size. The network is the explicit one, else the first
+// group's; nodes of different groups talk through their NICs over it.
+void apply_groups(const JsonNode& n, HardwareModel& h, int depth) {
+  for (std::string_view key : {"device", "node", "devices", "preset", "file"}) {
+    if (n.has(key)) n.at(key).fail("cannot be given beside \"groups\": each group names its own");
+  }
+  const JsonNode list = n.at("groups");
+  if (!list.is_array() || list.size() < 1) list.fail("must be a non-empty array of clusters");
+  h.groups.clear();
+  h.num_devices = 0;
+  std::string names;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const JsonNode e = list.element(i);
+    const HardwareModel g = read_any<HardwareModel>(e, depth + 1);
+    if (g.mixed()) e.fail("is itself a mixed cluster; list its groups here instead");
+    if (!h.groups.empty() && g.node.devices != h.groups[0].node.devices) {
+      e.fail("has " + std::to_string(g.node.devices) + " devices per node where the first group has " +
+             std::to_string(h.groups[0].node.devices) + "; the groups of a mixed cluster have nodes of one size");
+    }
+    if (g.num_devices % g.node.devices != 0) {
+      e.fail("holds " + std::to_string(g.num_devices) + " devices: a group of a mixed cluster holds whole nodes of " +
+             std::to_string(g.node.devices));
+    }
+    if (g.node.nics < 1) e.fail("has nodes without a network interface (node.nics must be at least 1 in a mixed cluster)");
+    if (h.groups.empty()) h.network = g.network;
+    h.groups.push_back(DeviceGroup{g.name, g.device, g.node, g.num_devices});
+    h.num_devices += g.num_devices;
+    names += (names.empty() ? "" : "+") + g.name;
+  }
+  h.device = h.groups[0].device;
+  h.node = h.groups[0].node;
+  h.name = names;
+  field(n, "name", true, [&](const JsonNode& c) { h.name = name_string(c); });
+  optional_field(n, "network", [&](const JsonNode& c) { apply_network(c, h.network, true); });
+  optional_field(n, "source", [&](const JsonNode& c) { (void)c.as_string(); });
 }
 
 void apply(const JsonNode& n, HardwareModel& h, bool partial, int depth) {
+  if (n.has("groups")) return apply_groups(n, h, depth);
   field(n, "name", partial, [&](const JsonNode& c) { h.name = name_string(c); });
   field(n, "device", partial, [&](const JsonNode& c) {
     h.device = read_nested<DeviceSpec>(c, h.device, partial, depth + 1);
@@ -615,6 +654,24 @@ Json to_json(const HardwareModel& h) {
   j["node"] = std::move(node);
   j["network"] = std::move(network);
   j["devices"] = h.num_devices;
+  if (h.mixed()) {
+    // A mixed cluster is written as its groups (what read_cluster reads back).
+    Json groups = Json::array();
+    for (const DeviceGroup& g : h.groups) {
+      HardwareModel one = h;
+      one.groups.clear();
+      one.name = g.name, one.device = g.device, one.node = g.node, one.num_devices = g.num_devices;
+      Json gj = to_json(one);
+      gj.erase("network");
+      if (one.num_nodes() > 1) gj["network"] = j["network"];
+      groups.push_back(std::move(gj));
+    }
+    Json m = Json::object();
+    m["name"] = h.name;
+    m["groups"] = std::move(groups);
+    m["network"] = std::move(j["network"]);
+    return m;
+  }
   return j;
 }
 

@@ -94,4 +94,39 @@ std::string_view topology_name(NetworkTopology t) {
   return "?";
 }
 
+int HardwareModel::group_of_device(long long device) const {
+  long long end = 0;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    end += groups[g].num_devices;
+    if (device < end) return static_cast<int>(g);
+  }
+  return groups.empty() ? 0 : static_cast<int>(groups.size()) - 1;
+}
+
+HardwareModel HardwareModel::group_view(int g) const {
+  HardwareModel view = *this;
+  if (g < 0 || g >= static_cast<int>(groups.size())) return view;
+  view.device = groups[g].device;
+  view.node = groups[g].node;
+  return view;
+}
+
+const NodeSpec& HardwareModel::node_spec(int node_index) const {
+  if (groups.empty()) return node;
+  return groups[group_of_device(static_cast<long long>(node_index) * node.devices)].node;
+}
+
+HardwareModel HardwareModel::between_groups(int a, int b) const {
+  auto node_Bps = [&](int g) {
+    const NodeSpec& n = groups[g].node;
+    return n.nics * n.nic.bandwidth_Bps * n.nic.efficiency;
+  };
+  if (groups.empty()) return *this;
+  return group_view(node_Bps(a) <= node_Bps(b) ? a : b);
+}
+
+double sustained_matmul_flops(const DeviceSpec& d, DType dtype) {
+  return d.peak_flops[static_cast<int>(dtype)] * d.matmul.max_fraction;
+}
+
 }  // namespace stratasim

@@ -130,15 +130,41 @@ struct NetworkSpec {
   bool operator==(const NetworkSpec&) const = default;
 };
 
+// One kind of node of a mixed cluster (HardwareModel::groups): num_devices devices (whole nodes)
+// of one device type behind one node design.
+struct DeviceGroup {
+  std::string name;
+  DeviceSpec device;
+  NodeSpec node;
+  int num_devices = 0;
+  bool operator==(const DeviceGroup&) const = default;
+};
+
 struct HardwareModel {
   std::string name;
   DeviceSpec device;
   NodeSpec node;
   NetworkSpec network;
   int num_devices = 1;  // total devices; nodes = ceil(num_devices / node.devices)
+  // A mixed cluster: its node groups in device order (devices 0 .. n0-1 are groups[0]'s, the
+  // next n1 groups[1]'s, ...); `device` and `node` are then groups[0]'s. Empty: one kind of node.
+  // Every group has node.devices devices per node.
+  std::vector<DeviceGroup> groups;
 
   int num_nodes() const { return (num_devices + node.devices - 1) / node.devices; }
+  bool mixed() const { return !groups.empty(); }
+  int group_of_device(long long device) const;  // 0 for a cluster of one kind of node
+  // The cluster as the devices of group g see it: its device and node, everything else kept.
+  HardwareModel group_view(int g) const;
+  const NodeSpec& node_spec(int node_index) const;  // the node design of the node_index-th node
+  // What a transfer between nodes of groups a and b sees: the network through both nodes'
+  // NICs, i.e. the group whose NICs are slower (node.nics x NIC bandwidth).
+  HardwareModel between_groups(int a, int b) const;
   bool operator==(const HardwareModel&) const = default;
 };
+
+// A device's sustained dense matrix rate in `dtype` (peak x plateau fraction of its GEMM
+// curve): what a mixed cluster's stages are balanced by.
+double sustained_matmul_flops(const DeviceSpec& d, DType dtype);
 
 }  // namespace stratasim

@@ -7,6 +7,7 @@
 #include "sim/cost/accounting.h"
 #include "sim/cost/optimizer_cost.h"
 #include "sim/cost/collective_cost.h"
+#include "sim/cost/group_views.h"
 #include "sim/cost/memory_model.h"
 #include "sim/cost/stage_costs.h"
 #include "sim/cost/step_timing.h"
@@ -137,14 +138,15 @@ const ScheduleTiming& memoized_timing(ScheduleKind kind, int p, int m, int v,
 // so a stretch there delays rank r too, less the slack rank r had:
 //   delay_r = stretch_r + max(0, delay_{r+1} - slack_r),
 //   slack_r = start of r's last backward - (end of r+1's last backward + transfer).
-std::vector<double> last_backward_delays(const Plan& plan, const ScheduleTiming& timing,
+std::vector<double> last_backward_delays(const Plan& plan, const GroupViews& views,
+                                         const ScheduleTiming& timing,
                                          const StageDurations& durations) {
   std::vector<double> delay(plan.pp, 0.0);
   for (int r = plan.pp - 1; r >= 0; --r) {
     const double last = timing.rank_last_backward_s[r];
     for (const IterOp& op : plan.iteration.tail[r]) {
       if (op.kind == IterOpKind::kGradientReduce) {
-        delay[r] += bucketed_reduce(op, plan, last).stretch_s;
+        delay[r] += bucketed_reduce(op, views.for_rank(r), last).stretch_s;
       }
     }
     if (r + 1 < plan.pp) {
@@ -159,14 +161,16 @@ std::vector<double> last_backward_delays(const Plan& plan, const ScheduleTiming&
 
 // The iteration ends when the slowest rank has finished its pipeline work, its exposed
 // gradient sync, the embedding sync and its optimizer step.
+// A mixed cluster's ranks sync and step on their own group's devices and links (GroupViews).
 RankSync finish_iteration(Prediction& p, const Plan& plan, const ScheduleTiming& timing,
                           const StageDurations& durations) {
   double iteration = 0;
   RankSync worst;
   double embedding = 0;
-  const std::vector<double> delay = last_backward_delays(plan, timing, durations);
+  const GroupViews views(plan);
+  const std::vector<double> delay = last_backward_delays(plan, views, timing, durations);
   for (int r = 0; r < plan.pp; ++r) {
-    RankSync sync = rank_sync(plan, r, timing.rank_last_backward_s[r], delay[r]);
+    RankSync sync = rank_sync(views.for_rank(r), r, timing.rank_last_backward_s[r], delay[r]);
     // A rank without buckets of its own still ends later when its neighbour delayed it.
     const bool has_reduce = std::any_of(
         plan.iteration.tail[r].begin(), plan.iteration.tail[r].end(),

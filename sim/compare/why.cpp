@@ -8,6 +8,7 @@
 #include "sim/core/text.h"
 #include "sim/core/units.h"
 #include "strategies/pipeline/pipeline_schedule.h"
+#include "strategies/strategy/strategy_json.h"
 
 namespace stratasim {
 namespace {
@@ -38,6 +39,9 @@ std::string bubble_causes(const EvaluatedStrategy& o, const EvaluatedStrategy& b
   }
   if (o.strategy.interleave != b.strategy.interleave) {
     parts.push_back(change("v", o.strategy.interleave, b.strategy.interleave));
+  }
+  if (o.strategy.stage_split != b.strategy.stage_split || o.strategy.stage_layers != b.strategy.stage_layers) {
+    parts.push_back("stage layers " + stage_layers_text(o.strategy) + " -> " + stage_layers_text(b.strategy));
   }
   std::string text;
   for (size_t i = 0; i < parts.size(); ++i) text += (i == 0 ? "" : ", ") + parts[i];

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "sim/core/units.h"
+#include "sim/cost/group_views.h"
 #include "sim/cost/memory_model.h"
 #include "strategies/pipeline/schedule_timing.h"
 
@@ -43,6 +44,36 @@ StageTotals sum_stages(Prediction& p, const Plan& plan, const StageCosts& costs)
   return t;
 }
 
+namespace {
+
+// The peak dense rate per device in `dtype`, averaged over a mixed cluster's devices.
+double mean_peak_flops(const HardwareModel& hw, DType dtype) {
+  if (!hw.mixed()) return hw.device.peak_flops[static_cast<int>(dtype)];
+  double sum = 0;
+  for (const DeviceGroup& g : hw.groups) sum += g.device.peak_flops[static_cast<int>(dtype)] * g.num_devices;
+  return sum / hw.num_devices;
+}
+
+// A mixed cluster: each rank's runtime reserve is its own device's, and each rank must fit its
+// own device; the reported capacity is the peak rank's.
+void fit_groups(Prediction& p, const Plan& plan) {
+  const GroupViews views(plan);
+  p.fits = true;
+  p.peak_memory_B = 0;
+  for (int r = 0; r < plan.pp; ++r) {
+    const DeviceSpec& d = views.for_rank(r).hardware.device;
+    p.rank_memory[r].workspace_B = d.reserved_memory_B;
+    p.fits = p.fits && p.rank_memory[r].total() <= d.memory_B;
+    if (p.rank_memory[r].total() > p.peak_memory_B) {
+      p.peak_memory_B = p.rank_memory[r].total();
+      p.peak_rank = r;
+      p.capacity_B = d.memory_B;
+    }
+  }
+}
+
+}  // namespace
+
 void fill_rates(Prediction& p, const Plan& plan, const StageTotals& t) {
   const double m = plan.micro_batches_per_stage(), devices = plan.hardware.num_devices;
   const double replicas = double(plan.dp) * plan.tp;  // stage FLOPs are per device
@@ -55,7 +86,7 @@ void fill_rates(Prediction& p, const Plan& plan, const StageTotals& t) {
                                           : plan.model.transformer.seq_len);
   p.model_flops_per_device_s = p.model_flops / (p.iteration_s * devices);
   p.hardware_flops_per_device_s = p.hardware_flops / (p.iteration_s * devices);
-  const double peak = plan.hardware.device.peak_flops[static_cast<int>(plan.strategy.dtype)];
+  const double peak = mean_peak_flops(plan.hardware, plan.strategy.dtype);
   p.mfu = p.model_flops_per_device_s / peak;
   p.hfu = p.hardware_flops_per_device_s / peak;
 }
@@ -72,6 +103,7 @@ void fill_memory(Prediction& p, const Plan& plan) {
   }
   p.capacity_B = plan.hardware.device.memory_B;
   p.fits = p.peak_memory_B <= p.capacity_B;
+  if (plan.hardware.mixed()) fit_groups(p, plan);
   // Optimizer offload: the node's host memory holds what its devices offload.
   double host = 0;
   for (const MemoryBreakdown& m : p.rank_memory) host = std::max(host, m.host_B);

@@ -4,6 +4,7 @@
 
 #include "sim/cost/block_cost_memo.h"
 #include "sim/cost/collective_cost.h"
+#include "sim/cost/group_views.h"
 #include "sim/cost/step_timing.h"
 
 namespace stratasim {
@@ -72,12 +73,32 @@ bool pipeline_neighbours_share_node(const Plan& plan, int rank) {
   return (rank * stride) / per_node == (next * stride) / per_node;
 }
 
+namespace {
+
+// The four blocks' costs on one group's devices (the plan's own on a uniform cluster).
+struct BlockCosts {
+  BlockCost layer, dense, embedding, head;
+};
+
+BlockCosts block_costs(const Plan& plan) {
+  BlockCosts b;
+  b.layer = memoized_block_cost(plan.layer, plan);
+  if (plan.dense_layer) b.dense = memoized_block_cost(plan.dense_layer, plan);
+  if (plan.model.family != ModelFamily::kOpGraph) {
+    b.embedding = memoized_block_cost(plan.embedding, plan);
+    b.head = memoized_block_cost(plan.head, plan);
+  }
+  return b;
+}
+
+}  // namespace
+
 StageCosts stage_costs(const Plan& plan) {
-  const BlockCost layer = memoized_block_cost(plan.layer, plan);
-  const BlockCost dense = plan.dense_layer ? memoized_block_cost(plan.dense_layer, plan) : BlockCost{};
-  const bool transformer = plan.model.family != ModelFamily::kOpGraph;
-  const BlockCost embedding = transformer ? memoized_block_cost(plan.embedding, plan) : BlockCost{};
-  const BlockCost head = transformer ? memoized_block_cost(plan.head, plan) : BlockCost{};
+  const GroupViews views(plan);
+  std::vector<BlockCosts> per_group;  // a mixed cluster's groups, costed when first needed
+  std::vector<char> costed;
+  const BlockCosts uniform = views.mixed() ? BlockCosts{} : block_costs(plan);
+  if (views.mixed()) per_group.resize(plan.hardware.groups.size()), costed.assign(per_group.size(), 0);
   StageCosts out;
   const StageMap map = plan.stage_map();
   const size_t n = plan.stages.size();
@@ -89,13 +110,17 @@ StageCosts stage_costs(const Plan& plan) {
   out.transfer_s = out.durations.p2p_s;
   for (size_t i = 0; i < n; ++i) {
     const VirtualStage& st = plan.stages[i];
+    const Plan& on = views.for_rank(st.rank);
+    const int g = views.group_of_rank(st.rank);
+    if (views.mixed() && !costed[g]) per_group[g] = block_costs(on), costed[g] = 1;
+    const BlockCosts& b = views.mixed() ? per_group[g] : uniform;
     StageCost& c = out.stages[i];
-    add_block(c, layer, double(st.layers - st.dense_layers) * plan.block_repeat);
-    if (st.dense_layers > 0) add_block(c, dense, st.dense_layers);
-    if (st.has_embedding) add_block(c, embedding, 1);
-    if (st.has_head) add_block(c, head, 1);
+    add_block(c, b.layer, double(st.layers - st.dense_layers) * plan.block_repeat);
+    if (st.dense_layers > 0) add_block(c, b.dense, st.dense_layers);
+    if (st.has_embedding) add_block(c, b.embedding, 1);
+    if (st.has_head) add_block(c, b.head, 1);
     double forward_lat = 0, backward_lat = 0;
-    time_steps(c, plan.iteration.stages[i], plan, &out.durations.forward_s[i],
+    time_steps(c, plan.iteration.stages[i], on, &out.durations.forward_s[i],
                &out.durations.backward_s[i], &forward_lat, &backward_lat);
     out.compute_only.forward_s[i] = c.forward_s;
     out.compute_only.backward_s[i] = c.backward_s;
@@ -115,7 +140,8 @@ StageCosts stage_costs(const Plan& plan) {
   // One transfer per boundary, whether it blocks the sender or not.
   for (size_t i = 0; i + 1 < n; ++i) {
     if (!map.sends_forward(int(i))) continue;
-    out.transfer_s[i] = comm_op_s(plan.iteration.stages[i].forward.ops.back(), plan);
+    out.transfer_s[i] = comm_op_s(plan.iteration.stages[i].forward.ops.back(),
+                                  views.for_rank(plan.stages[i].rank));
   }
   return out;
 }

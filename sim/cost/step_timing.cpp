@@ -5,6 +5,7 @@
 
 #include "sim/cost/collective_cost.h"
 #include "sim/cost/stage_costs.h"
+#include "strategies/lowering/mixed_cluster.h"
 
 namespace stratasim {
 namespace {
@@ -32,8 +33,12 @@ double compute_op_s(const IterOp& op, const ComputeDurations& c) {
 
 double comm_op_s(const IterOp& op, const Plan& plan) {
   if (is_send(op)) {
-    return p2p_time(op.bytes, pipeline_neighbours_share_node(plan, boundary_rank(op, plan)),
-                    plan.hardware);
+    const int r = boundary_rank(op, plan);
+    if (plan.hardware.mixed()) {  // a boundary between two groups of a mixed cluster
+      const int a = pipeline_rank_group(plan, r), b = pipeline_rank_group(plan, (r + 1) % plan.pp);
+      if (a != b) return p2p_time(op.bytes, false, plan.hardware.between_groups(a, b));
+    }
+    return p2p_time(op.bytes, pipeline_neighbours_share_node(plan, r), plan.hardware);
   }
   const int n = std::max(1, op.repeats);
   return n * collective_time(op.comm, op.bytes / n, plan.iteration.group(op.group), plan.hardware,

@@ -77,7 +77,7 @@ Scenario read_scenario(const Json& j, const std::string& file) {
   }
   s.strategy_keys.push_back(base_keys);
   const Json& cluster = j.at("cluster");
-  s.devices_defaulted = !cluster.is_object() || !cluster.contains("devices");
+  s.devices_defaulted = !cluster.is_object() || (!cluster.contains("devices") && !cluster.contains("groups"));
   if (auto variants = root.find("variants")) {
     variants->require_object();
     for (auto it = variants->raw().begin(); it != variants->raw().end(); ++it) {

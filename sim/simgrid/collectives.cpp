@@ -53,7 +53,7 @@ double Simulation::collective(const CollectiveSpec& c, int rank, int replica) {
   if (n <= 1 || c.bytes <= 0) return 0;
   const double choice_B = c.choice_B > 0 ? c.choice_B : c.bytes / c.repeats;
   const CollectiveAlgorithm a =
-      collective_time(c.kind, choice_B, plan_.iteration.group(c.group), plan_.hardware,
+      collective_time(c.kind, choice_B, plan_.iteration.group(c.group), on(rank).hardware,
                       plan_.strategy.collective)
           .algorithm;
   const bool all_reduce = c.kind == CommKind::kAllReduce;
@@ -64,7 +64,7 @@ double Simulation::collective(const CollectiveSpec& c, int rank, int replica) {
   const bool one_node = std::all_of(c.members.begin(), c.members.end(), [&](int h) {
     return host_node_[h] == host_node_[c.members.front()];
   });
-  const LinkSpec& link = one_node ? plan_.hardware.node.device_link : plan_.hardware.node.nic;
+  const LinkSpec& link = one_node ? on(rank).hardware.node.device_link : on(rank).hardware.node.nic;
   CollectiveSpec scaled = c;
   scaled.bytes = c.bytes / size_efficiency_at(link, c.bytes / c.repeats);
   if (a == CollectiveAlgorithm::kTree && all_reduce) return tree(scaled, rank, replica);
@@ -93,8 +93,8 @@ double Simulation::hierarchical(const CollectiveSpec& c, int rank, int replica) 
   const double per = c.bytes / c.repeats;
   const std::string node = std::to_string(host_node_[me]);
   // Each phase below its link's plateau (LinkSpec::size_efficiency), as collective_cost.h.
-  const double intra_factor = size_efficiency_at(plan_.hardware.node.device_link, per);
-  const double inter_factor = size_efficiency_at(plan_.hardware.node.nic, per / k);
+  const double intra_factor = size_efficiency_at(on(rank).hardware.node.device_link, per);
+  const double inter_factor = size_efficiency_at(on(rank).hardware.node.nic, per / k);
   double t = 0;
   RingSpec intra{c.tag + "/n" + node, local, index, per / k / intra_factor, c.repeats * (k - 1)};
   t += ring(intra, rank, replica, c.what, c.serial);
@@ -207,7 +207,7 @@ void Simulation::comm_stream(int rank, int replica, const StepProgram& step, Ste
                      gather ? "zero all-gather" : "zero reduce-scatter",
                      false};
     c.group = op.group;
-    const Interference slows_compute(speed_, plan_.hardware.device.overlap_slowdown);
+    const Interference slows_compute(speed_, on(rank).hardware.device.overlap_slowdown);
     me.zero_s += collective(c, rank, replica);
     state.finish(i);
   }

@@ -235,7 +235,7 @@ void Simulation::reduce_gradients(int rank, int replica, const IterOp& op, Bucke
                      op.bytes / std::max(1, op.repeats)};  // the algorithm for the plan's bucket
     c.group = op.group;
     // Overlapped with the last backward: the buckets slow it while they run.
-    const Interference slows_compute(speed_, serial ? 1.0 : plan_.hardware.device.overlap_slowdown);
+    const Interference slows_compute(speed_, serial ? 1.0 : on(rank).hardware.device.overlap_slowdown);
     run_.hosts[host_index(rank, replica)].dp_s += collective(c, rank, replica);
   }
 }
@@ -260,7 +260,7 @@ double Simulation::tail_collective(const IterOp& op, int rank, int replica, cons
                                    const char* what) {
   std::vector<int> members = members_of(op.group, rank, replica);
   if (members.empty()) {
-    const double t = comm_op_s(op, plan_);
+    const double t = comm_op_s(op, on(rank));
     const double start = sg4::Engine::get_clock();
     sg4::this_actor::sleep_for(t);
     record(rank, replica, EventKind::kComm, -1, 0, start, what);
@@ -325,7 +325,7 @@ void Simulation::sync_and_step(int rank, int replica, sg4::ActorPtr reducer) {
         // The device's step, or offload's PCIe copies and CPU step: durations (the host
         // side is not part of the simulated platform).
         end_dp_phase();
-        const double t = optimizer_op_s(op, plan_);
+        const double t = optimizer_op_s(op, on(rank));
         me.optimizer_s += t;
         compute(t);
         break;

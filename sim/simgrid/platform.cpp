@@ -39,16 +39,15 @@ struct Node {
 // hosts with explicit routes (hosts x hosts routes: fine for the few hundred simulated hosts).
 SimPlatform build_rail_platform(const HardwareModel& hw, const std::vector<int>& devices,
                                 int replicated_flows, double speed_flops, bool tp_mirrors) {
-  const LinkSpec& dev = hw.node.device_link;
-  const LinkSpec& nic = hw.node.nic;
   const NetworkSpec& net = hw.network;
   const int per_node = hw.node.devices;
   const int nics = std::max(1, hw.node.nics);
   const int per_nic = std::max(1, per_node / nics);  // devices sharing one NIC
   // The replicas (tensor-parallel peers) sit on ceil(tp / per_nic) NICs of their own rails:
-  // the simulated host's share of its NIC.
+  // the simulated host's share of its NIC. A mixed cluster's nodes have their own group's
+  // links (HardwareModel::node_spec; every group has as many NICs as the first's here).
   const double share = double((replicated_flows + per_nic - 1) / per_nic) / replicated_flows;
-  const double nic_Bps = nic.bandwidth_Bps * nic.efficiency * share;
+  const double nic_Bps = hw.node.nic.bandwidth_Bps * hw.node.nic.efficiency * share;
   const int unit_nodes = std::max(1, net.nodes_per_leaf) * nics;
   const double levels = std::max(1, net.levels);
   const double uplink_Bps =
@@ -62,6 +61,8 @@ SimPlatform build_rail_platform(const HardwareModel& hw, const std::vector<int>&
   std::map<int, sg4::Link*> uplinks;                    // rail switch -> uplink
   auto add = [&](const std::string& name, int device) {
     const int node = device / per_node, rail = (device % per_node) / per_nic;
+    const LinkSpec& dev = hw.node_spec(node).device_link;
+    const LinkSpec& nic = hw.node_spec(node).nic;
     all.push_back(root->create_host(name, speed_flops)->seal());
     port.push_back(
         root->create_split_duplex_link(name + "-link", dev.bandwidth_Bps * dev.efficiency)
@@ -70,7 +71,7 @@ SimPlatform build_rail_platform(const HardwareModel& hw, const std::vector<int>&
     sg4::Link*& n = nic_links[{node, rail}];
     if (!n) {
       n = root->create_split_duplex_link(padded("node", node) + "-nic" + std::to_string(rail),
-                                         nic_Bps)
+                                         nic.bandwidth_Bps * nic.efficiency * share)
               ->set_latency((nic.latency_s + net.switch_latency_s) / 2)
               ->seal();
     }
@@ -126,15 +127,14 @@ SimPlatform build_platform(const HardwareModel& hw, const std::vector<int>& devi
   if (hw.network.topology == NetworkTopology::kRailOptimized && hw.num_nodes() > 1) {
     return build_rail_platform(hw, devices, replicated_flows, speed_flops, tp_mirrors);
   }
-  const LinkSpec& dev = hw.node.device_link;
-  const LinkSpec& nic = hw.node.nic;
+  // A mixed cluster's nodes have their own group's links (HardwareModel::node_spec); a leaf's
+  // uplink is sized by the first group's nodes.
   const NetworkSpec& net = hw.network;
   const double flows = replicated_flows;
-  const double node_Bps = hw.node.nics * nic.bandwidth_Bps * nic.efficiency / flows;
+  auto node_Bps_of = [&](const NodeSpec& ns) { return ns.nics * ns.nic.bandwidth_Bps * ns.nic.efficiency / flows; };
   const double levels = std::max(1, net.levels);
-  const double nic_latency_s = std::max(0.0, nic.latency_s - dev.latency_s) + net.switch_latency_s;
   const double uplink_latency_s = (levels - 1) * net.switch_latency_s;
-  const double uplink_Bps = net.nodes_per_leaf * node_Bps / std::max(1e-9, net.oversubscription);
+  const double uplink_Bps = net.nodes_per_leaf * node_Bps_of(hw.node) / std::max(1e-9, net.oversubscription);
 
   auto* root = sg4::create_full_zone("cluster");
   std::map<int, Node> nodes;  // node index -> zone, only nodes holding simulated devices
@@ -145,6 +145,10 @@ SimPlatform build_platform(const HardwareModel& hw, const std::vector<int>& devi
   std::map<int, std::vector<size_t>> by_node;
   for (size_t i = 0; i < devices.size(); ++i) by_node[devices[i] / hw.node.devices].push_back(i);
   for (const auto& [index, members] : by_node) {
+    const NodeSpec& ns = hw.node_spec(index);
+    const LinkSpec& dev = ns.device_link;
+    const double nic_latency_s =
+        std::max(0.0, ns.nic.latency_s - dev.latency_s) + net.switch_latency_s;
     Node& n = nodes[index];
     n.leaf = index / std::max(1, net.nodes_per_leaf);
     n.zone = sg4::create_star_zone(padded("node", index));
@@ -164,7 +168,7 @@ SimPlatform build_platform(const HardwareModel& hw, const std::vector<int>& devi
       if (tp_mirrors) out.mirrors[i] = device(padded("gpu", devices[i]) + "-tp");
     }
     n.zone->seal();
-    n.nic = root->create_split_duplex_link(padded("node", index) + "-nic", node_Bps)
+    n.nic = root->create_split_duplex_link(padded("node", index) + "-nic", node_Bps_of(ns))
                 ->set_latency(nic_latency_s / 2)
                 ->seal();
     if (!uplinks.count(n.leaf)) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/cost/group_views.h"
 #include "sim/cost/stage_costs.h"
 #include "sim/simgrid/op_segments.h"
 #include "sim/simgrid/sim_run.h"
@@ -103,6 +104,7 @@ class Simulation {
  public:
   Simulation(const Plan& plan, const SimgridOptions& options)
       : plan_(plan),
+        views_(plan),
         options_(options),
         costs_(stage_costs(plan)),
         async_(plan.strategy.schedule == ScheduleKind::kPipeDreamAsync),
@@ -258,6 +260,8 @@ class Simulation {
   void sync_and_step(int rank, int replica, sg4::ActorPtr reducer);
 
   const Plan& plan_;
+  const GroupViews views_;  // a mixed cluster: each pipeline rank's group (group_views.h)
+  const Plan& on(int rank) const { return views_.for_rank(rank); }
   const SimgridOptions& options_;
   const StageCosts costs_;
   const bool async_;

@@ -4,6 +4,7 @@
 #include "sim/core/text.h"
 #include "sim/core/units.h"
 #include "strategies/lowering/lower.h"
+#include "strategies/lowering/mixed_cluster.h"
 
 namespace stratasim {
 namespace {
@@ -86,9 +87,14 @@ std::string explain(const Plan& plan) {
               format_bytes(plan.p2p_bytes).c_str());
   for (size_t i = 0; i < plan.stages.size(); ++i) {
     const VirtualStage& st = plan.stages[i];
-    out += format_text("  stage %zu (rank %d, chunk %d): layers %d-%d%s%s | params/device %s | "
+    // A mixed cluster: the group (and device) the stage's rank runs on.
+    const std::string on =
+        plan.hardware.mixed()
+            ? format_text(" on %s", plan.hardware.groups[pipeline_rank_group(plan, st.rank)].device.name.c_str())
+            : "";
+    out += format_text("  stage %zu (rank %d, chunk %d%s): layers %d-%d%s%s | params/device %s | "
                 "activations %s per micro-batch\n",
-                i, st.rank, st.chunk, st.first_layer, st.first_layer + st.layers - 1,
+                i, st.rank, st.chunk, on.c_str(), st.first_layer, st.first_layer + st.layers - 1,
                 st.has_embedding ? " + embedding" : "", st.has_head ? " + head" : "",
                 format_count(st.params).c_str(), format_bytes(st.activation_B).c_str());
   }

@@ -6,6 +6,7 @@
 #include "strategies/lowering/block_lowering.h"
 #include "strategies/lowering/edge_blocks.h"
 #include "strategies/lowering/lower_checks.h"
+#include "strategies/lowering/mixed_cluster.h"
 #include "strategies/lowering/placement.h"
 
 namespace stratasim {
@@ -69,15 +70,10 @@ void build_transformer_blocks(Plan& plan) {
 void assign_stages(Plan& plan) {
   const StageMap map = plan.stage_map();
   const int vstages = map.virtual_stages(), positions = map.chain_length();
-  const int layers = plan.model.family == ModelFamily::kOpGraph ? 1 : plan.model.transformer.layers;
   plan.stages.resize(vstages);
-  // Explicit first/last stage layer counts (checked by lower_checks); the rest split evenly,
-  // the first stages taking one more when it does not divide.
-  const Strategy& s = plan.strategy;
-  const bool op_graph = plan.model.family == ModelFamily::kOpGraph;
-  const int first = op_graph ? 0 : s.first_stage_layers, last = op_graph ? 0 : s.last_stage_layers;
-  const int middle = positions - (first > 0) - (last > 0);
-  const int rest = layers - first - last;
+  // Layers per stage (mixed_cluster.h): explicit, balanced over a mixed cluster's groups, or
+  // even with explicit first/last stages (checked by lower_checks).
+  const std::vector<int> counts = stage_layer_counts(plan);
   int next = 0;
   for (int i = 0; i < vstages; ++i) {
     VirtualStage& st = plan.stages[i];
@@ -86,10 +82,7 @@ void assign_stages(Plan& plan) {
     st.rank = map.rank_of(i);
     st.chunk = i / plan.pp;
     st.first_layer = next;
-    const int m = pos - (first > 0);  // index among the middle stages
-    st.layers = (first > 0 && pos == 0)              ? first
-                : (last > 0 && pos == positions - 1) ? last
-                                                     : rest / middle + (m < rest % middle ? 1 : 0);
+    st.layers = counts[pos];
     next += st.layers;
     st.has_embedding = pos == 0 && plan.model.family != ModelFamily::kOpGraph;
     st.has_head = pos == positions - 1 && plan.model.family != ModelFamily::kOpGraph;
@@ -164,9 +157,18 @@ void set_state_bytes(Plan& plan) {
 
 }  // namespace
 
-Expected<Plan> lower(const ModelSpec& model, const Strategy& strategy,
+Expected<Plan> lower(const ModelSpec& model, const Strategy& requested,
                      const HardwareModel& hardware, LowerDepth depth) {
+  // stage_layers "auto": balanced over a mixed cluster's groups (unless first/last stage
+  // layers are given), even otherwise; the plan records what was chosen.
+  Strategy strategy = requested;
+  if (strategy.stage_split == StageSplit::kAuto && hardware.mixed() && strategy.pp > 1 &&
+      strategy.first_stage_layers == 0 && strategy.last_stage_layers == 0 &&
+      model.family != ModelFamily::kOpGraph) {
+    strategy.stage_split = StageSplit::kBalanced;
+  }
   int dp = 1, micro_batches = 1;
+  if (auto bad = check_mixed_cluster(hardware)) return *bad;
   if (auto bad = check_degrees(strategy, hardware, &dp)) return *bad;
   if (auto bad = check_model_split(model, strategy, dp)) return *bad;
   if (auto bad = check_batch_and_schedule(strategy, dp, &micro_batches)) return *bad;

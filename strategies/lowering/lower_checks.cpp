@@ -145,6 +145,34 @@ static std::optional<Infeasible> check_shard_group(const Strategy& s, int dp) {
   return std::nullopt;
 }
 
+namespace {
+
+// An explicit stage_layers list: one count per stage of the chain, summing to the layers, and
+// not beside first_stage_layers/last_stage_layers (which it replaces).
+std::optional<Infeasible> check_stage_layers(const Strategy& s, int layers, int stages) {
+  if (s.first_stage_layers > 0 || s.last_stage_layers > 0) {
+    return Infeasible{InfeasibleReason::kPipelineParallel,
+                      "stage_layers lists every stage's layers; drop first_stage_layers/last_stage_layers",
+                      "stage_layers"};
+  }
+  if (static_cast<int>(s.stage_layers.size()) != stages) {
+    return Infeasible{InfeasibleReason::kPipelineParallel,
+                      "stage_layers lists " + str(static_cast<int>(s.stage_layers.size())) +
+                          " stages where the pipeline has " + str(stages) + " (pp*interleave)",
+                      "stage_layers"};
+  }
+  long long sum = 0;
+  for (int l : s.stage_layers) sum += l;
+  if (sum != layers) {
+    return Infeasible{InfeasibleReason::kPipelineParallel,
+                      "stage_layers sum to " + std::to_string(sum) + " where the model has " + str(layers) +
+                          " layers", "stage_layers"};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<Infeasible> check_model_split(const ModelSpec& m, const Strategy& s, int dp) {
   if (auto bad = check_shard_group(s, dp)) return bad;
   if (auto bad = check_context_parallel(m, s)) return bad;
@@ -158,6 +186,11 @@ std::optional<Infeasible> check_model_split(const ModelSpec& m, const Strategy& 
                       "placement"};
   }
   if (m.family == ModelFamily::kOpGraph) {
+    if (s.stage_split == StageSplit::kExplicit || s.stage_split == StageSplit::kBalanced) {
+      return Infeasible{InfeasibleReason::kModel,
+                        "stage_layers splits a transformer's layers over pipeline stages; an operator graph has pp 1",
+                        "stage_layers"};
+    }
     if (s.tp > 1 || s.pp > 1 || s.sequence_parallel) {
       return Infeasible{InfeasibleReason::kModel,
                         "operator-graph models support data parallelism (with ZeRO) only; got tp=" +
@@ -190,7 +223,15 @@ std::optional<Infeasible> check_model_split(const ModelSpec& m, const Strategy& 
     return Infeasible{InfeasibleReason::kPipelineParallel,
                       "pp*interleave=" + str(vstages) + " exceeds layers=" + str(t.layers), "pp"};
   }
-  if (s.first_stage_layers > 0 || s.last_stage_layers > 0) {
+  if (s.stage_split == StageSplit::kExplicit) {
+    if (auto bad = check_stage_layers(s, t.layers, vstages)) return bad;
+  } else if (s.stage_split == StageSplit::kBalanced && (s.first_stage_layers > 0 || s.last_stage_layers > 0)) {
+    return Infeasible{InfeasibleReason::kPipelineParallel,
+                      "stage_layers \"balanced\" chooses every stage's layers; it cannot be combined with "
+                      "first_stage_layers/last_stage_layers", "stage_layers"};
+  } else if (s.stage_split == StageSplit::kBalanced) {
+    // Balanced shares are uneven by design; every stage keeps at least one layer.
+  } else if (s.first_stage_layers > 0 || s.last_stage_layers > 0) {
     // Explicit first/last stages: the middle stages split what is left.
     const int middle_stages = vstages - (s.first_stage_layers > 0) - (s.last_stage_layers > 0);
     const int rest = t.layers - s.first_stage_layers - s.last_stage_layers;
@@ -312,6 +353,25 @@ std::optional<Infeasible> check_precision(const Strategy& s, const HardwareModel
   if (hw.device.peak_flops[static_cast<int>(s.dtype)] <= 0) {
     return Infeasible{InfeasibleReason::kPrecision,
                       std::string(dtype_name(s.dtype)) + " is not supported by " + hw.device.name, "dtype"};
+  }
+  for (const DeviceGroup& g : hw.groups) {  // a mixed cluster: every group's device
+    if (g.device.peak_flops[static_cast<int>(s.dtype)] <= 0) {
+      return Infeasible{InfeasibleReason::kPrecision,
+                        std::string(dtype_name(s.dtype)) + " is not supported by " + g.device.name +
+                            " (group '" + g.name + "' of the mixed cluster)", "dtype"};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Infeasible> check_mixed_cluster(const HardwareModel& hw) {
+  if (!hw.mixed()) return std::nullopt;
+  long long devices = 0;
+  for (const DeviceGroup& g : hw.groups) devices += g.num_devices;
+  if (devices != hw.num_devices) {
+    return Infeasible{InfeasibleReason::kDeviceCount,
+                      "a mixed cluster has the devices of its groups (" + std::to_string(devices) + "), not " +
+                          str(hw.num_devices), "devices"};
   }
   return std::nullopt;
 }

@@ -23,4 +23,7 @@ std::optional<Infeasible> check_offload(const Strategy& s, const HardwareModel& 
 // Tensor-parallel groups must fill whole nodes or divide a node evenly.
 std::optional<Infeasible> check_topology(const Strategy& s, const HardwareModel& hw);
 
+// A mixed cluster's device count is its groups' (a devices axis cannot resize it).
+std::optional<Infeasible> check_mixed_cluster(const HardwareModel& hw);
+
 }  // namespace stratasim

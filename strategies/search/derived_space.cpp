@@ -105,6 +105,10 @@ SearchSpace derive_search_space(const ModelSpec& model, const HardwareModel& hw,
   if (!moe) add(space, axis(Axis::kOverlapTp, {0, 1}));
   if (!moe) add(space, axis(Axis::kFusion, {kFusionMegatron, kFusionAll}));
   add(space, axis(Axis::kDtype, dtypes(hw.device, true)));
+  // A mixed cluster: layers balanced by the groups' speed, or split evenly.
+  if (hw.mixed()) {
+    add(space, axis(Axis::kStageLayers, {enum_int(StageSplit::kBalanced), enum_int(StageSplit::kEven)}));
+  }
   return space;
 }
 

@@ -10,10 +10,10 @@
 namespace stratasim {
 namespace {
 
-constexpr std::array<std::string_view, 21> kAxisNames = {
+constexpr std::array<std::string_view, 22> kAxisNames = {
     "tp", "pp", "dp", "micro_batch", "schedule", "interleave", "recompute", "zero_stage",
     "sequence_parallel", "fusion", "overlap_dp", "overlap_tp", "dtype", "devices", "cluster",
-    "cp", "ep", "overlap_ep", "shard_group", "streams", "offload"};
+    "cp", "ep", "overlap_ep", "shard_group", "streams", "offload", "stage_layers"};
 
 constexpr std::array<EnumName<int>, 2> kBools = {{{"false", 0}, {"true", 1}}};
 constexpr std::array<std::string_view, 4> kFusions = {"none", "epilogues", "megatron", "all"};
@@ -21,7 +21,8 @@ constexpr std::array<std::string_view, 4> kFusions = {"none", "epilogues", "mega
 bool is_enum_axis(Axis a) {
   return a == Axis::kSchedule || a == Axis::kRecompute || a == Axis::kDtype ||
          a == Axis::kFusion || a == Axis::kSequenceParallel || a == Axis::kOverlapDp ||
-         a == Axis::kOverlapTp || a == Axis::kOverlapEp || a == Axis::kOffload;
+         a == Axis::kOverlapTp || a == Axis::kOverlapEp || a == Axis::kOffload ||
+         a == Axis::kStageLayers;
 }
 
 int enum_value(Axis a, const JsonNode& v) {
@@ -30,6 +31,7 @@ int enum_value(Axis a, const JsonNode& v) {
     case Axis::kRecompute: return static_cast<int>(v.as_enum(kRecomputeNames));
     case Axis::kDtype: return static_cast<int>(v.as_enum(kDTypeNames));
     case Axis::kOffload: return static_cast<int>(v.as_enum(kOffloadNames));
+    case Axis::kStageLayers: return static_cast<int>(v.as_enum(kStageSplitNames));
     case Axis::kFusion: {
       for (size_t i = 0; i < kFusions.size(); ++i) {
         if (v.is_string() && v.as_string() == kFusions[i]) return static_cast<int>(i);
@@ -111,6 +113,7 @@ std::string AxisValues::value_text(int index) const {
     case Axis::kRecompute: return std::string(enum_to_name(kRecomputeNames, static_cast<Recompute>(v)));
     case Axis::kDtype: return std::string(enum_to_name(kDTypeNames, static_cast<DType>(v)));
     case Axis::kOffload: return std::string(enum_to_name(kOffloadNames, static_cast<Offload>(v)));
+    case Axis::kStageLayers: return std::string(enum_to_name(kStageSplitNames, static_cast<StageSplit>(v)));
     case Axis::kFusion: return std::string(kFusions[v]);
     case Axis::kCluster: return names[v];
     case Axis::kSequenceParallel:
@@ -132,6 +135,7 @@ void normalize_knobs(Strategy& s) {
   if (s.pp == 1 && s.schedule == ScheduleKind::kInterleaved1F1B) s.schedule = ScheduleKind::k1F1B;
   if (s.schedule != ScheduleKind::kInterleaved1F1B) s.interleave = 1;
   if (s.ep == 1) s.overlap_ep = false;
+  if (s.pp == 1 && s.stage_split != StageSplit::kExplicit) s.stage_split = StageSplit::kAuto;
 }
 
 namespace {
@@ -160,6 +164,7 @@ void apply_axis(Axis axis, int v, SearchPoint& point) {
     case Axis::kShardGroup: s.shard_group = v; break;
     case Axis::kStreams: s.streams = v; break;
     case Axis::kOffload: s.offload = static_cast<Offload>(v); break;
+    case Axis::kStageLayers: s.stage_split = static_cast<StageSplit>(v), s.stage_layers.clear(); break;
   }
 }
 
@@ -171,6 +176,7 @@ int field_of(Axis axis, const Strategy& s, int raw) {
     case Axis::kOverlapEp: return s.overlap_ep ? 1 : 0;
     case Axis::kSchedule: return static_cast<int>(s.schedule);
     case Axis::kInterleave: return s.interleave;
+    case Axis::kStageLayers: return static_cast<int>(s.stage_split);
     default: return raw;
   }
 }

@@ -68,6 +68,12 @@ enum class Workload { kTraining, kInference };
 // bandwidth), and the updated 16-bit weight shard comes back before the parameter gather.
 enum class Offload { kNone, kOptimizer };
 
+// How a pipeline's layers split over its stages: kAuto (kBalanced on a mixed cluster, else
+// kEven), kEven (equal shares, the first stages one more when they do not divide), kBalanced
+// (shares proportional to the sustained GEMM rate of the devices each stage runs on, largest
+// remainder), kExplicit (Strategy::stage_layers, one count per stage of the chain).
+enum class StageSplit { kAuto, kEven, kBalanced, kExplicit };
+
 struct PlacementRule {
   std::string ops;  // op name, name prefix (up to a dot) or "*"
   int device = 0;   // device index within the replica
@@ -111,6 +117,8 @@ struct Strategy {
   // 0 = an even share. The other stages split the rest.
   int first_stage_layers = 0;
   int last_stage_layers = 0;
+  StageSplit stage_split = StageSplit::kAuto;
+  std::vector<int> stage_layers;  // kExplicit: layers of each stage, in chain order
   int micro_batch = 1;
   int global_batch = 1;
   Recompute recompute = Recompute::kNone;

@@ -64,11 +64,24 @@ std::vector<PlacementRule> read_placement(const JsonNode& n) {
   return rules;
 }
 
+// "stage_layers": "auto" | "even" | "balanced" | [layers of stage 0, stage 1, ...].
+void read_stage_layers(const JsonNode& c, Strategy& s) {
+  if (!c.is_array()) {
+    s.stage_split = c.as_enum(kStageSplitNames);
+    return;
+  }
+  if (c.size() < 1) c.fail("must list the layers of each pipeline stage (or be auto, even or balanced)");
+  s.stage_split = StageSplit::kExplicit;
+  for (size_t i = 0; i < c.size(); ++i) {
+    s.stage_layers.push_back(static_cast<int>(c.element(i).as_integer(1, 1 << 20)));
+  }
+}
+
 }  // namespace
 
 Strategy read_strategy(const JsonNode& n) {
   n.allow_keys({"tp", "pp", "dp", "cp", "cp_comm", "ep", "shard_group", "zero_stage", "zero3_reshard", "sequence_parallel", "schedule", "interleave",
-                "uneven_stages", "first_stage_layers", "last_stage_layers", "micro_batch", "global_batch", "recompute", "fusion",
+                "uneven_stages", "first_stage_layers", "last_stage_layers", "stage_layers", "micro_batch", "global_batch", "recompute", "fusion",
                 "overlap_dp", "overlap_tp", "overlap_ep", "overlap_p2p", "streams", "placement", "dp_bucket", "collective", "dtype", "fp8_saved_inputs",
                 "master_weights_fp32", "grad_reduce_fp32", "host_overhead", "optimizer", "workload", "offload", "description"});
   Strategy s;
@@ -87,6 +100,7 @@ Strategy read_strategy(const JsonNode& n) {
   s.uneven_stages = n.bool_or("uneven_stages", false);
   s.first_stage_layers = static_cast<int>(n.integer_or("first_stage_layers", 0, 0, 1 << 20));
   s.last_stage_layers = static_cast<int>(n.integer_or("last_stage_layers", 0, 0, 1 << 20));
+  if (auto c = n.find("stage_layers")) read_stage_layers(*c, s);
   s.micro_batch = static_cast<int>(n.integer_or("micro_batch", 1, 1, 1 << 24));
   s.global_batch = static_cast<int>(n.at("global_batch").as_integer(1, 1 << 30));
   s.recompute = n.enum_or("recompute", kRecomputeNames, Recompute::kNone);
@@ -150,6 +164,11 @@ Json to_json(const Strategy& s) {
   if (s.cp_comm != CpComm::kRing) j["cp_comm"] = std::string(enum_to_name(kCpCommNames, s.cp_comm));
   if (s.first_stage_layers > 0) j["first_stage_layers"] = s.first_stage_layers;
   if (s.last_stage_layers > 0) j["last_stage_layers"] = s.last_stage_layers;
+  if (s.stage_split == StageSplit::kExplicit) {
+    j["stage_layers"] = s.stage_layers;
+  } else if (s.stage_split != StageSplit::kAuto) {
+    j["stage_layers"] = std::string(enum_to_name(kStageSplitNames, s.stage_split));
+  }
   if (s.host_overhead_s > 0) j["host_overhead"] = std::to_string(s.host_overhead_s / kMicro) + "us";
   if (s.dp_bucket_B > 0) j["dp_bucket"] = std::to_string(static_cast<long long>(s.dp_bucket_B)) + "B";
   return j;
@@ -171,6 +190,13 @@ Json json_value_from_text(const std::string& text) {
     }
     return parsed;
   }
+  return text;
+}
+
+std::string stage_layers_text(const Strategy& s) {
+  if (s.stage_split != StageSplit::kExplicit) return std::string(enum_to_name(kStageSplitNames, s.stage_split));
+  std::string text;
+  for (size_t i = 0; i < s.stage_layers.size(); ++i) text += (i ? "/" : "") + std::to_string(s.stage_layers[i]);
   return text;
 }
 

@@ -27,6 +27,8 @@ inline constexpr std::array<EnumName<CpComm>, 4> kCpCommNames = {{
 inline constexpr std::array<EnumName<Zero3Reshard>, 3> kZero3ReshardNames = {{
     {"auto", Zero3Reshard::kAuto}, {"per_micro_batch", Zero3Reshard::kPerMicroBatch},
     {"per_iteration", Zero3Reshard::kPerIteration}}};
+inline constexpr std::array<EnumName<StageSplit>, 3> kStageSplitNames = {{
+    {"auto", StageSplit::kAuto}, {"even", StageSplit::kEven}, {"balanced", StageSplit::kBalanced}}};
 inline constexpr std::array<EnumName<Offload>, 2> kOffloadNames = {{
     {"none", Offload::kNone}, {"optimizer", Offload::kOptimizer}}};
 inline constexpr std::array<EnumName<Workload>, 2> kWorkloadNames = {{
@@ -43,5 +45,9 @@ Json to_json(const Strategy& s);
 // For "--set strategy.tp=4" style overrides: the JSON value of one text ("4" -> 4,
 // "true" -> true, "interleaved" -> "interleaved").
 Json json_value_from_text(const std::string& text);
+
+// How the strategy splits the layers over its stages: "auto", "even", "balanced" or the
+// explicit list "7/7/13/13" (tables and CSV).
+std::string stage_layers_text(const Strategy& s);
 
 }  // namespace stratasim

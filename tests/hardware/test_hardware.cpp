@@ -294,7 +294,7 @@ TEST_CASE("error messages name the file, the JSON path, the value and the rule")
     CHECK_THROWS_WITH_AS(
         cluster_from(R"({"preset": "dgx_a100", "devces": 16})"),
         "scenario.json: hardware.devces: \"devces\" is an unknown key (did you mean 'devices'?); "
-        "allowed keys: name, device, node, network, devices, source, preset, file",
+        "allowed keys: name, device, node, network, devices, source, preset, file, groups",
         InputError);
     CHECK_THROWS_WITH_AS(
         cluster_from(R"({"preset": "dgx_a100", "network": {"oversubscribtion": 2}})"),
