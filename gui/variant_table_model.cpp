@@ -5,6 +5,7 @@
 #include "sim/core/units.h"
 #include "sim/core/text.h"
 #include "strategies/pipeline/pipeline_schedule.h"
+#include "strategies/strategy/strategy_json.h"
 #include "validate/intervals.h"
 
 namespace stratasim {
@@ -52,6 +53,8 @@ QVariant sort_value(const VariantResult& v, int column) {
       return v.strategy.micro_batch;
     case VariantTableModel::kInterleave:
       return v.strategy.interleave;
+    case VariantTableModel::kStages:  // as lowered: "auto" resolved on a mixed cluster
+      return QString::fromStdString(stage_layers_text(v.feasible() ? v.plan->strategy : v.strategy));
     case VariantTableModel::kRecompute:
       return text(recompute_name(v.strategy.recompute));
     case VariantTableModel::kZero:
@@ -138,7 +141,7 @@ QVariant VariantTableModel::headerData(int section, Qt::Orientation o, int role)
   if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
   static const char* const kHeaders[kColumns] = {
       "variant", "tp",    "pp",      "dp",       "cp",        "ep",       "schedule",
-      "mb",      "v",     "recompute", "zero",   "sp",        "type",     "overlap",
+      "mb",      "v",     "stages",  "recompute", "zero",   "sp",        "type",     "overlap",
       "iteration", "tokens/s", "MFU", "peak memory", "fits"};
   return QString(kHeaders[section]);
 }

@@ -22,6 +22,7 @@ class VariantTableModel : public QAbstractTableModel {
     kSchedule,
     kMicroBatch,
     kInterleave,
+    kStages,  // how the layers split over the pipeline's stages: "even", "balanced", "7/7/13/13"
     kRecompute,
     kZero,
     kSp,

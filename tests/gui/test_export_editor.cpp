@@ -93,7 +93,7 @@ TEST_CASE("export: table as CSV, scenario as JSON, chart and comparison as PNG")
   const std::string csv = temp_path("table.csv");
   w.export_table_csv(QString::fromStdString(csv));
   const std::string text = slurp(csv);
-  CHECK(text.rfind("variant,tp,pp,dp,cp,ep,schedule,mb,v,recompute,zero,sp,type,overlap,iteration,tokens/s,MFU,peak memory,fits\n", 0) == 0);
+  CHECK(text.rfind("variant,tp,pp,dp,cp,ep,schedule,mb,v,stages,recompute,zero,sp,type,overlap,iteration,tokens/s,MFU,peak memory,fits\n", 0) == 0);
   CHECK(std::count(text.begin(), text.end(), '\n') == 1 + 9);  // header + base + 8 variants
   const QString first = w.table()->model()->index(0, 0).data().toString();
   CHECK(text.find("\n" + first.toStdString() + ",") != std::string::npos);

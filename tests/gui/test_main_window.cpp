@@ -2,6 +2,9 @@
 // throughput, and charts the selected variant.
 #include <doctest/doctest.h>
 
+#include <map>
+#include <string>
+
 #include <QtCharts/QAreaSeries>
 #include <QtCharts/QChartView>
 #include <QtCore/QEventLoop>
@@ -66,6 +69,22 @@ TEST_CASE("main window: one row per variant, the highest throughput on top, its 
   w.table()->sortByColumn(0, Qt::AscendingOrder);
   CHECK(table->index(0, 0).data().toString() == "1f1b");
   CHECK(table->rowCount() == 9);
+}
+
+TEST_CASE("main window: a mixed cluster's variants show how their layers split over the stages") {
+  MainWindow w;
+  w.resize(1200, 800);
+  REQUIRE(wait_for_evaluation(w, QString::fromStdString(scenario_path("llama3_70b_mixed_a100_h100.json"))));
+  QAbstractItemModel* table = w.table()->model();
+  std::map<std::string, std::string> stages;  // variant -> its "stages" cell
+  for (int r = 0; r < table->rowCount(); ++r) {
+    stages[table->index(r, 0).data().toString().toStdString()] =
+        table->index(r, VariantTableModel::kStages).data().toString().toStdString();
+  }
+  CHECK(stages["base"] == "balanced");  // "auto" as lowered on a mixed cluster
+  CHECK(stages["even split (10 layers per stage)"] == "even");
+  CHECK(stages["hand split 7/7/7/7/13/13/13/13"] == "7/7/7/7/13/13/13/13");
+  CHECK(table->headerData(VariantTableModel::kStages, Qt::Horizontal).toString() == "stages");
 }
 
 TEST_CASE("main window: loading returns at once, the result arrives through the event loop") {
