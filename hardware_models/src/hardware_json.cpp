@@ -440,6 +440,9 @@ void apply_groups(const JsonNode& n, HardwareModel& h, int depth) {
   }
   const JsonNode list = n.at("groups");
   if (!list.is_array() || list.size() < 1) list.fail("must be a non-empty array of clusters");
+  constexpr size_t kMaxGroups = 64;
+  if (list.size() > kMaxGroups) list.fail("lists " + std::to_string(list.size()) + " groups; a mixed cluster has at most 64");
+  long long total = 0;
   h.groups.clear();
   h.num_devices = 0;
   std::string names;
@@ -457,8 +460,10 @@ void apply_groups(const JsonNode& n, HardwareModel& h, int depth) {
     }
     if (g.node.nics < 1) e.fail("has nodes without a network interface (node.nics must be at least 1 in a mixed cluster)");
     if (h.groups.empty()) h.network = g.network;
+    total += g.num_devices;
+    if (total > INT32_MAX) e.fail("brings the mixed cluster to more than " + std::to_string(INT32_MAX) + " devices");
     h.groups.push_back(DeviceGroup{g.name, g.device, g.node, g.num_devices});
-    h.num_devices += g.num_devices;
+    h.num_devices = static_cast<int>(total);
     names += (names.empty() ? "" : "+") + g.name;
   }
   h.device = h.groups[0].device;

@@ -19,8 +19,9 @@ class GroupViews {
 
  private:
   const Plan& plan_;
-  std::vector<Plan> views_;      // per group (empty: not mixed)
-  std::vector<int> rank_group_;  // per pipeline rank
+  std::vector<Plan> views_;      // per group some rank runs on (empty: not mixed)
+  std::vector<int> rank_group_;  // per pipeline rank: its group
+  std::vector<int> rank_view_;   // per pipeline rank: its view
 };
 
 }  // namespace stratasim
