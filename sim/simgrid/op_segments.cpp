@@ -1,10 +1,13 @@
 #include "sim/simgrid/op_segments.h"
 
+#include <map>
+
 #include <algorithm>
 #include <cmath>
 
 #include "sim/cost/block_cost.h"
 #include "sim/cost/block_cost_memo.h"
+#include "sim/cost/group_views.h"
 #include "sim/cost/collective_cost.h"
 
 namespace stratasim::simgrid_detail {
@@ -217,14 +220,21 @@ std::vector<OpPieces> op_pieces(const Plan& plan, const std::vector<double>& for
                                 const std::vector<double>& recompute_s,
                                 const std::vector<double>& weight_s,
                                 const SimgridOptions& options) {
-  const BlockSegments b = block_segments(plan, tp_as_messages(plan, options));
+  // A mixed cluster's stages are cut on their own group's devices (group_views.h).
+  const GroupViews views(plan);
+  const bool messages = tp_as_messages(plan, options);
+  std::map<const Plan*, BlockSegments> segments;
   const bool layer_granularity = options.granularity == SimGranularity::kLayer;
   std::vector<OpPieces> out;
   for (size_t vs = 0; vs < plan.stages.size(); ++vs) {
     const VirtualStage& st = plan.stages[vs];
+    const Plan& on = views.for_rank(st.rank);
+    auto it = segments.find(&on);
+    if (it == segments.end()) it = segments.emplace(&on, block_segments(on, messages)).first;
+    const BlockSegments& b = it->second;
     out.push_back(layer_granularity
-                      ? layer_pieces(plan, st, b, forward_s[vs], backward_s[vs])
-                      : stage_pieces(plan, st, b, forward_s[vs], backward_s[vs], recompute_s[vs]));
+                      ? layer_pieces(on, st, b, forward_s[vs], backward_s[vs])
+                      : stage_pieces(on, st, b, forward_s[vs], backward_s[vs], recompute_s[vs]));
     if (vs < weight_s.size() && weight_s[vs] > 0) {
       out.back().weight.push_back({EventKind::kWeightGrad, -1, {Segment{weight_s[vs], {}}}});
     }

@@ -35,6 +35,10 @@ TEST_CASE("simgrid: a mixed A100 + H100 cluster agrees with the analytical engin
     CAPTURE(c.tp);
     CAPTURE(c.pp);
     CHECK(std::abs(g.iteration_s - a.iteration_s) / a.iteration_s < 0.005);
+    // Layer granularity: each stage cut into layers on its own group's devices, TP collectives
+    // as messages through that group's NVLink ports.
+    const Prediction l = predict_simgrid(plan, {.timeline = false, .granularity = SimGranularity::kLayer});
+    CHECK(std::abs(l.iteration_s - a.iteration_s) / a.iteration_s < 0.005);
   }
 }
 
