@@ -125,8 +125,36 @@ void Simulation::run_op(int rank, int replica, const PipeOp& op, bool keep) {
   me.busy_s += sg4::Engine::get_clock() - start;
 }
 
+// An expert-parallel all-to-all (op_segments.h ep_as_messages): this host's share to every
+// other host of its ep group (ep / tp consecutive replicas of its rank) and to its own tp peers
+// (its mirror, when TP runs as messages), all at once; done when all of them have arrived.
+void Simulation::all_to_all(int host, const TpExchange& x) {
+  HostResult& me = run_.hosts[host];
+  const double t0 = sg4::Engine::get_clock();
+  const int rank = host / dp_, replica = host % dp_;
+  const int width = plan_.ep / plan_.tp, first = replica / width * width;
+  std::vector<sg4::CommPtr> sends;
+  for (int d = first; d < first + width && d < dp_; ++d) {
+    const int peer = host_index(rank, d);
+    if (peer == host) continue;
+    const double f = host_node_[peer] == host_node_[host] ? x.intra_factor : x.inter_factor;
+    sends.push_back(sg4::Comm::sendto_async(hosts_[host], hosts_[peer], message_size(x.wire_B / f)));
+  }
+  if (!mirrors_.empty() && x.local_B > 0) {
+    sends.push_back(sg4::Comm::sendto_async(hosts_[host], mirrors_[host], message_size(x.local_B / x.intra_factor)));
+  }
+  for (sg4::CommPtr& c : sends) c->wait();
+  run_.activities += sends.size();
+  if (x.extra_latency_s > 0) {
+    sg4::this_actor::sleep_for(x.extra_latency_s);
+    ++run_.activities;
+  }
+  me.ep_s += sg4::Engine::get_clock() - t0;
+}
+
 void Simulation::exchange(int host, const TpExchange& x) {
   if (x.empty()) return;
+  if (x.all_to_all) return all_to_all(host, x);
   HostResult& me = run_.hosts[host];
   const double t0 = sg4::Engine::get_clock();
   sg4::ExecPtr hidden;  // the GEMM the collective overlaps with (overlap_tp)

@@ -42,8 +42,36 @@ void settle(Segments& s) {
   if (!s.empty()) s[0].compute_s = std::max(0.0, s[0].compute_s);
 }
 
+// An all-to-all of S bytes per rank over n = ep ranks, k of them in a node (collective_cost.h
+// all_to_all_s), as each host sends it: tp S / n to every other host of its group (one device's
+// data for that host's tp devices) and (tp - 1) S / n to its own tp peers, each scaled by its
+// link's efficiency at S. Every message leaves through the device's port; the remote ones also
+// through the node's NIC, where the host's share is one device's (inter_node_level). Uncontended
+// that takes the larger of the two; the rest of the closed form is a delay.
+TpExchange all_to_all_exchange(const Kernel& k, double total_s, const Plan& plan) {
+  const HardwareModel& hw = plan.hardware;
+  const int n = plan.ep_group.size, kk = std::min(plan.ep_group.ranks_per_node, n);
+  const LinkLevel intra = intra_node_level(hw), inter = inter_node_level(hw);
+  const double S = k.comm_bytes;
+  const double f_intra = intra.bandwidth_at(S) / intra.bandwidth_Bps;
+  const double f_inter = inter.bandwidth_at(S) / inter.bandwidth_Bps;
+  TpExchange x;
+  x.all_to_all = true;
+  x.total_s = total_s;
+  const bool spans_nodes = plan.ep_group.nodes() > 1;
+  x.wire_B = plan.tp * S / n;
+  x.local_B = (plan.tp - 1) * S / n;
+  x.intra_factor = f_intra, x.inter_factor = f_inter;
+  const double local = double(kk - 1) / n * S / f_intra, remote = double(n - kk) / n * S / f_inter;
+  const double nominal = std::max((local + remote) / intra.bandwidth_Bps,
+                                  spans_nodes ? remote / inter.bandwidth_Bps : 0.0);
+  x.extra_latency_s = total_s - nominal - (spans_nodes ? inter : intra).latency_s;
+  if (x.extra_latency_s < 1e-9) x.extra_latency_s = 0;  // rounding (below SimGrid's clock)
+  return x;
+}
+
 Segments kernel_segments(const std::vector<Kernel>& ks, const Plan& plan, Phases phases,
-                         bool messages) {
+                         bool messages, bool ep_messages = false) {
   const std::vector<KernelTiming> t = kernel_timings(ks, plan);
   const LinkLevel link = intra_node_level(plan.hardware);
   Segments out(1);
@@ -51,6 +79,13 @@ Segments kernel_segments(const std::vector<Kernel>& ks, const Plan& plan, Phases
     const bool recompute = ks[i].phase == Phase::kRecompute;
     if ((phases == Phases::kRecompute && !recompute) || (phases == Phases::kBackward && recompute))
       continue;
+    if (ep_messages && ks[i].cls == OpClass::kCollective && ks[i].group == GroupKind::kExpert &&
+        ks[i].comm == CommKind::kAllToAll && t[i].total_s > 0) {
+      out.back().comm = all_to_all_exchange(ks[i], t[i].total_s, plan);
+      out.back().compute_s += t[i].exposed_s - t[i].total_s;  // none without overlap
+      out.emplace_back();
+      continue;
+    }
     // Only tensor-parallel collectives become messages (inside one node's switch); the others
     // (ring attention's exchange) stay in the op's duration, as the analytical engine costs them.
     if (ks[i].cls != OpClass::kCollective || !messages || t[i].total_s <= 0 ||
@@ -106,12 +141,12 @@ struct BlockSegments {
   Segments dense_f, dense_r, dense_b;  // an MoE model's first (dense) layers
 };
 
-BlockSegments block_segments(const Plan& plan, bool messages) {
+BlockSegments block_segments(const Plan& plan, bool messages, bool ep_messages) {
   BlockSegments b;
   const Block& layer = *plan.layer;
-  b.layer_f = kernel_segments(layer.forward, plan, Phases::kAll, messages);
-  b.layer_r = kernel_segments(layer.backward, plan, Phases::kRecompute, messages);
-  b.layer_b = kernel_segments(layer.backward, plan, Phases::kBackward, messages);
+  b.layer_f = kernel_segments(layer.forward, plan, Phases::kAll, messages, ep_messages);
+  b.layer_r = kernel_segments(layer.backward, plan, Phases::kRecompute, messages, ep_messages);
+  b.layer_b = kernel_segments(layer.backward, plan, Phases::kBackward, messages, ep_messages);
   if (plan.dense_layer) {
     b.dense_f = kernel_segments(plan.dense_layer->forward, plan, Phases::kAll, messages);
     b.dense_r = kernel_segments(plan.dense_layer->backward, plan, Phases::kRecompute, messages);
@@ -208,6 +243,11 @@ OpPieces layer_pieces(const Plan& plan, const VirtualStage& st, const BlockSegme
 
 }  // namespace
 
+bool ep_as_messages(const Plan& plan, const SimgridOptions& options) {
+  return options.granularity == SimGranularity::kLayer && plan.ep > plan.tp && plan.tp > 0 &&
+         plan.ep % plan.tp == 0 && !plan.strategy.overlap_ep;
+}
+
 bool tp_as_messages(const Plan& plan, const SimgridOptions& options) {
   return plan.tp > 1 && plan.tp_group.nodes() <= 1 &&
          (options.granularity == SimGranularity::kLayer || options.tp_messages_at_stage);
@@ -222,7 +262,7 @@ std::vector<OpPieces> op_pieces(const Plan& plan, const std::vector<double>& for
                                 const SimgridOptions& options) {
   // A mixed cluster's stages are cut on their own group's devices (group_views.h).
   const GroupViews views(plan);
-  const bool messages = tp_as_messages(plan, options);
+  const bool messages = tp_as_messages(plan, options), ep_messages = ep_as_messages(plan, options);
   std::map<const Plan*, BlockSegments> segments;
   const bool layer_granularity = options.granularity == SimGranularity::kLayer;
   std::vector<OpPieces> out;
@@ -230,7 +270,7 @@ std::vector<OpPieces> op_pieces(const Plan& plan, const std::vector<double>& for
     const VirtualStage& st = plan.stages[vs];
     const Plan& on = views.for_rank(st.rank);
     auto it = segments.find(&on);
-    if (it == segments.end()) it = segments.emplace(&on, block_segments(on, messages)).first;
+    if (it == segments.end()) it = segments.emplace(&on, block_segments(on, messages, ep_messages)).first;
     const BlockSegments& b = it->second;
     out.push_back(layer_granularity
                       ? layer_pieces(on, st, b, forward_s[vs], backward_s[vs])

@@ -25,11 +25,16 @@ namespace stratasim::simgrid_detail {
 
 // A tensor-parallel collective as exchanged with the device's ring neighbour: `wire_B` leaves
 // and enters the device's port (one message each way), the remaining latencies as a delay.
+// An expert-parallel all-to-all (ep_as_messages) instead: `wire_B` to each other host of the
+// host's ep group (its tp devices' share for them) and `local_B` to its own tp peers.
 struct TpExchange {
   double wire_B = 0;
   double total_s = 0;          // uncontended: wire_B / B + latency (= collective_cost.h)
   double extra_latency_s = 0;  // total_s - wire_B / B - one message latency
   double hidden_s = 0;         // overlapped with compute
+  bool all_to_all = false;
+  double local_B = 0;
+  double intra_factor = 1, inter_factor = 1;  // link efficiency at the buffer size (messages scaled by 1/f)
   bool empty() const { return total_s <= 0; }
 };
 
@@ -53,6 +58,13 @@ struct OpPieces {
 // domain (a group spanning nodes keeps its collectives inside the op durations), and layer
 // granularity or SimgridOptions::tp_messages_at_stage.
 bool tp_as_messages(const Plan& plan, const SimgridOptions& options);
+
+// Whether expert-parallel all-to-alls run as messages between the simulated hosts: layer
+// granularity, an ep group of several hosts (ep a multiple of tp, ep > tp) and no overlap_ep
+// (whose hiding block_cost.cpp costs per pass). Each host sends its share to every other host
+// of its group through its port and, across nodes, the NICs and leaf uplinks, so an
+// oversubscribed leaf slows the dispatch and the combine.
+bool ep_as_messages(const Plan& plan, const SimgridOptions& options);
 
 // Uncontended duration of a piece.
 double nominal_s(const Piece& piece);

@@ -25,6 +25,7 @@ struct HostResult {
   double tp_exposed_s = 0;    // the part of it that lengthened its ops
   double zero_s = 0;          // inside ZeRO-2/3 per-micro-batch collectives (simulated)
   double zero_exposed_s = 0;  // the part of it that lengthened its ops
+  double ep_s = 0;            // inside expert-parallel all-to-alls (simulated messages)
 };
 
 struct SimRun {

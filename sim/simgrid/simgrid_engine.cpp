@@ -86,11 +86,17 @@ void measured_comms(Prediction& p, const Plan& plan, const SimgridOptions& optio
                totals.tp_bytes, totals.tp_total, totals.tp_exposed);
     }
   }
-  // Inside the compute durations in both engines (op_segments: only TP becomes messages).
+  // Inside the compute durations in both engines (op_segments: TP and, at layer granularity,
+  // EP all-to-alls become messages).
   add_comm(p, CommCategory::kContextParallel, "cp ring attention K/V exchange", &plan.cp_group,
            totals.cp_bytes, totals.cp_total, totals.cp_exposed);
-  add_comm(p, CommCategory::kExpertParallel, "ep token dispatch/combine all-to-all",
-           &plan.ep_group, totals.ep_bytes, totals.ep_total, totals.ep_exposed);
+  if (simgrid_detail::ep_as_messages(plan, options) && totals.ep_total > 0) {  // rank 0
+    add_comm(p, CommCategory::kExpertParallel, "ep token dispatch/combine all-to-all (simulated messages)",
+             &plan.ep_group, totals.ep_bytes, run.hosts[0].ep_s, run.hosts[0].ep_s);
+  } else {
+    add_comm(p, CommCategory::kExpertParallel, "ep token dispatch/combine all-to-all",
+             &plan.ep_group, totals.ep_bytes, totals.ep_total, totals.ep_exposed);
+  }
   add_comm(p, CommCategory::kPlacement, "placement sends between a replica's devices",
            &plan.mp_group, totals.mp_bytes, totals.mp_total, totals.mp_exposed);
   if (totals.zero_total > 0) {  // rank 0, as the analytical engine

@@ -167,6 +167,7 @@ class Simulation {
   void run_op(int rank, int replica, const PipeOp& op, bool keep);
   // A tensor-parallel collective of `host` as messages to and from its mirror (platform.h).
   void exchange(int host, const TpExchange& x);
+  void all_to_all(int host, const TpExchange& x);
   // `serial`: called by the worker itself, so waiting for peers delays the host (async
   // subtracts that wait: see fold_steady_state).
   // With `signal` each bucket waits for its share of the last backward (see BucketSignal);
