@@ -48,8 +48,10 @@ RankSync rank_sync(const Plan& plan, int rank, double last_backward_s, double de
         r.embedding_s += comm_op_s(op, plan);
         r.embedding_bytes += op.bytes;
         break;
+      case IterOpKind::kOffloadGradients:  // after the reduction's exposed part (optimizer_cost.h)
+        r.optimizer_s += offload_copy_exposed_s(op, plan, last_backward_s, r.dp_exposed_s);
+        break;
       case IterOpKind::kOptimizerStep:
-      case IterOpKind::kOffloadGradients:
       case IterOpKind::kHostOptimizerStep:
       case IterOpKind::kUploadParameters:
         r.optimizer_s += optimizer_op_s(op, plan);

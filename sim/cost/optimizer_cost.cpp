@@ -23,4 +23,14 @@ double optimizer_op_s(const IterOp& op, const Plan& plan) {
   }
 }
 
+double offload_copy_exposed_s(const IterOp& op, const Plan& plan, double last_backward_s,
+                              double sync_after_backward_s) {
+  const double total = optimizer_op_s(op, plan);
+  if (!op.overlaps_last_backward) return total;
+  const double b = std::max(1, op.repeats), t = total / b;
+  const double sync = std::max(0.0, sync_after_backward_s);
+  const double end = std::max({sync + t, t, b * t - last_backward_s * (b - 1) / b});
+  return end - sync;
+}
+
 }  // namespace stratasim

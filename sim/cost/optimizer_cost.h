@@ -16,4 +16,16 @@ namespace stratasim {
 //                       with n = min(devices per node, devices of the job)
 double optimizer_op_s(const IterOp& op, const Plan& plan);
 
+// The part of offload's gradient copy (kOffloadGradients) that lengthens the iteration after
+// the rank's gradient reduction, which ended `sync_after_backward_s` after its last backward
+// (of length `last_backward_s`). Without overlap (op.overlaps_last_backward false) the copy
+// follows the reduction: all of it, T. With overlap (DeepSpeed overlap_comm) it runs in
+// op.repeats = B buckets of t = T / B, bucket k ready at (k + 1) / B of the last backward (as
+// the gradient buckets, step_timing.h) and back to back on the PCIe path, and the last bucket
+// cannot go before the reduction is over:
+//   end = max(sync_after_backward_s + t, t, B t - L (B - 1) / B)   after the last backward,
+//   exposed = end - sync_after_backward_s.
+double offload_copy_exposed_s(const IterOp& op, const Plan& plan, double last_backward_s,
+                              double sync_after_backward_s);
+
 }  // namespace stratasim

@@ -123,6 +123,10 @@ void Simulation::run_op(int rank, int replica, const PipeOp& op, bool keep) {
     ++run_.activities;
   }
   me.busy_s += sg4::Engine::get_clock() - start;
+  if (!fwd) {  // the last one stays: where offload's overlapped gradient copy starts
+    last_op_start_s_[host_index(rank, replica)] = start;
+    last_op_end_s_[host_index(rank, replica)] = sg4::Engine::get_clock();
+  }
 }
 
 // An expert-parallel all-to-all (op_segments.h ep_as_messages): this host's share to every
@@ -346,8 +350,17 @@ void Simulation::sync_and_step(int rank, int replica, sg4::ActorPtr reducer) {
         me.embedding_s = ring(r, rank, replica, "embedding all-reduce", true);
         break;
       }
+      case IterOpKind::kOffloadGradients: {
+        // Overlapped with the last backward as far as the reduction allows (optimizer_cost.h).
+        end_dp_phase();
+        const int h = host_index(rank, replica);
+        const double t = offload_copy_exposed_s(op, on(rank), last_op_end_s_[h] - last_op_start_s_[h],
+                                                sg4::Engine::get_clock() - last_op_end_s_[h]);
+        me.optimizer_s += t;
+        compute(t);
+        break;
+      }
       case IterOpKind::kOptimizerStep:
-      case IterOpKind::kOffloadGradients:
       case IterOpKind::kHostOptimizerStep:
       case IterOpKind::kUploadParameters: {
         // The device's step, or offload's PCIe copies and CPU step: durations (the host
@@ -395,6 +408,8 @@ SimRun Simulation::run() {
   run_.hosts.resize(hosts_.size());
   sync_wait_s_.assign(hosts_.size(), 0);
   dp_wait_s_.assign(hosts_.size(), 0);
+  last_op_start_s_.assign(hosts_.size(), 0);
+  last_op_end_s_.assign(hosts_.size(), 0);
   first_op_s_.assign(hosts_.size(), 0);
   bucket_signal_.resize(hosts_.size());
   std::vector<sg4::ActorPtr> actors(hosts_.size());

@@ -280,6 +280,7 @@ class Simulation {
   // Per host: time the worker waited for ring peers after its pipeline ops, in total and
   // until its data-parallel phase ended.
   std::vector<double> sync_wait_s_, dp_wait_s_;
+  std::vector<double> last_op_start_s_, last_op_end_s_;  // per host: its last backward (or W) op
   double speed_ = 1;
   std::vector<int> micro_batch_ids_;  // message payloads (SimGrid refuses null payloads)
   std::vector<sg4::Host*> hosts_, mirrors_;

@@ -277,6 +277,10 @@ std::vector<IterOp> rank_tail(const Plan& plan, int rank, double all_params, dou
     down.kind = IterOpKind::kOffloadGradients;
     down.stream = Stream::kHost;
     down.bytes = shard_params * plan.grad_bytes_per_param;
+    // DeepSpeed's overlap_comm (ZeRO-Offload, Sec. 4.1: the gradient copy to the CPU overlaps
+    // the backward pass): the shard goes to the host bucket by bucket as it is reduced.
+    down.repeats = buckets;
+    down.overlaps_last_backward = s.overlap_dp;
     step.kind = IterOpKind::kHostOptimizerStep;
     step.stream = Stream::kHost;
     up.kind = IterOpKind::kUploadParameters;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "sim/analytical/analytical_engine.h"
+#include "sim/cost/optimizer_cost.h"
 #include "sim/core/json_reader.h"
 #include "strategies/strategy/strategy_json.h"
 #include "tests/support/input_error.h"
@@ -110,6 +111,37 @@ TEST_CASE("offload: read and written as a strategy key, and its unknown values n
   const std::string bad = testing::input_error_message([&] { read(R"({"global_batch": 8, "offload": "nvme"})"); });
   CHECK(bad.find("strategy.offload") != std::string::npos);
   CHECK(bad.find("none, optimizer") != std::string::npos);
+}
+
+TEST_CASE("offload: with overlap_dp the gradient copy runs bucket by bucket beside the last backward") {
+  const Plan plan = *lower_on(testing::small_gpt(2), zero(2, Offload::kOptimizer), "dgx_h100", 8);
+  IterOp copy;
+  copy.kind = IterOpKind::kOffloadGradients;
+  copy.bytes = 1.024e9;
+  copy.repeats = 4;
+  // PCIe 5.0 x16 (catalog): 64 GB/s x 0.80 = 51.2 GB/s, 5 us: T = 1.024e9 / 51.2e9 + 5e-6 =
+  // 0.020005 s, t = T / 4 = 0.00500125 s per bucket.
+  CHECK(optimizer_op_s(copy, plan) == doctest::Approx(0.020005));
+  // Not overlapped: all of it after the reduction.
+  CHECK(offload_copy_exposed_s(copy, plan, 0.010, 0.0) == doctest::Approx(0.020005));
+  copy.overlaps_last_backward = true;
+  // A last backward of L = 10 ms, reduction over with it: the buckets end
+  // max(t, 4 t - L 3/4) = max(0.005, 0.020005 - 0.0075) = 0.012505 s after it.
+  CHECK(offload_copy_exposed_s(copy, plan, 0.010, 0.0) == doctest::Approx(0.012505));
+  // The reduction ends 15 ms after the backward: only the last bucket is left, t.
+  CHECK(offload_copy_exposed_s(copy, plan, 0.010, 0.015) == doctest::Approx(0.00500125));
+  // A long backward hides all but the last bucket.
+  CHECK(offload_copy_exposed_s(copy, plan, 1.0, 0.0) == doctest::Approx(0.00500125));
+  // The plan marks the copy overlapped exactly when the strategy overlaps DP communication.
+  Strategy s = zero(2, Offload::kOptimizer);
+  s.overlap_dp = true;
+  const Plan overlapped = *lower_on(testing::small_gpt(2), s, "dgx_h100", 8);
+  for (const Plan* p : {&plan, &overlapped}) {
+    for (const IterOp& op : p->iteration.tail[0]) {
+      if (op.kind == IterOpKind::kOffloadGradients) CHECK(op.overlaps_last_backward == (p == &overlapped));
+    }
+  }
+  CHECK(predict_analytical(overlapped).optimizer_s < predict_analytical(plan).optimizer_s);
 }
 
 }  // namespace
