@@ -471,6 +471,14 @@ void apply_groups(const JsonNode& n, HardwareModel& h, int depth) {
   h.name = names;
   field(n, "name", true, [&](const JsonNode& c) { h.name = name_string(c); });
   optional_field(n, "network", [&](const JsonNode& c) { apply_network(c, h.network, true); });
+  // A rail-optimized fabric cables NIC i of every node to rail switch i: one NIC count.
+  for (size_t i = 1; i < h.groups.size(); ++i) {
+    if (h.network.topology == NetworkTopology::kRailOptimized && h.groups[i].node.nics != h.groups[0].node.nics) {
+      list.element(i).fail("has " + std::to_string(h.groups[i].node.nics) + " NICs per node where the first group has " +
+                           std::to_string(h.groups[0].node.nics) +
+                           "; a rail-optimized network needs one NIC count (or give a fat_tree \"network\")");
+    }
+  }
   optional_field(n, "source", [&](const JsonNode& c) { (void)c.as_string(); });
 }
 

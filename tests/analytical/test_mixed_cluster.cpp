@@ -78,6 +78,13 @@ TEST_CASE("mixed cluster: malformed groups name the path, the value and the rule
     cluster_from(R"({"groups": [{"preset": "dgx_a100", "devices": 4}, "dgx_h100"]})");
   });
   CHECK(part.find("holds 4 devices: a group of a mixed cluster holds whole nodes of 8") != std::string::npos);
+  // dgx_h100's network is rail-optimized; a group of 4-NIC nodes cannot join its rails.
+  const std::string rails = testing::input_error_message([] {
+    cluster_from(R"({"groups": ["dgx_h100", {"preset": "dgx_h100", "node": {"nics": 4}}]})");
+  });
+  CHECK(rails.find("cluster.groups[1]") != std::string::npos);
+  CHECK(rails.find("has 4 NICs per node where the first group has 8; a rail-optimized network needs one NIC count") !=
+        std::string::npos);
   const std::string empty = testing::input_error_message([] { cluster_from(R"({"groups": []})"); });
   CHECK(empty.find("must be a non-empty array of clusters") != std::string::npos);
 }
