@@ -69,7 +69,8 @@ Json rows_json(const ScenarioResult& r) {
   return Json{{"scenario", r.scenario.name}, {"file", r.scenario.file}, {"variants", variants}};
 }
 
-// "why: ..." lines: why the fastest variant that fits beats the next (sim/compare/why.h).
+// "why: ..." lines: why the fastest variant that fits beats each of the others, the runner-up
+// first (sim/compare/why.h); each paragraph starts with a headline naming both.
 std::string why_lines(const std::vector<VariantResult>& variants) {
   std::vector<EvaluatedStrategy> feasible;
   for (const VariantResult& v : variants) {
@@ -79,7 +80,9 @@ std::string why_lines(const std::vector<VariantResult>& variants) {
   }
   if (feasible.size() < 2) return {};
   std::string out;
-  for (const std::string& s : why_best(feasible)) out += "   why: " + s + "\n";
+  for (const WhyVersus& versus : why_versus_each(feasible)) {
+    for (const std::string& s : versus.sentences) out += "   why: " + s + "\n";
+  }
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include "sim/prediction/prediction_json.h"
 #include "sim/scenario/scenario.h"
 #include "strategies/lowering/lower.h"
+#include "strategies/lowering/mixed_cluster.h"
 #include "strategies/strategy/strategy_json.h"
 #if STRATASIM_WITH_SIMGRID
 #include "sim/prediction/chrome_trace.h"
@@ -28,6 +29,23 @@ Strategy pick_variant(const Scenario& sc, const std::string& variant, const std:
     if (name == variant) return s;
   }
   throw InputError(file, "variants", "\"" + variant + "\"", "is not a variant of this scenario");
+}
+
+// What each process of the trace stands for: pipeline rank r's devices, how they split, and
+// (mixed clusters) the device of its group.
+TraceLayout trace_layout(const Plan& plan) {
+  TraceLayout l;
+  l.devices_per_rank = static_cast<long long>(plan.tp) * plan.mp * plan.dp;
+  for (auto [name, degree] : {std::pair{"tp", plan.tp}, {"mp", plan.mp}, {"cp", plan.cp},
+                              {"dp", plan.data_parallel()}}) {
+    if (degree > 1) l.peers += (l.peers.empty() ? "" : " x ") + std::string(name) + " " + std::to_string(degree);
+  }
+  if (plan.hardware.mixed()) {
+    for (int r = 0; r < plan.pp; ++r) {
+      l.rank_device.push_back(plan.hardware.groups[pipeline_rank_group(plan, r)].device.name);
+    }
+  }
+  return l;
 }
 
 }  // namespace
@@ -56,7 +74,7 @@ int cmd_simulate(int argc, char** argv) {
   const Prediction p = predict_simgrid(*plan, options);
   std::fputs(evaluation_report(sc, *plan, p, args.option("variant")).c_str(), stdout);
   if (!args.option("trace").empty()) {
-    write_file_atomically(args.option("trace"), chrome_trace(p, sc.name));
+    write_file_atomically(args.option("trace"), chrome_trace(p, sc.name, trace_layout(*plan)));
   }
   if (!args.option("json").empty()) {
     Json out{{"scenario", sc.name},

@@ -113,13 +113,18 @@ bool CompareView::set_strategies(const std::vector<VariantResult>& compared,
   pareto_ = add_chart(compact(pareto), 1, 8, 4);
   grid_->setRowStretch(0, 1);
   grid_->setRowStretch(1, 1);
+  // One list per strategy the winner beats (why_versus_each), the runner-up first.
   QString html = "<b>Why " + QString::fromStdString(compared_[best_strategy(evaluated)].name) +
-                 " wins</b><ul style='margin:0'>";
-  for (const std::string& s : why_best(evaluated)) {
-    lines_ << QString::fromStdString(s);
-    html += "<li>" + lines_.back().toHtmlEscaped() + "</li>";
+                 " wins</b>";
+  for (const WhyVersus& versus : why_versus_each(evaluated)) {
+    html += "<ul style='margin:0'>";
+    for (const std::string& s : versus.sentences) {
+      lines_ << QString::fromStdString(s);
+      html += "<li>" + lines_.back().toHtmlEscaped() + "</li>";
+    }
+    html += "</ul>";
   }
-  why_->setText(html + "</ul>");
+  why_->setText(html);
   return true;
 }
 

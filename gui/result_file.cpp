@@ -37,6 +37,7 @@ TimelineEvent read_event(const JsonNode& n) {
   e.start_s = n.number("start_s");
   e.end_s = n.number("end_s");
   e.name = n.string_or("name", "");
+  e.bytes = n.number_or("bytes", 0);
   return e;
 }
 

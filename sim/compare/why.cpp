@@ -114,10 +114,18 @@ std::string comm_sentence(const EvaluatedStrategy& b, const EvaluatedStrategy& o
     causes.push_back(change("ZeRO stage", so.zero_stage, sb.zero_stage));
   if ((most == CommCategory::kZero || most == CommCategory::kDataParallel) && so.shard_group != sb.shard_group)
     causes.push_back(change("shard group", so.shard_group, sb.shard_group));
+  // ZeRO-2/3 reduce-scatter gradients per bucket where ZeRO-0/1 all-reduce them.
+  if (most == CommCategory::kDataParallel && so.zero_stage != sb.zero_stage &&
+      std::max(so.zero_stage, sb.zero_stage) >= 2)
+    causes.push_back(change("ZeRO stage", so.zero_stage, sb.zero_stage));
   if (most == CommCategory::kPipelineP2P && so.pp != sb.pp) causes.push_back(change("PP", so.pp, sb.pp));
+  if (most == CommCategory::kPipelineP2P && so.overlap_p2p != sb.overlap_p2p)
+    causes.push_back(sb.overlap_p2p ? "P2P overlap on" : "P2P overlap off");
   if (most == CommCategory::kContextParallel && so.cp != sb.cp) causes.push_back(change("CP", so.cp, sb.cp));
   if (most == CommCategory::kExpertParallel && so.ep != sb.ep) causes.push_back(change("EP", so.ep, sb.ep));
   if (most == CommCategory::kExpertParallel && so.tp != sb.tp) causes.push_back(change("TP", so.tp, sb.tp));
+  if (most == CommCategory::kExpertParallel && so.overlap_ep != sb.overlap_ep)
+    causes.push_back(sb.overlap_ep ? "EP overlap on" : "EP overlap off");
   if (most == CommCategory::kPlacement && so.placement != sb.placement) {
     causes.push_back(so.placement_devices() != sb.placement_devices()
                          ? change("placement devices", so.placement_devices(), sb.placement_devices())
@@ -235,14 +243,20 @@ size_t best_strategy(const std::vector<EvaluatedStrategy>& s) {
   return best;
 }
 
-std::vector<std::string> why_best(const std::vector<EvaluatedStrategy>& s) {
-  const size_t bi = best_strategy(s);
-  if (s.size() < 2) return {s[bi].label + " is the only strategy: nothing to compare."};
-  size_t oi = bi == 0 ? 1 : 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (i != bi && ranks_before(s[i], s[oi])) oi = i;
-  }
-  const EvaluatedStrategy &b = s[bi], &o = s[oi];
+namespace {
+
+// Strategies in ranking order (the winner first; ties keep their order).
+std::vector<size_t> ranking(const std::vector<EvaluatedStrategy>& s) {
+  std::vector<size_t> order(s.size());
+  for (size_t i = 0; i < s.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return ranks_before(s[a], s[b]); });
+  return order;
+}
+
+// The headline and up to `most - 1` reasons why b beats o.
+std::vector<std::string> pair_sentences(const EvaluatedStrategy& b, const EvaluatedStrategy& o,
+                                        size_t most) {
   std::vector<std::string> out{headline(b, o)};
   const bool fit_decides = b.prediction.fits && !o.prediction.fits;
   std::vector<std::string> reasons;
@@ -253,7 +267,26 @@ std::vector<std::string> why_best(const std::vector<EvaluatedStrategy>& s) {
   reasons.push_back(optimizer_sentence(b, o));
   if (!fit_decides) reasons.push_back(memory_sentence(b, o));
   for (std::string& r : reasons) {
-    if (!r.empty() && out.size() < 4) out.push_back(std::move(r));
+    if (!r.empty() && out.size() < most) out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> why_best(const std::vector<EvaluatedStrategy>& s) {
+  const size_t bi = best_strategy(s);
+  if (s.size() < 2) return {s[bi].label + " is the only strategy: nothing to compare."};
+  return pair_sentences(s[bi], s[ranking(s)[1]], 4);
+}
+
+std::vector<WhyVersus> why_versus_each(const std::vector<EvaluatedStrategy>& s) {
+  const size_t bi = best_strategy(s);
+  if (s.size() < 2) return {{s[bi].label, why_best(s)}};
+  const std::vector<size_t> order = ranking(s);
+  std::vector<WhyVersus> out;
+  for (size_t k = 1; k < order.size(); ++k) {
+    out.push_back({s[order[k]].label, pair_sentences(s[bi], s[order[k]], k == 1 ? 4 : 3)});
   }
   return out;
 }

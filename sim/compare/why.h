@@ -32,4 +32,13 @@ size_t best_strategy(const std::vector<EvaluatedStrategy>& s);
 // Needs at least two strategies (one alone gets one sentence saying so).
 std::vector<std::string> why_best(const std::vector<EvaluatedStrategy>& s);
 
+// Every compared strategy, not only the runner-up: one paragraph per strategy the winner beats,
+// in ranking order, each a headline naming both and up to three reasons (four for the
+// runner-up, whose paragraph is why_best()). One strategy alone gets why_best()'s sentence.
+struct WhyVersus {
+  std::string other;  // the label of the strategy the winner is compared with
+  std::vector<std::string> sentences;
+};
+std::vector<WhyVersus> why_versus_each(const std::vector<EvaluatedStrategy>& s);
+
 }  // namespace stratasim

@@ -59,9 +59,11 @@ Json to_json(const Prediction& p) {
   for (const MemoryBreakdown& m : p.rank_memory) memory.push_back(to_json(m));
   Json timeline = Json::array();
   for (const TimelineEvent& e : p.timeline) {
-    timeline.push_back({{"device", e.device}, {"kind", std::string(event_kind_name(e.kind))},
-                        {"micro_batch", e.micro_batch}, {"chunk", e.chunk},
-                        {"start_s", e.start_s}, {"end_s", e.end_s}, {"name", e.name}});
+    Json event{{"device", e.device}, {"kind", std::string(event_kind_name(e.kind))},
+               {"micro_batch", e.micro_batch}, {"chunk", e.chunk},
+               {"start_s", e.start_s}, {"end_s", e.end_s}, {"name", e.name}};
+    if (e.bytes > 0) event["bytes"] = e.bytes;
+    timeline.push_back(std::move(event));
   }
   Json j{{"engine", p.engine},
               {"iteration_s", p.iteration_s},

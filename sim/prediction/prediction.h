@@ -55,6 +55,7 @@ struct TimelineEvent {
   double start_s = 0;
   double end_s = 0;
   std::string name;
+  double bytes = 0;  // communication events: the bytes this rank sends in them (0: unknown)
 };
 
 struct Prediction {

@@ -44,7 +44,7 @@ double Simulation::ring(const RingSpec& r, int rank, int replica, const char* wh
   if (--entry.left == 0) ring_entry_.erase(r.tag);
   if (serial) sync_wait_s_[r.members[r.position]] += std::max(0.0, start - mine);
   if (start > mine) record(rank, replica, EventKind::kIdle, -1, 0, mine, "wait for peers", start);
-  record(rank, replica, EventKind::kComm, -1, 0, start, what);
+  record(rank, replica, EventKind::kComm, -1, 0, start, what, -1, r.step_bytes * r.steps);
   return sg4::Engine::get_clock() - start;
 }
 
@@ -129,7 +129,7 @@ double Simulation::tree(const CollectiveSpec& c, int rank, int replica) {
     tree_half(c.members, c.position, half, chunks, tag + "a");
     other->join();
   }
-  record(rank, replica, EventKind::kComm, -1, 0, start, c.what);
+  record(rank, replica, EventKind::kComm, -1, 0, start, c.what, -1, c.bytes);
   return sg4::Engine::get_clock() - start;
 }
 

@@ -51,8 +51,10 @@ void Simulation::run_op(int rank, int replica, const PipeOp& op, bool keep) {
   const bool fwd = op.kind == PipeOpKind::kForward;
   const int shown_mb = op.micro_batch % m_;  // async: the micro-batch within its iteration
   const std::string id = std::to_string(shown_mb);
-  auto record = [&](EventKind kind, double start, std::string name) {
-    if (keep) Simulation::record(rank, replica, kind, shown_mb, op.chunk, start, std::move(name));
+  auto record = [&](EventKind kind, double start, std::string name, double bytes = 0) {
+    if (keep) {
+      Simulation::record(rank, replica, kind, shown_mb, op.chunk, start, std::move(name), -1, bytes);
+    }
   };
   const bool weight = op.kind == PipeOpKind::kWeight;  // W of a split backward
   const double start = sg4::Engine::get_clock();
@@ -118,7 +120,7 @@ void Simulation::run_op(int rank, int replica, const PipeOp& op, bool keep) {
     } else {  // Megatron's blocking p2p: the sender waits until the message has arrived
       out->put(payload, message_size(plan_.p2p_bytes));
       me.p2p_s += sg4::Engine::get_clock() - send_start;
-      record(EventKind::kComm, send_start, (fwd ? "send act " : "send grad ") + id);
+      record(EventKind::kComm, send_start, (fwd ? "send act " : "send grad ") + id, plan_.p2p_bytes);
     }
     ++run_.activities;
   }
@@ -295,7 +297,7 @@ double Simulation::tail_collective(const IterOp& op, int rank, int replica, cons
     const double t = comm_op_s(op, on(rank));
     const double start = sg4::Engine::get_clock();
     sg4::this_actor::sleep_for(t);
-    record(rank, replica, EventKind::kComm, -1, 0, start, what);
+    record(rank, replica, EventKind::kComm, -1, 0, start, what, -1, op.bytes);
     return t;
   }
   const int me = host_index(rank, replica);

@@ -15,7 +15,7 @@ std::string to_wire(const SimRun& run) {
   Json events = Json::array();
   for (const TimelineEvent& e : run.events) {
     events.push_back(
-        {e.device, static_cast<int>(e.kind), e.micro_batch, e.chunk, e.start_s, e.end_s, e.name});
+        {e.device, static_cast<int>(e.kind), e.micro_batch, e.chunk, e.start_s, e.end_s, e.name, e.bytes});
   }
   return json_text(Json{{"hosts", hosts},
                         {"events", events},
@@ -37,7 +37,7 @@ SimRun from_wire(const std::string& text) {
   for (const Json& e : j.at("events")) {
     run.events.push_back({e[0].get<int>(), static_cast<EventKind>(e[1].get<int>()), e[2].get<int>(),
                           e[3].get<int>(), e[4].get<double>(), e[5].get<double>(),
-                          e[6].get<std::string>()});
+                          e[6].get<std::string>(), e[7].get<double>()});
   }
   run.activities = j.at("activities").get<long long>();
   run.nodes = j.at("nodes").get<int>();

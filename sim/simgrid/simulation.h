@@ -145,10 +145,10 @@ class Simulation {
                                  std::to_string(vstage));
   }
   void record(int rank, int replica, EventKind kind, int mb, int chunk, double start,
-              std::string name, double end = -1) {
+              std::string name, double end = -1, double bytes = 0) {
     if (replica != 0 || !options_.timeline) return;
     if (end < 0) end = sg4::Engine::get_clock();
-    run_.events.push_back({rank, kind, mb, chunk, start, end, std::move(name)});
+    run_.events.push_back({rank, kind, mb, chunk, start, end, std::move(name), bytes});
     event_in_sync_.push_back(sync_phase_[rank]);
   }
   // Async: events of the traced (last window) iteration move to start near 0 and those of

@@ -141,3 +141,44 @@ TEST_CASE("why: dropping TP is the cause, not the sequence parallelism that went
   CHECK(why[1] == "Exposed tp communication 0.5 -> 0.0 ms per iteration (TP 2 -> 1).");
   CHECK(why[2] == "TP 2 -> 1 costs 1.0 GiB per device (peak 61.0 vs 60.0 GiB of 80.0 GiB).");
 }
+
+TEST_CASE("why: every compared strategy gets a paragraph, in ranking order") {
+  // B (1000 tokens/s) beats A (900) and C (500). The runner-up A's paragraph is why_best();
+  // C's names both and its own reason: C has no EP overlap, 400 ms more exposed expert
+  // all-to-all (40% of B's 1 s iteration), and runs 1000 / 500 = 2.00x slower.
+  EvaluatedStrategy a = make("A", 900, 0.36, 10), b = make("B", 1000, 0.40, 10),
+                    c = make("C", 500, 0.20, 10);
+  for (EvaluatedStrategy* e : {&a, &b, &c}) e->strategy.ep = 8;
+  b.strategy.overlap_ep = true;
+  a.strategy.overlap_ep = true;
+  c.prediction.comms = {{CommCategory::kExpertParallel, "ep", 0, 0, 0, 0.45, 0.45}};
+  b.prediction.comms = {{CommCategory::kExpertParallel, "ep", 0, 0, 0, 0.45, 0.05}};
+  a.prediction.comms = b.prediction.comms;
+  const std::vector<WhyVersus> each = why_versus_each({c, a, b});
+  REQUIRE(each.size() == 2);
+  CHECK(each[0].other == "A");
+  CHECK(each[0].sentences == why_best({c, a, b}));
+  CHECK(each[1].other == "C");
+  REQUIRE(each[1].sentences.size() == 2);
+  CHECK(each[1].sentences[0] ==
+        "B wins: 2.00x the throughput of C (1000 vs 500 tokens/s, MFU 40.0% vs 20.0%).");
+  CHECK(each[1].sentences[1] == "Exposed ep communication 450.0 -> 50.0 ms per iteration (EP overlap on).");
+  // One strategy alone: the single sentence of why_best().
+  CHECK(why_versus_each({a}).size() == 1);
+  CHECK(why_versus_each({a})[0].sentences == why_best({a}));
+}
+
+TEST_CASE("why: ZeRO stage and P2P overlap are named as causes of their communication") {
+  // A: ZeRO-0 all-reduces gradients (exposed dp 200 ms); B: ZeRO-2 reduce-scatters them with
+  // the same DP degree (exposed dp 100 ms). Then a pipeline whose sends overlap compute.
+  EvaluatedStrategy a = make("A", 900, 0.36, 10), b = make("B", 1000, 0.40, 10);
+  b.strategy.zero_stage = 2;
+  a.prediction.comms = {{CommCategory::kDataParallel, "dp", 0, 0, 0, 0.2, 0.2}};
+  b.prediction.comms = {{CommCategory::kDataParallel, "dp", 0, 0, 0, 0.1, 0.1}};
+  CHECK(why_best({a, b})[1] == "Exposed dp communication 200.0 -> 100.0 ms per iteration (ZeRO stage 0 -> 2).");
+  EvaluatedStrategy p = make("P", 900, 0.36, 10), q = make("Q", 1000, 0.40, 10);
+  q.strategy.overlap_p2p = true;
+  p.prediction.comms = {{CommCategory::kPipelineP2P, "pp", 0, 0, 0, 0.08, 0.08}};
+  q.prediction.comms = {{CommCategory::kPipelineP2P, "pp", 0, 0, 0, 0.08, 0.0}};
+  CHECK(why_best({p, q})[1] == "Exposed pp communication 80.0 -> 0.0 ms per iteration (P2P overlap on).");
+}

@@ -128,6 +128,10 @@ TEST_CASE("compare view: fewer than two feasible rows are refused, more than fou
   REQUIRE(w.compare_selected());
   CHECK(w.compare_view()->count() == CompareView::kMaxStrategies);
   CHECK(w.compare_view()->chart_views().size() == size_t(4 + 3));
+  // The explanation covers every compared strategy: one headline per strategy the winner beats.
+  int headlines = 0;
+  for (const QString& line : w.compare_view()->explanation_lines()) headlines += line.contains(" wins: ");
+  CHECK(headlines == CompareView::kMaxStrategies - 1);
 }
 
 }  // namespace

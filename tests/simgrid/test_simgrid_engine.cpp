@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "sim/analytical/analytical_engine.h"
 #include "sim/core/error.h"
 #include "sim/core/json_reader.h"
+#include "sim/core/units.h"
 #include "sim/prediction/chrome_trace.h"
 #include "sim/scenario/scenario.h"
 #include "sim/simgrid/simgrid_engine.h"
@@ -212,6 +214,79 @@ TEST_CASE("simgrid: the 1F1B trace (p=4, m=8) shows warm-up, steady 1F1B and coo
     if (e.device == 3 && e.kind == EventKind::kForward && e.micro_batch == 0) {
       CHECK(e.start_s > 0);
     }
+  }
+}
+
+// The trace's flows and counters for 1F1B, p=4, m=8, blocking sends:
+//  - every activation send (ranks 0..2, m each) ends at the forward of its micro-batch on the
+//    next rank, every gradient send (ranks 1..3) at the backward on the rank before: 2 (p-1) m
+//    flows, each "f" at the start of the consuming operation;
+//  - rank r holds at most p - r micro-batches' activations at once (Narayanan et al. 2021,
+//    Sec. 2.2: 1F1B keeps p - r in flight), so the activations counter's peak is p - r times
+//    its first step and equals the rank's stored activations;
+//  - while a send alone is under way the rank's comm counter shows its message in MB.
+TEST_CASE("simgrid: the trace links each send to its consumer and counts memory and bytes") {
+  const int p = 4, m = 8;
+  const Plan plan = plan_for(pipeline("1f1b", 1, p, m), 4);
+  const Prediction s = predict_simgrid(plan);
+  const Json trace = Json::parse(chrome_trace(s, "1f1b", TraceLayout{.devices_per_rank = 1}));
+  auto start_of = [&](int rank, const std::string& name) {
+    for (const TimelineEvent& e : s.timeline) {
+      if (e.device == rank && e.name == name) return e.start_s / 1e-6;
+    }
+    return -1.0;
+  };
+  std::map<int, Json> starts;
+  int activations = 0, gradients = 0;
+  std::vector<double> first_step(p, 0), peak(p, 0), peak_bytes(p, 0);
+  std::vector<std::string> names(p);
+  for (const Json& e : trace.at("traceEvents")) {
+    if (e.at("ph") == "s") starts[e.at("id").get<int>()] = e;
+    if (e.at("ph") == "M" && e.at("name") == "process_name") {
+      names[e.at("pid").get<int>()] = e.at("args").at("name");
+    }
+    if (e.at("ph") == "C") {
+      const int r = e.at("pid");
+      const Json& args = e.at("args");
+      if (args.contains("activations")) {
+        const double a = args.at("activations");
+        if (first_step[r] == 0 && a > 0) first_step[r] = a;
+        peak[r] = std::max(peak[r], a);
+        CHECK(args.at("states").get<double>() > 0);
+      }
+      // A send alone (ranks 0 and 3 also all-reduce the tied embedding: a larger level).
+      if (args.contains("bytes") && std::abs(args.at("bytes").get<double>() - plan.p2p_bytes / 1e6) < 1e-9) {
+        peak_bytes[r] = args.at("bytes");
+      }
+    }
+    if (e.at("ph") != "f") continue;
+    const Json& from = starts.at(e.at("id").get<int>());
+    const int r = from.at("pid"), to = e.at("pid");
+    CHECK(e.at("bp") == "e");
+    // The consumer: F<k> on the next rank, or the recomputation or backward of k on the one before.
+    if (from.at("name") == "activation") {
+      ++activations;
+      CHECK(to == r + 1);
+    } else {
+      ++gradients;
+      CHECK(to == r - 1);
+    }
+    bool at_consumer = false;
+    for (int k = 0; k < m; ++k) {
+      const std::string op = (from.at("name") == "activation" ? "F" : "B") + std::to_string(k);
+      at_consumer |= std::abs(e.at("ts").get<double>() - start_of(to, op)) < 1e-6;
+    }
+    CHECK(at_consumer);
+  }
+  CHECK(activations == (p - 1) * m);
+  CHECK(gradients == (p - 1) * m);
+  for (int r = 0; r < p; ++r) {
+    CAPTURE(r);
+    CHECK(peak[r] / first_step[r] == doctest::Approx(p - r));
+    CHECK(peak[r] == doctest::Approx(s.rank_memory[r].activations_B / kGiB));
+    CHECK(peak_bytes[r] == doctest::Approx(plan.p2p_bytes / 1e6));
+    CHECK(names[r] == "pipeline rank " + std::to_string(r) + ": devices " + std::to_string(r) + "-" +
+                          std::to_string(r));
   }
 }
 
