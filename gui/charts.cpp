@@ -15,6 +15,7 @@
 #include <QtGui/QCursor>
 #include <QtWidgets/QToolTip>
 
+#include "gui/timeline_view.h"
 #include "sim/core/units.h"
 
 namespace stratasim {
@@ -69,6 +70,8 @@ QColor event_color(EventKind k) {
   return Qt::black;
 }
 
+Lane lane_of(EventKind k) { return k == EventKind::kComm ? kCommLane : kComputeLane; }
+
 QChart* timeline_chart(const std::string& title, const Prediction& p) {
   QChart* chart = new_chart(title);
   const std::vector<GanttRow> rows = gantt_rows(p);
@@ -81,7 +84,12 @@ QChart* timeline_chart(const std::string& title, const Prediction& p) {
   y->setStartValue(-0.5);  // the first category starts at the axis minimum, not at 0
   y->setReverse(true);     // rank 0 on top, as in the GPipe and 1F1B figures
   y->setLabelsPosition(QCategoryAxis::AxisLabelsPositionCenter);
-  for (int r = 0; r < n; ++r) y->append(QString("rank %1").arg(r), r + 0.5);
+  // Each rank's row: its name over the compute lane, "comm" over the communication lane.
+  const double boundary = (kComputeLane.hi + kCommLane.lo) / 2;
+  for (int r = 0; r < n; ++r) {
+    y->append(QString("rank %1").arg(r), r + boundary);
+    y->append(QString("comm %1").arg(r), r + 0.5);
+  }
   chart->addAxis(x, Qt::AlignBottom);
   chart->addAxis(y, Qt::AlignLeft);
   // White edges tell adjacent bars apart; with hundreds of bars per rank they would hide them.
@@ -92,7 +100,7 @@ QChart* timeline_chart(const std::string& title, const Prediction& p) {
     bool legend_shown = false;
     for (const GanttRow& row : rows) {
       if (row.count(kind) == 0) continue;
-      const double lo = row.rank - 0.4, hi = row.rank + 0.4;
+      const double lo = row.rank + lane_of(kind).lo, hi = row.rank + lane_of(kind).hi;
       // The area owns its edge series (QAreaSeries does not take them over by itself).
       auto* area = new QAreaSeries;
       auto* upper = new QLineSeries(area);
@@ -116,6 +124,7 @@ QChart* timeline_chart(const std::string& title, const Prediction& p) {
       legend_shown = true;
     }
   }
+  set_timeline_full_ms(chart, std::max(end_s, 1e-9) * kMs);  // what zooming out returns to
   return chart;
 }
 

@@ -11,9 +11,18 @@
 
 namespace stratasim {
 
-// Gantt chart: one row per pipeline rank; forward, backward, recompute, comm, idle and
-// optimizer bars in distinct colours. Each (rank, kind) is one QAreaSeries whose upper line
-// traces its bars as rectangles (4 points per bar), named "<kind> rank <r>".
+// Gantt chart: one row per pipeline rank (rank 0 on top), each with two lanes: compute
+// (forward, backward, weight gradients, recompute, optimizer, idle) and, below it,
+// communication (pipeline sends, gradient and embedding syncs), in distinct colours. Each
+// (rank, kind) is one QAreaSeries named after the kind whose upper line traces its bars as
+// rectangles (4 points per bar) between r + lane.lo and r + lane.hi. The time axis (ms) spans
+// the whole timeline (timeline_view.h zooms and pans it).
+struct Lane {
+  double lo, hi;
+};
+inline constexpr Lane kComputeLane{-0.42, 0.04};
+inline constexpr Lane kCommLane{0.1, 0.42};
+Lane lane_of(EventKind k);
 QChart* timeline_chart(const std::string& title, const Prediction& p);
 
 // Stacked bars per pipeline rank (GiB), one QBarSet per memory component in kMemoryComponents

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "gui/charts.h"
+#include "gui/timeline_view.h"
 #include "sim/core/units.h"
 
 namespace stratasim {
@@ -66,8 +67,9 @@ void CompareView::clear() {
   why_->setText("Select 2 to 4 strategies in the table and press <b>Compare</b>.");
 }
 
-QChartView* CompareView::add_chart(QChart* chart, int row, int column, int column_span) {
-  auto* view = new QChartView(chart);
+QChartView* CompareView::add_chart(QChart* chart, int row, int column, int column_span,
+                                   bool timeline) {
+  QChartView* view = timeline ? new TimelineView(chart) : new QChartView(chart);
   view->setRenderHint(QPainter::Antialiasing);
   view->setMinimumSize(200, 180);
   grid_->addWidget(view, row, column, 1, column_span);
@@ -100,8 +102,12 @@ bool CompareView::set_strategies(const std::vector<VariantResult>& compared,
     memory.push_back({letters[i], &v.prediction});
     const std::string label =
         letters[i] + ": " + v.name + " (" + strategy_label(v.strategy, v.plan->data_parallel()) + ")";
-    timelines_.push_back(add_chart(timeline_chart(label, v.prediction), 0, i * span, span));
+    timelines_.push_back(add_chart(timeline_chart(label, v.prediction), 0, i * span, span, true));
   }
+  // One time scale for all: the longest iteration, zoomed and panned together.
+  std::vector<TimelineView*> timelines;
+  for (QChartView* view : timelines_) timelines.push_back(static_cast<TimelineView*>(view));
+  link_time_axes(timelines);
   memory_ = add_chart(compact(memory_compare_chart("memory per device, by pipeline rank", memory)),
                       1, 0, 4);
   breakdown_ = add_chart(compact(breakdown_chart("time per iteration", bars)), 1, 4, 4);

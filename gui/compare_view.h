@@ -1,6 +1,6 @@
 // The compare view: 2-4 strategies side by side, lettered A-D. A generated explanation of why
 // the best one wins (sim/compare/why.h) on top; a row of pipeline timelines (Gantt per stage),
-// one per strategy; below, the memory per pipeline rank of all of them in one chart (stacked,
+// one per strategy on one time scale (zoomed and panned together, timeline_view.h); below, the memory per pipeline rank of all of them in one chart (stacked,
 // capacity line), their time breakdown, and the Pareto scatter of every row with the compared
 // ones ringed.
 #pragma once
@@ -41,7 +41,8 @@ class CompareView : public QWidget {
   std::vector<QChartView*> chart_views() const;
 
  private:
-  QChartView* add_chart(QChart* chart, int row, int column, int column_span = 1);
+  QChartView* add_chart(QChart* chart, int row, int column, int column_span = 1,
+                        bool timeline = false);
   QLabel* why_;
   QGridLayout* grid_;
   std::vector<VariantResult> compared_;

@@ -23,6 +23,8 @@
 
 #include "gui/calibration_tab.h"
 #include "gui/charts.h"
+#include "gui/timeline_view.h"
+#include <string_view>
 #include "gui/compare_view.h"
 #include "gui/export.h"
 #include "gui/scenario_editor.h"
@@ -90,7 +92,7 @@ QWidget* MainWindow::build_strategies_page() {
   table_->horizontalHeader()->setSectionResizeMode(VariantTableModel::kVariant, QHeaderView::Stretch);
   table_->verticalHeader()->hide();
   for (const char* name : {"pipeline timeline", "memory", "time breakdown", "pareto"}) {
-    auto* view = new QChartView;
+    auto* view = std::string_view(name) == "pipeline timeline" ? new TimelineView : new QChartView;
     view->setRenderHint(QPainter::Antialiasing);
     tabs_->addTab(view, name);
   }

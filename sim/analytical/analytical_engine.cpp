@@ -71,39 +71,6 @@ void add_comm(Prediction& p, CommCategory c, const char* what, const CommGroup* 
   p.comm_exposed_s += exposed;
 }
 
-// The schedule's timeline as events; a backward with recomputation starts with a recompute
-// event of its virtual stage's recompute time (the recomputed forward runs first).
-void fill_timeline(Prediction& p, const Plan& plan, const StageCosts& costs) {
-  const PipelineSchedule schedule = make_schedule(plan.strategy.schedule, plan.pp,
-                                                  plan.micro_batches, plan.chunks, &costs.durations);
-  const Timeline tl = execute_schedule(schedule, costs.durations);
-  for (size_t r = 0; r < tl.per_rank.size(); ++r) {
-    double cursor = 0;
-    for (const TimedOp& op : tl.per_rank[r]) {
-      if (plan.inference() && op.op.kind != PipeOpKind::kForward) continue;  // none run
-      if (op.start_s > cursor) {
-        p.timeline.push_back({int(r), EventKind::kIdle, -1, 0, cursor, op.start_s, "idle"});
-      }
-      const int mb = op.op.micro_batch, chunk = op.op.chunk;
-      const std::string id = std::to_string(mb);
-      if (op.op.kind == PipeOpKind::kForward) {
-        p.timeline.push_back({int(r), EventKind::kForward, mb, chunk, op.start_s, op.end_s, "F" + id});
-      } else if (op.op.kind == PipeOpKind::kWeight) {
-        p.timeline.push_back(
-            {int(r), EventKind::kWeightGrad, mb, chunk, op.start_s, op.end_s, "W" + id});
-      } else {
-        const double rec = costs.stages[schedule.virtual_stage(int(r), chunk)].recompute_s;
-        const double split = std::min(op.end_s, op.start_s + rec);
-        if (split > op.start_s) {
-          p.timeline.push_back({int(r), EventKind::kRecompute, mb, chunk, op.start_s, split, "R" + id});
-        }
-        p.timeline.push_back({int(r), EventKind::kBackward, mb, chunk, split, op.end_s, "B" + id});
-      }
-      cursor = op.end_s;
-    }
-  }
-}
-
 // Strategies that differ only in what the pipeline does not see (ZeRO stage 0 vs 1, DP
 // overlap, the optimizer) time the same schedule with the same durations; a sweep therefore
 // memoizes the timing per thread, keyed by the schedule and every duration (exact compare).
@@ -190,6 +157,95 @@ RankSync finish_iteration(Prediction& p, const Plan& plan, const ScheduleTiming&
   return worst;
 }
 
+// A pipeline send of op on the rank's communication lane: activations after a forward,
+// gradients after a backward, when the neighbour stage is on another rank. Its boundary's
+// transfer time: at the end of the op when the send blocks (the step's time includes it),
+// after the op when it does not (the schedule's latency to the receiver).
+void add_send(Prediction& p, const Plan& plan, const PipelineSchedule& schedule,
+              const StageCosts& costs, int rank, const TimedOp& op) {
+  const int vs = schedule.virtual_stage(rank, op.op.chunk);
+  const bool fwd = op.op.kind == PipeOpKind::kForward;
+  if (op.op.kind == PipeOpKind::kWeight) return;
+  if (fwd ? !schedule.stage_map().sends_forward(vs) : !schedule.stage_map().sends_backward(vs)) return;
+  const size_t boundary = static_cast<size_t>(fwd ? vs : vs - 1);
+  if (boundary >= costs.transfer_s.size() || costs.transfer_s[boundary] <= 0) return;
+  const double t = costs.transfer_s[boundary];
+  const bool blocking = costs.durations.p2p_s[boundary] <= 0;
+  const double start = blocking ? std::max(op.start_s, op.end_s - t) : op.end_s;
+  const std::string id = std::to_string(op.op.micro_batch);
+  p.timeline.push_back({rank, EventKind::kComm, op.op.micro_batch, op.op.chunk, start,
+                        blocking ? op.end_s : op.end_s + t, (fwd ? "send act " : "send grad ") + id,
+                        plan.p2p_bytes});
+}
+
+// After the rank's pipeline work: its gradient sync on the communication lane (the buckets
+// overlapped with the last backward start before its end, the exposed rest after it), the
+// tied-embedding all-reduce, then the optimizer step on the compute lane (rank_sync's times).
+void add_tail(Prediction& p, int rank, double pipeline_end_s, const RankSync& sync) {
+  const double sync_end = pipeline_end_s + sync.dp_exposed_s;
+  if (sync.dp_total_s > 0) {
+    p.timeline.push_back({rank, EventKind::kComm, -1, 0, std::max(0.0, sync_end - sync.dp_total_s),
+                          sync_end, "dp gradient sync", sync.dp_bytes});
+  }
+  double t = sync_end;
+  if (sync.embedding_s > 0) {
+    p.timeline.push_back({rank, EventKind::kComm, -1, 0, t, t + sync.embedding_s,
+                          "embedding all-reduce", sync.embedding_bytes});
+    t += sync.embedding_s;
+  }
+  if (sync.optimizer_s > 0) {
+    if (t > pipeline_end_s) {
+      p.timeline.push_back({rank, EventKind::kIdle, -1, 0, pipeline_end_s, t, "wait for sync"});
+    }
+    p.timeline.push_back({rank, EventKind::kOptimizer, -1, 0, t, t + sync.optimizer_s, "optimizer"});
+  }
+}
+
+// The schedule's timeline as events; a backward with recomputation starts with a recompute
+// event of its virtual stage's recompute time (the recomputed forward runs first). Sends and
+// the iteration's tail (gradient sync, embedding sync, optimizer step) as finish_iteration
+// times them.
+void fill_timeline(Prediction& p, const Plan& plan, const StageCosts& costs,
+                   const ScheduleTiming& timing) {
+  const PipelineSchedule schedule = make_schedule(plan.strategy.schedule, plan.pp,
+                                                  plan.micro_batches, plan.chunks, &costs.durations);
+  const Timeline tl = execute_schedule(schedule, costs.durations);
+  const GroupViews views(plan);
+  const std::vector<double> delay =
+      plan.inference() ? std::vector<double>(plan.pp, 0.0)
+                       : last_backward_delays(plan, views, timing, costs.durations);
+  for (size_t r = 0; r < tl.per_rank.size(); ++r) {
+    double cursor = 0;
+    for (const TimedOp& op : tl.per_rank[r]) {
+      if (plan.inference() && op.op.kind != PipeOpKind::kForward) continue;  // none run
+      if (op.start_s > cursor) {
+        p.timeline.push_back({int(r), EventKind::kIdle, -1, 0, cursor, op.start_s, "idle"});
+      }
+      const int mb = op.op.micro_batch, chunk = op.op.chunk;
+      const std::string id = std::to_string(mb);
+      if (op.op.kind == PipeOpKind::kForward) {
+        p.timeline.push_back({int(r), EventKind::kForward, mb, chunk, op.start_s, op.end_s, "F" + id});
+      } else if (op.op.kind == PipeOpKind::kWeight) {
+        p.timeline.push_back(
+            {int(r), EventKind::kWeightGrad, mb, chunk, op.start_s, op.end_s, "W" + id});
+      } else {
+        const double rec = costs.stages[schedule.virtual_stage(int(r), chunk)].recompute_s;
+        const double split = std::min(op.end_s, op.start_s + rec);
+        if (split > op.start_s) {
+          p.timeline.push_back({int(r), EventKind::kRecompute, mb, chunk, op.start_s, split, "R" + id});
+        }
+        p.timeline.push_back({int(r), EventKind::kBackward, mb, chunk, split, op.end_s, "B" + id});
+      }
+      add_send(p, plan, schedule, costs, int(r), op);
+      cursor = op.end_s;
+    }
+    if (plan.inference() || static_cast<int>(r) >= plan.pp) continue;
+    const RankSync sync = rank_sync(views.for_rank(int(r)), int(r),
+                                    timing.rank_last_backward_s[r], delay[r]);
+    add_tail(p, int(r), cursor, sync);
+  }
+}
+
 void add_p2p(Prediction& p, const Plan& plan, const StageCosts& costs,
              const ScheduleTiming& timing) {
   const Strategy& s = plan.strategy;
@@ -252,7 +308,7 @@ Prediction predict_analytical(const Plan& plan, const EngineOptions& options) {
   fill_memory(p, plan);
   add_plan_notes(p, plan);
   if (plan.inference()) p.latency_s = pipeline_latency_s(plan, costs);
-  if (options.timeline) fill_timeline(p, plan, costs);
+  if (options.timeline) fill_timeline(p, plan, costs, timing);
   return p;
 }
 

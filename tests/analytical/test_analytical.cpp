@@ -243,3 +243,53 @@ TEST_CASE("timeline: with full recomputation each backward starts with its recom
     CHECK(e.kind != EventKind::kRecompute);
   }
 }
+
+TEST_CASE("timeline: sends on the communication lane, then gradient sync, embedding sync, optimizer") {
+  // tp 2, pp 2, dp 2 on 8 devices, m = 4 micro-batches, blocking sends. Rank 0 sends m
+  // activations after its forwards, rank 1 m gradients after its backwards: each send is the
+  // last stage_costs().transfer_s of its op, with the plan's p2p_bytes. After the pipeline each
+  // rank's tail: its DP gradient sync (all of its bytes), the tied-embedding all-reduce (the
+  // first and last stages), then the optimizer step; the last event of the slowest rank ends
+  // at the iteration time.
+  ModelSpec m;
+  m.transformer = TransformerSpec{.layers = 8, .hidden = 1024, .heads = 16, .seq_len = 1024,
+                                  .vocab = 32000};
+  const Strategy s = megatron(2, 2, 16, 2);
+  Expected<Plan> plan = lower(m, s, cluster(8));
+  REQUIRE(plan.has_value());
+  const Prediction p = predict_analytical(*plan, EngineOptions{.timeline = true});
+  const StageCosts costs = stage_costs(*plan);
+  int act = 0, grad = 0, syncs = 0, embeddings = 0, optimizers = 0;
+  double end = 0, dp_bytes = 0;
+  for (const TimelineEvent& e : p.timeline) {
+    end = std::max(end, e.end_s);
+    if (e.kind == EventKind::kComm && e.micro_batch >= 0) {
+      CHECK(e.end_s - e.start_s == doctest::Approx(costs.transfer_s[0]));
+      CHECK(e.bytes == plan->p2p_bytes);
+      // The send ends with the op that sends it (blocking): a forward on rank 0, a backward on 1.
+      bool ends_op = false;
+      for (const TimelineEvent& op : p.timeline) {
+        ends_op |= op.device == e.device && op.micro_batch == e.micro_batch &&
+                   op.kind == (e.device == 0 ? EventKind::kForward : EventKind::kBackward) &&
+                   op.end_s == e.end_s;
+      }
+      CHECK(ends_op);
+      (e.device == 0 ? act : grad) += 1;
+    }
+    if (e.name == "dp gradient sync") ++syncs, dp_bytes += e.bytes;
+    embeddings += e.name == "embedding all-reduce";
+    if (e.kind == EventKind::kOptimizer) {
+      ++optimizers;
+      CHECK(e.end_s - e.start_s == doctest::Approx(p.optimizer_s).epsilon(0.2));
+    }
+  }
+  CHECK(act == 4);
+  CHECK(grad == 4);
+  CHECK(syncs == 2);
+  CHECK(embeddings == 2);
+  CHECK(optimizers == 2);
+  CHECK(end == doctest::Approx(p.iteration_s));
+  for (const CommStat& c : p.comms) {
+    if (c.category == CommCategory::kDataParallel) CHECK(dp_bytes == doctest::Approx(2 * c.bytes).epsilon(0.05));
+  }
+}

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "gui/charts.h"
+#include "gui/timeline_view.h"
 #include "sim/core/units.h"
 #include "tests/gui/gui_test_support.h"
 
@@ -29,9 +30,9 @@ std::vector<Series*> series_of(QChart* chart) {
   return out;
 }
 
-// Bars drawn for (rank, kind): each bar is 4 points of its area's upper line.
-int drawn_bars(QChart* chart, int rank, const char* kind) {
-  const double lo = rank - 0.4;
+// Bars drawn for (rank, kind): each bar is 4 points of its area's upper line, in the kind's lane.
+int drawn_bars(QChart* chart, int rank, const char* kind, Lane lane = kComputeLane) {
+  const double lo = rank + lane.lo;
   for (QAreaSeries* a : series_of<QAreaSeries>(chart)) {
     if (a->name() == kind && a->upperSeries()->count() > 0 &&
         qFuzzyCompare(a->upperSeries()->at(0).y(), lo)) {
@@ -91,6 +92,29 @@ TEST_CASE(
       CHECK(drawn_bars(chart.get(), row.rank, "backward") == e.m * e.v);
     }
   }
+}
+
+TEST_CASE("timeline chart: sends and syncs on each rank's communication lane, below its compute") {
+  // The bundled Llama-2 70B base (interleaved pp4 v5, m 64, blocking sends): every rank sends
+  // its activations and gradients once per micro-batch and chunk except where the chain starts
+  // and ends, then syncs its gradients: the comm lane of rank r holds exactly the timeline's
+  // comm events of r, and the compute lane its forwards.
+  const Scenario sc = load_scenario(scenario_path(kLlama));
+  const std::vector<VariantResult> rows = evaluate_variants_with_timelines(sc);
+  const VariantResult& base = rows.front();
+  REQUIRE(base.feasible());
+  std::unique_ptr<QChart> chart(timeline_chart("base", base.prediction));
+  for (const GanttRow& row : gantt_rows(base.prediction)) {
+    CAPTURE(row.rank);
+    CHECK(row.count(EventKind::kComm) > 2 * 64);
+    CHECK(drawn_bars(chart.get(), row.rank, "comm", kCommLane) == row.count(EventKind::kComm));
+    CHECK(drawn_bars(chart.get(), row.rank, "comm", kComputeLane) == 0);
+    CHECK(drawn_bars(chart.get(), row.rank, "forward") == row.count(EventKind::kForward));
+  }
+  CHECK(kCommLane.lo > kComputeLane.hi);  // y grows downwards: the comm lane is below
+  // The time axis spans the iteration (its last event is the optimizer step at iteration_s).
+  CHECK(timeline_full_ms(chart.get()) >= base.prediction.iteration_s * 1e3);
+  CHECK(timeline_full_ms(chart.get()) < base.prediction.iteration_s * 1e3 * 1.25);
 }
 
 TEST_CASE("breakdown chart: one bar per variant, segments add up to at most the iteration") {

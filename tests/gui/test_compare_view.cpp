@@ -13,6 +13,7 @@
 #include <QtWidgets/QTabWidget>
 #include <QtWidgets/QTableView>
 
+#include "gui/charts.h"
 #include "gui/compare_view.h"
 #include "gui/variant_table_model.h"
 #include "sim/core/units.h"
@@ -26,12 +27,12 @@ using testing::run_job;
 using testing::scenario_path;
 
 // Bars drawn for (rank, kind) in a timeline chart: 4 points of its area's upper line per bar,
-// the rank's row spanning y = rank - 0.4 .. rank + 0.4.
+// the rank's compute lane (kComputeLane).
 int drawn_bars(QChart* chart, int rank, const char* kind) {
   for (QAbstractSeries* s : chart->series()) {
     auto* a = qobject_cast<QAreaSeries*>(s);
     if (a && a->name() == kind && a->upperSeries()->count() > 0 &&
-        qFuzzyCompare(a->upperSeries()->at(0).y(), rank - 0.4)) {
+        qFuzzyCompare(a->upperSeries()->at(0).y(), rank + kComputeLane.lo)) {
       return a->upperSeries()->count() / 4;
     }
   }
