@@ -2,7 +2,9 @@
 
 #include <QtCharts/QChartView>
 #include <QtWidgets/QApplication>
+#include <QtWidgets/QGridLayout>
 #include <algorithm>
+#include <cmath>
 #include <memory>
 
 #include "gui/charts.h"
@@ -86,6 +88,26 @@ const ResultEntry& result_entry(const ResultFile& r, const std::string& name, co
   throw InputError(r.file, "variants", "\"" + name + "\"", "is not a variant of this result");
 }
 
+QChart* variants_pareto_chart(const ResultFile& r, const std::string& title,
+                              const std::string& scenario = "") {
+  double capacity = 0;
+  for (const ResultEntry& e : r.entries) {
+    if (e.feasible && (scenario.empty() || e.scenario == scenario)) {
+      capacity = std::max(capacity, e.prediction.capacity_B);
+    }
+  }
+  return pareto_chart(title + ": variants", variants_pareto_points(r, scenario), capacity);
+}
+
+// The scenarios of a result file in the order they first appear.
+std::vector<std::string> scenarios_of(const ResultFile& r) {
+  std::vector<std::string> out;
+  for (const ResultEntry& e : r.entries) {
+    if (std::find(out.begin(), out.end(), e.scenario) == out.end()) out.push_back(e.scenario);
+  }
+  return out;
+}
+
 QChart* make_result_chart(const ResultFile& r, const PlotRequest& rq) {
   const std::string title = r.scenario.empty() ? r.file : r.scenario;
   switch (rq.kind) {
@@ -112,21 +134,9 @@ QChart* make_result_chart(const ResultFile& r, const PlotRequest& rq) {
       }
       return breakdown_chart(title + ": time per iteration", bars);
     }
-    case PlotKind::kPareto: {
-      std::vector<ParetoPoint> points = r.points;
-      double capacity = 0;
-      if (r.kind != ResultKind::kSearch) {
-        for (const ResultEntry& e : r.entries) {
-          if (!e.feasible) continue;
-          points.push_back({e.name, e.prediction.peak_memory_B, e.prediction.tokens_per_s,
-                            e.prediction.fits, false});
-          capacity = std::max(capacity, e.prediction.capacity_B);
-        }
-        mark_front(points);
-      }
-      return pareto_chart(title + (r.kind == ResultKind::kSearch ? ": search" : ": variants"),
-                          points, capacity);
-    }
+    case PlotKind::kPareto:
+      return r.kind == ResultKind::kSearch ? pareto_chart(title + ": search", r.points, 0)
+                                           : variants_pareto_chart(r, title);
   }
   SS_ASSERT(false, "every plot kind is handled");
   return nullptr;
@@ -140,6 +150,18 @@ void render_png(QChart* chart, const PlotRequest& request, const std::string& pa
 }
 
 }  // namespace
+
+std::vector<ParetoPoint> variants_pareto_points(const ResultFile& r, const std::string& scenario) {
+  std::vector<ParetoPoint> points;
+  for (const ResultEntry& e : r.entries) {
+    if (!e.feasible || (!scenario.empty() && e.scenario != scenario)) continue;
+    const std::string prefix = scenario.empty() ? "" : e.scenario + ": ";
+    const std::string label = e.name.rfind(prefix, 0) == 0 ? e.name.substr(prefix.size()) : e.name;
+    points.push_back({label, e.prediction.peak_memory_B, e.prediction.tokens_per_s, e.prediction.fits, false});
+  }
+  mark_front(points);
+  return points;
+}
 
 bool parse_plot_kind(const std::string& text, PlotKind* out) {
   if (text == "timeline")
@@ -160,9 +182,31 @@ void plot_scenario_png(const Scenario& sc, const PlotRequest& request, const std
   render_png(make_chart(sc, request), request, path);
 }
 
+std::vector<std::string> pareto_panels(const ResultFile& result) {
+  const std::vector<std::string> scenarios = scenarios_of(result);
+  if (result.kind != ResultKind::kVariants || scenarios.size() < 2) return {};
+  return scenarios;
+}
+
 void plot_result_png(const ResultFile& result, const PlotRequest& request, const std::string& path) {
   ensure_application();
-  render_png(make_result_chart(result, request), request, path);
+  const std::vector<std::string> panels =
+      request.kind == PlotKind::kPareto ? pareto_panels(result) : std::vector<std::string>{};
+  if (panels.empty()) return render_png(make_result_chart(result, request), request, path);
+  // One Pareto chart per scenario, in a grid of about square shape filling the picture.
+  QWidget grid;
+  auto* layout = new QGridLayout(&grid);
+  layout->setContentsMargins(0, 0, 0, 0);
+  const int columns = static_cast<int>(std::ceil(std::sqrt(double(panels.size()))));
+  for (size_t i = 0; i < panels.size(); ++i) {
+    auto* view = new QChartView(variants_pareto_chart(result, panels[i], panels[i]));
+    view->setRenderHint(QPainter::Antialiasing);
+    layout->addWidget(view, int(i) / columns, int(i) % columns);
+  }
+  grid.resize(request.width, request.height);
+  grid.setAttribute(Qt::WA_DontShowOnScreen);
+  grid.show();  // lays the grid out at its size before it is grabbed
+  save_widget_png(grid, path);
 }
 
 }  // namespace stratasim

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "gui/result_file.h"
 #include "gui/variant_eval.h"
@@ -29,6 +30,12 @@ void plot_scenario_png(const Scenario& sc, const PlotRequest& request, const std
 // (evaluate --timeline --json, simulate --json), memory of a full prediction, breakdown of all
 // full predictions, pareto of every entry (search: its top-k and front). Throws InputError
 // naming the file when the file lacks what the kind needs.
+// A compare file of several scenarios gives one Pareto chart per scenario (pareto_panels(): its
+// scenarios, each with its own front and capacity) in a grid; one scenario, one chart.
 void plot_result_png(const ResultFile& result, const PlotRequest& request, const std::string& path);
+std::vector<std::string> pareto_panels(const ResultFile& result);  // empty: a single chart
+// The feasible variants of one scenario of a compare file ("": all of them) as chart points
+// named by variant, with the front marked among them alone.
+std::vector<ParetoPoint> variants_pareto_points(const ResultFile& r, const std::string& scenario);
 
 }  // namespace stratasim

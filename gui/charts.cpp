@@ -232,6 +232,49 @@ QChart* breakdown_chart(const std::string& title, const std::vector<TimeBreakdow
   return chart;
 }
 
+std::vector<const ParetoPoint*> labelled_front(const std::vector<ParetoPoint>& points) {
+  std::vector<const ParetoPoint*> front;
+  for (const ParetoPoint& pt : points) {
+    if (pt.on_front) front.push_back(&pt);
+  }
+  std::sort(front.begin(), front.end(),
+            [](const ParetoPoint* a, const ParetoPoint* b) { return a->memory_B < b->memory_B; });
+  if (front.size() <= kMaxParetoLabels) return front;
+  // Spread along the front, both ends included.
+  std::vector<const ParetoPoint*> spread;
+  for (size_t k = 0; k < kMaxParetoLabels; ++k) {
+    spread.push_back(front[k * (front.size() - 1) / (kMaxParetoLabels - 1)]);
+  }
+  return spread;
+}
+
+namespace {
+
+// Each labelled front point as a one-point series without a marker whose point label is the
+// strategy (Qt Charts replaces only @xPoint/@yPoint in a label format: '@' is escaped away).
+void add_front_labels(QChart* chart, const std::vector<ParetoPoint>& points, QValueAxis* x,
+                      QValueAxis* y) {
+  int k = 0;
+  for (const ParetoPoint* pt : labelled_front(points)) {
+    auto* label = new QScatterSeries;
+    label->setName(QString("label %1").arg(k++));
+    label->setMarkerSize(1);
+    label->setColor(Qt::transparent);
+    label->setBorderColor(Qt::transparent);
+    label->append(pt->memory_B / kGiB, pt->tokens_per_s);
+    label->setPointLabelsFormat(QString::fromStdString(pt->label).replace('@', ' '));
+    label->setPointLabelsVisible(true);
+    label->setPointLabelsClipping(false);
+    label->setPointLabelsColor(QColor(0x333333));
+    chart->addSeries(label);
+    label->attachAxis(x);
+    label->attachAxis(y);
+    for (QLegendMarker* m : chart->legend()->markers(label)) m->setVisible(false);
+  }
+}
+
+}  // namespace
+
 QChart* pareto_chart(const std::string& title, const std::vector<ParetoPoint>& points,
                      double capacity_B) {
   QChart* chart = new_chart(title);
@@ -268,6 +311,7 @@ QChart* pareto_chart(const std::string& title, const std::vector<ParetoPoint>& p
     series->attachAxis(x);
     series->attachAxis(y);
   }
+  add_front_labels(chart, points, x, y);
   if (capacity_B <= 0) return chart;  // unknown (search result files do not carry it)
   auto* capacity = new QLineSeries;
   capacity->setName("capacity");

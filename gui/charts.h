@@ -43,6 +43,11 @@ QChart* breakdown_chart(const std::string& title, const std::vector<TimeBreakdow
 
 // Throughput (tokens/s) against peak memory per device (GiB): "pareto front", "fits",
 // "does not fit" scatter series, and the capacity as a vertical line (none when capacity_B <= 0).
+// The front's points are labelled with their strategies (labelled_front(): all of them, or
+// kMaxParetoLabels spread along the front), each label a marker-less one-point series named
+// "label <k>" hidden from the legend.
+inline constexpr size_t kMaxParetoLabels = 10;
+std::vector<const ParetoPoint*> labelled_front(const std::vector<ParetoPoint>& points);
 QChart* pareto_chart(const std::string& title, const std::vector<ParetoPoint>& points,
                      double capacity_B);
 

@@ -105,6 +105,7 @@ ResultFile read_variants(const JsonNode& n, ResultFile r) {
         e.reason = v.string_or("reason", "infeasible");
         r.entries.push_back(std::move(e));
       }
+      r.entries.back().scenario = scenario.string("scenario");
     }
   }
   if (r.entries.empty()) n.fail("lists no variants");

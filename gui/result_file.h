@@ -23,6 +23,7 @@ std::string_view result_kind_name(ResultKind k);  // "evaluate/simulate", "compa
 
 struct ResultEntry {
   std::string name;       // variant name, or the strategy's label for search candidates
+  std::string scenario;   // the scenario it belongs to (compare files hold several)
   bool feasible = true;
   std::string reason;     // why not, when infeasible
   Strategy strategy;

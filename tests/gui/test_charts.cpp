@@ -150,10 +150,38 @@ TEST_CASE("pareto points: the front keeps the points no fitting point beats on b
   CHECK_FALSE(pts[3].on_front);
   std::unique_ptr<QChart> chart(pareto_chart("p", pts, 80 * kGiB));
   const auto scatter = series_of<QScatterSeries>(chart.get());
-  REQUIRE(scatter.size() == 3);  // does not fit, fits, pareto front
+  REQUIRE(scatter.size() == 3 + 2);  // does not fit, fits, pareto front; a label per front point
   CHECK(scatter[0]->count() == 1);
   CHECK(scatter[1]->count() == 1);
   CHECK(scatter[2]->count() == 2);
+  // The labels name the front's strategies at their points, in memory order: a, then c.
+  for (int k = 0; k < 2; ++k) {
+    const QScatterSeries* label = scatter[3 + k];
+    CHECK(label->name() == QString("label %1").arg(k));
+    CHECK(label->pointLabelsVisible());
+    CHECK(label->pointLabelsFormat() == (k == 0 ? "a" : "c"));
+    REQUIRE(label->count() == 1);
+    CHECK(label->at(0) == QPointF(k == 0 ? 10 : 30, k == 0 ? 100 : 200));
+  }
+}
+
+TEST_CASE("pareto labels: at most kMaxParetoLabels, spread along a long front, both ends kept") {
+  // 28 points on a front (memory and throughput both rising): labels k * 27 / 9 for k = 0..9,
+  // i.e. points 0, 3, 6, 9, 12, 15, 18, 21, 24, 27. An '@' in a label is not a Qt placeholder.
+  std::vector<ParetoPoint> pts;
+  for (int i = 0; i < 28; ++i) pts.push_back({"s@" + std::to_string(i), (i + 1) * kGiB, 100.0 * (i + 1), true, false});
+  mark_front(pts);
+  const std::vector<const ParetoPoint*> labelled = labelled_front(pts);
+  REQUIRE(labelled.size() == kMaxParetoLabels);
+  for (size_t k = 0; k < labelled.size(); ++k) CHECK(labelled[k] == &pts[k * 3]);
+  std::unique_ptr<QChart> chart(pareto_chart("p", pts, 0));
+  int labels = 0;
+  for (QScatterSeries* s : series_of<QScatterSeries>(chart.get())) {
+    if (!s->name().startsWith("label")) continue;
+    CHECK_FALSE(s->pointLabelsFormat().contains('@'));
+    ++labels;
+  }
+  CHECK(labels == int(kMaxParetoLabels));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <QtGui/QImage>
 #include <filesystem>
 
+#include "gui/chart_png.h"
 #include "tests/gui/gui_test_support.h"
 #include "sim/core/atomic_file.h"
 #include "tests/support/run_cli.h"
@@ -112,6 +113,30 @@ TEST_CASE("plot RESULT.json: compare --json gives memory, breakdown and pareto, 
   const auto bad = run_cli("plot " + r + " --kind memory --variant nope -o " + temp_png("r_bad"));
   CHECK(bad.code == 2);
   CHECK(bad.output.find("variants: \"nope\" is not a variant of this result") != std::string::npos);
+}
+
+TEST_CASE("plot RESULT.json: a compare of several scenarios gives one Pareto chart per scenario") {
+  // The tiny 1-layer GPT runs ~700k tokens/s in ~3 GiB: merged with Llama-2 70B (< 600k tokens/s
+  // in 13+ GiB) it would dominate every Llama variant and leave Llama no front at all. Each
+  // scenario's own chart keeps a front of its own variants.
+  const std::string r = result_file(
+      "compare2", "compare " + scenario_path(kLlama) + " " + scenario_path("tiny_2gpu_1layer.json"));
+  const ResultFile file = read_result_file(r);
+  const std::vector<std::string> panels = pareto_panels(file);
+  REQUIRE(panels.size() == 2);
+  CHECK(panels[0] == "llama2-70b on 512 H100");
+  CHECK(panels[1] == "tiny: 1-layer GPT on 2 GPUs");
+  const std::vector<ParetoPoint> merged = variants_pareto_points(file, "");
+  int llama_on_merged_front = 0;
+  for (const ParetoPoint& p : merged) llama_on_merged_front += p.on_front && p.label.rfind("llama2", 0) == 0;
+  CHECK(llama_on_merged_front == 0);
+  for (const std::string& scenario : panels) {
+    CAPTURE(scenario);
+    const std::vector<ParetoPoint> own = variants_pareto_points(file, scenario);
+    CHECK(std::count_if(own.begin(), own.end(), [](const ParetoPoint& p) { return p.on_front; }) >= 1);
+    for (const ParetoPoint& p : own) CHECK(p.label.find(": ") == std::string::npos);  // variant names
+  }
+  check_result_plot(r, "pareto", "compare2");
 }
 
 TEST_CASE("plot RESULT.json: search --json gives pareto, the other kinds say why not") {
