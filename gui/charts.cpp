@@ -72,7 +72,7 @@ QColor event_color(EventKind k) {
 
 Lane lane_of(EventKind k) { return k == EventKind::kComm ? kCommLane : kComputeLane; }
 
-QChart* timeline_chart(const std::string& title, const Prediction& p) {
+QChart* timeline_chart(const std::string& title, const Prediction& p, bool lane_labels) {
   QChart* chart = new_chart(title);
   const std::vector<GanttRow> rows = gantt_rows(p);
   const int n = static_cast<int>(rows.size());
@@ -87,6 +87,10 @@ QChart* timeline_chart(const std::string& title, const Prediction& p) {
   // Each rank's row: its name over the compute lane, "comm" over the communication lane.
   const double boundary = (kComputeLane.hi + kCommLane.lo) / 2;
   for (int r = 0; r < n; ++r) {
+    if (!lane_labels) {
+      y->append(QString("rank %1").arg(r), r + 0.5);
+      continue;
+    }
     y->append(QString("rank %1").arg(r), r + boundary);
     y->append(QString("comm %1").arg(r), r + 0.5);
   }
@@ -233,19 +237,30 @@ QChart* breakdown_chart(const std::string& title, const std::vector<TimeBreakdow
 }
 
 std::vector<const ParetoPoint*> labelled_front(const std::vector<ParetoPoint>& points) {
+  double x_span = 0, y_span = 0;
   std::vector<const ParetoPoint*> front;
   for (const ParetoPoint& pt : points) {
+    x_span = std::max(x_span, pt.memory_B);
+    y_span = std::max(y_span, pt.tokens_per_s);
     if (pt.on_front) front.push_back(&pt);
   }
-  std::sort(front.begin(), front.end(),
-            [](const ParetoPoint* a, const ParetoPoint* b) { return a->memory_B < b->memory_B; });
-  if (front.size() <= kMaxParetoLabels) return front;
-  // Spread along the front, both ends included.
-  std::vector<const ParetoPoint*> spread;
-  for (size_t k = 0; k < kMaxParetoLabels; ++k) {
-    spread.push_back(front[k * (front.size() - 1) / (kMaxParetoLabels - 1)]);
+  std::stable_sort(front.begin(), front.end(), [](const ParetoPoint* a, const ParetoPoint* b) {
+    return a->tokens_per_s > b->tokens_per_s;
+  });
+  auto clash = [&](const ParetoPoint* a, const ParetoPoint* b) {
+    return std::abs(a->tokens_per_s - b->tokens_per_s) < kLabelHeightShare * y_span &&
+           std::abs(a->memory_B - b->memory_B) < kLabelWidthShare * x_span;
+  };
+  std::vector<const ParetoPoint*> chosen;
+  for (const ParetoPoint* pt : front) {
+    if (chosen.size() == kMaxParetoLabels) break;
+    if (std::none_of(chosen.begin(), chosen.end(), [&](const ParetoPoint* c) { return clash(pt, c); })) {
+      chosen.push_back(pt);
+    }
   }
-  return spread;
+  std::sort(chosen.begin(), chosen.end(),
+            [](const ParetoPoint* a, const ParetoPoint* b) { return a->memory_B < b->memory_B; });
+  return chosen;
 }
 
 namespace {

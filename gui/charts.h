@@ -23,7 +23,9 @@ struct Lane {
 inline constexpr Lane kComputeLane{-0.42, 0.04};
 inline constexpr Lane kCommLane{0.1, 0.42};
 Lane lane_of(EventKind k);
-QChart* timeline_chart(const std::string& title, const Prediction& p);
+// lane_labels: name both lanes of each rank ("rank r", "comm r"); false names the ranks only
+// (small charts, where a label per lane would not fit).
+QChart* timeline_chart(const std::string& title, const Prediction& p, bool lane_labels = true);
 
 // Stacked bars per pipeline rank (GiB), one QBarSet per memory component in kMemoryComponents
 // order, and the device capacity as a line named "capacity".
@@ -43,10 +45,14 @@ QChart* breakdown_chart(const std::string& title, const std::vector<TimeBreakdow
 
 // Throughput (tokens/s) against peak memory per device (GiB): "pareto front", "fits",
 // "does not fit" scatter series, and the capacity as a vertical line (none when capacity_B <= 0).
-// The front's points are labelled with their strategies (labelled_front(): all of them, or
-// kMaxParetoLabels spread along the front), each label a marker-less one-point series named
-// "label <k>" hidden from the legend.
+// The front's points are labelled with their strategies (labelled_front()), each label a
+// marker-less one-point series named "label <k>" hidden from the legend. Labels do not pile
+// up: the fastest front point first, then the others by falling throughput, each skipped when
+// it would sit closer to a chosen one than a label's height (kLabelHeightShare of the largest
+// throughput) vertically and its width (kLabelWidthShare of the largest memory) horizontally;
+// at most kMaxParetoLabels; returned in memory order.
 inline constexpr size_t kMaxParetoLabels = 10;
+inline constexpr double kLabelHeightShare = 0.06, kLabelWidthShare = 0.3;
 std::vector<const ParetoPoint*> labelled_front(const std::vector<ParetoPoint>& points);
 QChart* pareto_chart(const std::string& title, const std::vector<ParetoPoint>& points,
                      double capacity_B);

@@ -102,7 +102,7 @@ bool CompareView::set_strategies(const std::vector<VariantResult>& compared,
     memory.push_back({letters[i], &v.prediction});
     const std::string label =
         letters[i] + ": " + v.name + " (" + strategy_label(v.strategy, v.plan->data_parallel()) + ")";
-    timelines_.push_back(add_chart(timeline_chart(label, v.prediction), 0, i * span, span, true));
+    timelines_.push_back(add_chart(timeline_chart(label, v.prediction, false), 0, i * span, span, true));
   }
   // One time scale for all: the longest iteration, zoomed and panned together.
   std::vector<TimelineView*> timelines;

@@ -1,6 +1,7 @@
 // Zoom and pan of the pipeline timeline, and the shared time scale of the compare view.
 #include <doctest/doctest.h>
 
+#include <QtCharts/QCategoryAxis>
 #include <QtCharts/QValueAxis>
 #include <QtGui/QWheelEvent>
 #include <QtTest/QTest>
@@ -115,6 +116,17 @@ TEST_CASE("compare view: the strategies' timelines share one time scale") {
   CHECK(max >= longest);
   for (int i = 1; i < view->count(); ++i) {
     CHECK(time_axis(view->timeline_view(i)->chart())->max() == max);
+  }
+  // Small charts name the ranks only; a full-size timeline names both lanes of every rank.
+  for (int i = 0; i < view->count(); ++i) {
+    const int ranks = view->compared()[i].plan->pp;
+    for (QAbstractAxis* a : view->timeline_view(i)->chart()->axes(Qt::Vertical)) {
+      CHECK(qobject_cast<QCategoryAxis*>(a)->categoriesLabels().size() == ranks);
+    }
+    std::unique_ptr<QChart> full(timeline_chart("full", view->compared()[i].prediction));
+    for (QAbstractAxis* a : full->axes(Qt::Vertical)) {
+      CHECK(qobject_cast<QCategoryAxis*>(a)->categoriesLabels().size() == 2 * ranks);
+    }
   }
   auto* first = dynamic_cast<TimelineView*>(view->timeline_view(0));
   REQUIRE(first != nullptr);
