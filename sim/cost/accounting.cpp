@@ -6,6 +6,7 @@
 #include "sim/core/units.h"
 #include "sim/cost/group_views.h"
 #include "sim/cost/memory_model.h"
+#include "strategies/lowering/mixed_cluster.h"
 #include "strategies/pipeline/schedule_timing.h"
 
 namespace stratasim {
@@ -56,18 +57,28 @@ double mean_peak_flops(const HardwareModel& hw, DType dtype) {
 
 // A mixed cluster: each rank's runtime reserve is its own device's, and each rank must fit its
 // own device; the reported capacity is the peak rank's.
+// A rank whose devices span several groups (data parallel across them) holds the same bytes
+// on each: it fits when it fits on every group's device, with that device's runtime reserve;
+// the tightest group (least room left) is the one reported.
 void fit_groups(Prediction& p, const Plan& plan) {
-  const GroupViews views(plan);
   p.fits = true;
   p.peak_memory_B = 0;
   for (int r = 0; r < plan.pp; ++r) {
-    const DeviceSpec& d = views.for_rank(r).hardware.device;
-    p.rank_memory[r].workspace_B = d.reserved_memory_B;
-    p.fits = p.fits && p.rank_memory[r].total() <= d.memory_B;
-    if (p.rank_memory[r].total() > p.peak_memory_B) {
-      p.peak_memory_B = p.rank_memory[r].total();
+    MemoryBreakdown& m = p.rank_memory[r];
+    const DeviceSpec* tightest = nullptr;
+    double least_room = 0;
+    for (int g : pipeline_rank_groups(plan, r)) {
+      const DeviceSpec& d = plan.hardware.groups[g].device;
+      m.workspace_B = d.reserved_memory_B;
+      const double room = d.memory_B - m.total();
+      if (!tightest || room < least_room) tightest = &d, least_room = room;
+    }
+    m.workspace_B = tightest->reserved_memory_B;
+    p.fits = p.fits && least_room >= 0;
+    if (m.total() > p.peak_memory_B) {
+      p.peak_memory_B = m.total();
       p.peak_rank = r;
-      p.capacity_B = d.memory_B;
+      p.capacity_B = tightest->memory_B;
     }
   }
 }

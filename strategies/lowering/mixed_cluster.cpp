@@ -73,6 +73,17 @@ int pipeline_rank_group(const Plan& plan, int rank) {
   return slowest;
 }
 
+std::vector<int> pipeline_rank_groups(const Plan& plan, int rank) {
+  const HardwareModel& hw = plan.hardware;
+  if (!hw.mixed()) return {0};
+  const long long width = static_cast<long long>(plan.tp) * plan.mp * plan.dp;
+  std::vector<int> out;
+  for (int g = hw.group_of_device(rank * width); g <= hw.group_of_device((rank + 1) * width - 1); ++g) {
+    out.push_back(g);
+  }
+  return out;
+}
+
 std::vector<int> stage_layer_counts(const Plan& plan) {
   const StageMap map = plan.stage_map();
   const int positions = map.chain_length();

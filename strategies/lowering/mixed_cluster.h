@@ -13,6 +13,8 @@ namespace stratasim {
 // runs at the pace of the slowest: its group is the one with the lowest sustained GEMM rate.
 // 0 on a cluster of one kind of node.
 int pipeline_rank_group(const Plan& plan, int rank);
+// Every group rank r's devices lie in, in device order ({0} on a cluster of one kind of node).
+std::vector<int> pipeline_rank_groups(const Plan& plan, int rank);
 
 // Layers of each stage of the chain (StageMap::position order) for Strategy::stage_split:
 // explicit, even (first/last_stage_layers honoured) or balanced. Balanced gives position i

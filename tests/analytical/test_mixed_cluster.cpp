@@ -176,3 +176,38 @@ TEST_CASE("mixed cluster: the transfer between the groups crosses the slower NIC
 
 }  // namespace
 }  // namespace stratasim
+
+namespace stratasim {
+namespace {
+
+TEST_CASE("mixed cluster: a rank spanning groups must fit on each group's devices") {
+  // Llama 3 8B, tp 8, pp 1, dp 4 over one DGX A100 40GB node and three DGX H100 80GB nodes: the
+  // single pipeline rank spans both groups and holds the same bytes on each device (A100 40GB
+  // 40 GiB with a 2 GiB reserve, H100 80 GiB with 3 GiB). It is slower on the A100s but must
+  // also fit in their 40 GiB: with micro-batches of 8 sequences and every activation stored it
+  // does not (about 63 GiB: the H100s alone would hold it); with full recomputation it does.
+  // The capacity reported is the A100 40GB's, the tightest.
+  const ModelSpec m = model_preset("llama3-8b");
+  const HardwareModel hw = cluster_from(
+      R"({"groups": [{"preset": "dgx_a100_40gb", "devices": 8}, {"preset": "dgx_h100", "devices": 24}]})");
+  Strategy s = pipeline(8, 1, StageSplit::kAuto);
+  s.global_batch = 32, s.micro_batch = 8;
+  const Plan plan = *lower(m, s, hw);
+  const Prediction p = predict_analytical(plan);
+  const double a100_B = hw.groups[0].device.memory_B, h100_B = hw.groups[1].device.memory_B;
+  REQUIRE(a100_B < h100_B);
+  const double held = p.rank_memory[0].total();
+  CAPTURE(held / kGiB);
+  REQUIRE(held > a100_B);
+  REQUIRE(held - p.rank_memory[0].workspace_B + hw.groups[1].device.reserved_memory_B < h100_B);
+  CHECK_FALSE(p.fits);
+  CHECK(p.capacity_B == a100_B);
+  CHECK(p.rank_memory[0].workspace_B == hw.groups[0].device.reserved_memory_B);
+  s.recompute = Recompute::kFull;
+  const Prediction recomputed = predict_analytical(*lower(m, s, hw));
+  CHECK(recomputed.fits);
+  CHECK(recomputed.capacity_B == a100_B);
+}
+
+}  // namespace
+}  // namespace stratasim
