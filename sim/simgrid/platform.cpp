@@ -120,6 +120,17 @@ SimPlatform build_rail_platform(const HardwareModel& hw, const std::vector<int>&
 
 }  // namespace
 
+double leaf_uplink_Bps(const HardwareModel& hw, int leaf, double flows) {
+  const NetworkSpec& net = hw.network;
+  const int per_leaf = std::max(1, net.nodes_per_leaf), first = leaf * per_leaf;
+  double sum = 0;
+  for (int k = first; k < first + per_leaf; ++k) {
+    const NodeSpec& ns = hw.node_spec(k < hw.num_nodes() ? k : first);
+    sum += ns.nics * ns.nic.bandwidth_Bps * ns.nic.efficiency / flows;
+  }
+  return sum / std::max(1e-9, net.oversubscription);
+}
+
 SimPlatform build_platform(const HardwareModel& hw, const std::vector<int>& devices,
                            int replicated_flows, double speed_flops, bool tp_mirrors) {
   SS_ASSERT(replicated_flows >= 1, "replicated flows must be >= 1");
@@ -127,14 +138,13 @@ SimPlatform build_platform(const HardwareModel& hw, const std::vector<int>& devi
   if (hw.network.topology == NetworkTopology::kRailOptimized && hw.num_nodes() > 1) {
     return build_rail_platform(hw, devices, replicated_flows, speed_flops, tp_mirrors);
   }
-  // A mixed cluster's nodes have their own group's links (HardwareModel::node_spec); a leaf's
-  // uplink is sized by the first group's nodes.
+  // A mixed cluster's nodes have their own group's links (HardwareModel::node_spec), and each
+  // leaf's uplink serves its own nodes' NICs (leaf_uplink_Bps).
   const NetworkSpec& net = hw.network;
   const double flows = replicated_flows;
   auto node_Bps_of = [&](const NodeSpec& ns) { return ns.nics * ns.nic.bandwidth_Bps * ns.nic.efficiency / flows; };
   const double levels = std::max(1, net.levels);
   const double uplink_latency_s = (levels - 1) * net.switch_latency_s;
-  const double uplink_Bps = net.nodes_per_leaf * node_Bps_of(hw.node) / std::max(1e-9, net.oversubscription);
 
   auto* root = sg4::create_full_zone("cluster");
   std::map<int, Node> nodes;  // node index -> zone, only nodes holding simulated devices
@@ -173,7 +183,8 @@ SimPlatform build_platform(const HardwareModel& hw, const std::vector<int>& devi
                 ->seal();
     if (!uplinks.count(n.leaf)) {
       uplinks[n.leaf] =
-          root->create_split_duplex_link(padded("leaf", n.leaf) + "-uplink", uplink_Bps)
+          root->create_split_duplex_link(padded("leaf", n.leaf) + "-uplink",
+                                         leaf_uplink_Bps(hw, n.leaf, flows))
               ->set_latency(uplink_latency_s)
               ->seal();
     }

@@ -43,6 +43,12 @@ struct SimPlatform {
   int leaves = 0;
 };
 
+// A fat-tree leaf's uplink to the spine (B/s per direction): the NIC bandwidth of the
+// nodes_per_leaf nodes it serves, divided by the oversubscription; on a mixed cluster each node
+// counts its own group's NICs (a leaf past the last node is sized as if the leaf's first node
+// were repeated). `flows`: how many simulated flows each simulated one stands for.
+double leaf_uplink_Bps(const HardwareModel& hw, int leaf, double flows = 1);
+
 // Call once per process, after the Engine exists. `devices` are global device indices
 // (sorted, distinct); `speed_flops` the achievable FLOP/s of one device.
 SimPlatform build_platform(const HardwareModel& hw, const std::vector<int>& devices,
