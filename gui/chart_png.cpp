@@ -185,6 +185,12 @@ void plot_scenario_png(const Scenario& sc, const PlotRequest& request, const std
 std::vector<std::string> pareto_panels(const ResultFile& result) {
   const std::vector<std::string> scenarios = scenarios_of(result);
   if (result.kind != ResultKind::kVariants || scenarios.size() < 2) return {};
+  if (scenarios.size() > kMaxParetoPanels) {
+    throw InputError(result.file, "[]", std::to_string(scenarios.size()) + " scenarios",
+                     "is more than one picture can show as Pareto charts (at most " +
+                         std::to_string(kMaxParetoPanels) +
+                         "): compare fewer scenarios, or plot each scenario's own result");
+  }
   return scenarios;
 }
 

@@ -33,6 +33,8 @@ void plot_scenario_png(const Scenario& sc, const PlotRequest& request, const std
 // A compare file of several scenarios gives one Pareto chart per scenario (pareto_panels(): its
 // scenarios, each with its own front and capacity) in a grid; one scenario, one chart.
 void plot_result_png(const ResultFile& result, const PlotRequest& request, const std::string& path);
+// Throws InputError for more than kMaxParetoPanels scenarios (each chart would be unreadable).
+inline constexpr size_t kMaxParetoPanels = 16;
 std::vector<std::string> pareto_panels(const ResultFile& result);  // empty: a single chart
 // The feasible variants of one scenario of a compare file ("": all of them) as chart points
 // named by variant, with the front marked among them alone.

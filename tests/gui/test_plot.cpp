@@ -7,6 +7,7 @@
 #include "gui/chart_png.h"
 #include "tests/gui/gui_test_support.h"
 #include "sim/core/atomic_file.h"
+#include "sim/core/json_reader.h"
 #include "tests/support/run_cli.h"
 
 namespace stratasim {
@@ -137,6 +138,20 @@ TEST_CASE("plot RESULT.json: a compare of several scenarios gives one Pareto cha
     for (const ParetoPoint& p : own) CHECK(p.label.find(": ") == std::string::npos);  // variant names
   }
   check_result_plot(r, "pareto", "compare2");
+  // More scenarios than a picture can show is refused with the count and the limit (exit 2).
+  Json many = Json::array();
+  const Json one = load_json_file(r)[0];
+  for (size_t i = 0; i <= kMaxParetoPanels; ++i) {
+    Json copy = one;
+    copy["scenario"] = "s" + std::to_string(i);
+    many.push_back(copy);
+  }
+  const std::string big = temp_png("many_scenarios") + ".json";
+  write_file_atomically(big, many.dump());
+  const auto run = run_cli("plot " + big + " --kind pareto -o " + temp_png("many"));
+  CHECK(run.code == 2);
+  CHECK(run.output.find(big + ": []: 17 scenarios is more than one picture can show as Pareto charts (at most 16)") !=
+        std::string::npos);
 }
 
 TEST_CASE("plot RESULT.json: search --json gives pareto, the other kinds say why not") {
