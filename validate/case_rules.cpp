@@ -102,12 +102,13 @@ std::vector<GroupRule> read_groups(const JsonNode& list) {
   std::vector<GroupRule> out;
   for (size_t i = 0; i < list.size(); ++i) {
     const JsonNode g = list.element(i);
-    g.allow_keys({"group", "prefix", "flop_convention", "measured", "tolerance", "why",
+    g.allow_keys({"group", "prefix", "flop_convention", "speedup_baseline", "measured", "tolerance", "why",
                   "memory_tolerance", "memory_why"});
     GroupRule rule;
     rule.group = g.string("group");
     rule.prefix = g.string("prefix");
     rule.flop_convention = g.string_or("flop_convention", "");
+    rule.speedup_baseline = g.string_or("speedup_baseline", "");
     rule.measured = g.bool_or("measured", true);
     if (auto t = g.find("tolerance")) rule.tolerance = read_tolerance(*t);
     rule.why = g.string_or("why", "");

@@ -47,6 +47,9 @@ struct GroupRule {
   std::string group;
   std::string prefix;            // a case belongs to the group of the longest matching id prefix
   std::string flop_convention;   // for cases measured in FLOP/s (flop_conventions.h)
+  // For cases measured as a speedup: the id of the case whose throughput they divide by (the
+  // source's baseline). That case is predicted as the denominator, not compared itself.
+  std::string speedup_baseline;
   bool measured = true;          // false: not a measurement (kept out of the gate, listed)
   std::optional<Tolerance> tolerance;  // none: reported, not gated
   std::string why;

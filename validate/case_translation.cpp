@@ -55,6 +55,7 @@ std::string reason_not_expressible(const Json& c, const Json& m) {
   if (has_word(arch, "mla") && !m.contains("mla")) {
     return "multi-head latent attention whose ranks no rule states (" + case_field_text(c, "model.arch") + ")";
   }
+  if (m.contains("preset")) return "";  // an operator-graph preset (ResNet-101, ...)
   const Json& e = m.value("moe", Json::object());
   if (moe && (!has_number(e, "experts") || !has_number(e, "top_k") ||
               !has_number(m, "layers") || !has_number(m, "hidden") || !has_number(m, "heads"))) {
@@ -63,7 +64,7 @@ std::string reason_not_expressible(const Json& c, const Json& m) {
   }
   if (!has_number(m, "layers") || !has_number(m, "hidden") || !has_number(m, "heads")) {
     return "not a transformer (" + case_field_text(c, "model.arch") +
-           "): operator graphs with pipeline parallelism come with issue 16";
+           ") and no model rule names an operator-graph preset for it";
   }
   if (!moe && has_number(p, "ep") && p.at("ep").get<double>() > 1) {
     return "expert parallelism (ep=" + json_text(p.at("ep")) + ") on a model with no experts stated";
@@ -88,6 +89,8 @@ Json model_of(const JsonNode& c, const CaseRules& rules) {
   for (const CaseRule& r : rules.model) {
     if (rule_matches(r, c.raw())) merge_into(model, r.apply);
   }
+  // An operator-graph preset (a CNN): the preset alone, the transformer fields do not apply.
+  if (model.contains("preset")) return Json{{"preset", model.at("preset")}};
   return model;
 }
 
@@ -186,6 +189,8 @@ void stated_parallel(const JsonNode& c, Json& strategy, Json& search, const Json
   }
   if (tp == 1) strategy["sequence_parallel"] = false;
   if (has_number(pr, "zero_stage")) strategy["zero_stage"] = pr.at("zero_stage");
+  // The source's own split of layers (an operator graph's ops) over the pipeline stages.
+  if (pr.contains("stage_layers") && pr.at("stage_layers").is_array()) strategy["stage_layers"] = pr.at("stage_layers");
   const std::string fsdp = lowercase(case_field_text(pr, "fsdp"));
   if (fsdp.find("fsdp") != std::string::npos || (has_number(pr, "fsdp") && pr.at("fsdp") > 0)) {
     strategy["zero_stage"] = 3;
@@ -264,6 +269,13 @@ std::vector<CaseMetric> metrics_of(const JsonNode& c, const GroupRule* group) {
                    m.at("layer_total_ms").get<double>() * kMilli,
                    relative_rounding(m.at("layer_total_ms"))});
   }
+  if (group && !group->speedup_baseline.empty()) {
+    for (auto it = m.begin(); it != m.end(); ++it) {
+      if (it.key().rfind("speedup_vs_", 0) != 0 || !it.value().is_number()) continue;
+      out.push_back({MetricKind::kSpeedup, "speedup vs " + group->speedup_baseline,
+                     it.value().get<double>(), relative_rounding(it.value()), group->speedup_baseline});
+    }
+  }
   if (has_number(m, "memory_gib")) {
     out.push_back({MetricKind::kMemoryReserved, "memory reserved B",
                    m.at("memory_gib").get<double>() * kGiB, relative_rounding(m.at("memory_gib"))});
@@ -295,7 +307,10 @@ TranslatedCase translate_case(const JsonNode& c, const CaseRules& rules) {
   t.unsupported = reason_not_expressible(c.raw(), model_of(c, rules));
   if (!t.unsupported.empty()) return t;
   t.metrics = metrics_of(c, group);
-  if (t.metrics.empty()) {
+  if (group && group->speedup_baseline == t.id) {
+    t.speedup_reference = true;
+    t.metrics.clear();
+  } else if (t.metrics.empty()) {
     t.unsupported = "no measured value this tool can compare (measured: " +
                     c.at("measured").value_text() + ")";
     return t;
@@ -306,6 +321,7 @@ TranslatedCase translate_case(const JsonNode& c, const CaseRules& rules) {
                 {"cluster", cluster_of(c, rules)},
                 {"strategy", strategy_of(c, rules, &t.stack, &search)}};
   if (!search.empty()) t.scenario["search"] = search;
+  if (t.speedup_reference) t.unsupported = "the baseline its group's speedups divide by (predicted, not compared)";
   return t;
 }
 

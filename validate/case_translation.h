@@ -14,13 +14,15 @@
 
 namespace stratasim {
 
-enum class MetricKind { kIterationTime, kLayerTime, kMemoryReserved };
+// kSpeedup: samples/s over the samples/s of the group's baseline case (CaseMetric::baseline).
+enum class MetricKind { kIterationTime, kLayerTime, kMemoryReserved, kSpeedup };
 
 struct CaseMetric {
   MetricKind kind = MetricKind::kIterationTime;
   std::string label;       // "iteration s (from tokens/s/GPU)"
   double published = 0;    // in SI: s, or bytes
   double rel_rounding = 0;  // half a unit of the printed value's last digit, relative
+  std::string baseline;     // kSpeedup: the id of the case it is relative to
 };
 
 struct TranslatedCase {
@@ -32,6 +34,9 @@ struct TranslatedCase {
   std::vector<CaseMetric> metrics;
   std::string unsupported;  // non-empty: not expressible yet, and why
   bool measured = true;     // false: the group is a formula, not a measurement
+  // The baseline of its group's speedups: predicted as their denominator (`scenario` is set
+  // although `unsupported` says why it is not compared itself).
+  bool speedup_reference = false;
 };
 
 // `file` names the case file in messages. Malformed fields throw InputError naming the file,

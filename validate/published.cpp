@@ -80,6 +80,7 @@ double predicted_value(const CaseMetric& m, const Plan& plan, const Prediction& 
       return cost.forward_s + cost.backward_s;
     }
     case MetricKind::kMemoryReserved: return p.peak_memory_B;
+    case MetricKind::kSpeedup: return p.samples_per_s;  // divided by the baseline's (validate_published)
   }
   return 0;
 }
@@ -144,6 +145,34 @@ GroupSummary summarize_group(const std::string& name, const std::vector<CaseResu
                          (g.tolerance.max_error <= 0 || g.max_abs_error <= g.tolerance.max_error);
   }
   return g;
+}
+
+// A speedup case's prediction over its baseline case's predicted samples/s.
+void divide_by_baselines(std::vector<CaseResult>& cases, const ValidationSet& set) {
+  std::map<std::string, double> baseline;  // id -> predicted samples/s
+  for (CaseResult& r : cases) {
+    if (r.baseline.empty() || !r.failure.empty()) continue;
+    if (!baseline.contains(r.baseline)) {
+      auto it = std::find_if(set.cases.begin(), set.cases.end(),
+                             [&](const TranslatedCase& c) { return c.id == r.baseline; });
+      double rate = 0;
+      if (it != set.cases.end() && it->speedup_reference) {
+        TranslatedCase reference = *it;
+        reference.unsupported.clear();
+        reference.metrics = {CaseMetric{MetricKind::kSpeedup, "samples/s", 1, 0, it->id}};
+        const std::vector<CaseResult> own = evaluate_case(reference);
+        if (!own.empty() && own.front().failure.empty()) rate = own.front().predicted;
+      }
+      baseline[r.baseline] = rate;
+    }
+    const double rate = baseline[r.baseline];
+    if (rate <= 0) {
+      r.failure = "its baseline case " + r.baseline + " has no prediction";
+      continue;
+    }
+    r.predicted /= rate;
+    r.error = (r.predicted - r.published) / r.published;
+  }
 }
 
 }  // namespace
@@ -214,6 +243,7 @@ std::vector<CaseResult> evaluate_case(const TranslatedCase& c) {
       CaseResult r = base;
       if (m.kind == MetricKind::kMemoryReserved) r.group += ":memory";
       r.metric = m.label;
+      r.baseline = m.baseline;
       r.published = m.published;
       r.rel_rounding = m.rel_rounding;
       if (plan) {
@@ -245,6 +275,7 @@ ValidationReport validate_published(const ValidationSet& set) {
       r.cases.push_back(std::move(res));
     }
   }
+  divide_by_baselines(r.cases, set);
   r.all_within_tolerance = true;
   for (const std::string& name : order) {
     r.groups.push_back(summarize_group(name, r.cases, set.rules));

@@ -38,6 +38,7 @@ struct CaseResult {
   double excess_error() const;  // |error| beyond the rounding; the tolerance applies to this
   std::string chosen;      // the searched knobs' chosen values
   std::string failure;     // non-empty: no prediction (no feasible strategy fits, ...)
+  std::string baseline;    // a speedup: the case it is relative to
 };
 
 struct UnsupportedCase {

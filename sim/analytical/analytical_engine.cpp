@@ -175,7 +175,7 @@ void add_send(Prediction& p, const Plan& plan, const PipelineSchedule& schedule,
   const std::string id = std::to_string(op.op.micro_batch);
   p.timeline.push_back({rank, EventKind::kComm, op.op.micro_batch, op.op.chunk, start,
                         blocking ? op.end_s : op.end_s + t, (fwd ? "send act " : "send grad ") + id,
-                        plan.p2p_bytes});
+                        plan.boundary_B(static_cast<int>(boundary))});
 }
 
 // After the rank's pipeline work: its gradient sync on the communication lane (the buckets

@@ -38,7 +38,10 @@ MemoryBreakdown rank_breakdown(const Plan& plan, double params, double experts, 
   // per iteration it keeps the whole stage gathered (zero_stage 1 above). A placed op graph's
   // device gathers its own ops' weights.
   if (plan.zero_stage >= 3 && plan.shard > 1) {
-    m.weights_B += 2 * std::min(plan.layer->params, params) * plan.weight_bytes_per_param;
+    const double layer = plan.stage_blocks.empty() ? plan.layer->params : 0.0;
+    double largest = layer;  // an operator graph's stages: the largest part gathered
+    for (const auto& b : plan.stage_blocks) largest = std::max(largest, b->params);
+    m.weights_B += 2 * std::min(largest, params) * plan.weight_bytes_per_param;
   }
   m.activations_B = in_flight * activation_sum / std::max(1, chunks);
   m.transient_B = transient;
@@ -74,7 +77,7 @@ std::vector<MemoryBreakdown> rank_memory(const Plan& plan, const std::vector<int
     a.params += st.params;
     a.experts += st.expert_params;
     a.activation_sum += st.activation_B;
-    a.transient = std::max(a.transient, st.layers > st.dense_layers ? plan.layer->peak_transient_B : 0.0);
+    a.transient = std::max(a.transient, st.layers > st.dense_layers ? plan.layer_of(st)->peak_transient_B : 0.0);
     if (st.dense_layers > 0) a.transient = std::max(a.transient, plan.dense_layer->peak_transient_B);
     if (st.has_head && plan.head) a.transient = std::max(a.transient, plan.head->peak_transient_B);
     ++a.chunks;

@@ -115,7 +115,9 @@ StageCosts stage_costs(const Plan& plan) {
     if (views.mixed() && !costed[g]) per_group[g] = block_costs(on), costed[g] = 1;
     const BlockCosts& b = views.mixed() ? per_group[g] : uniform;
     StageCost& c = out.stages[i];
-    add_block(c, b.layer, double(st.layers - st.dense_layers) * plan.block_repeat);
+    // An operator graph's pipeline stage runs its own part of the graph.
+    const BlockCost own = st.block >= 0 ? memoized_block_cost(plan.layer_of(st), on) : BlockCost{};
+    add_block(c, st.block >= 0 ? own : b.layer, double(st.layers - st.dense_layers) * plan.block_repeat);
     if (st.dense_layers > 0) add_block(c, b.dense, st.dense_layers);
     if (st.has_embedding) add_block(c, b.embedding, 1);
     if (st.has_head) add_block(c, b.head, 1);

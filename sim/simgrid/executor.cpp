@@ -113,14 +113,15 @@ void Simulation::run_op(int rank, int replica, const PipeOp& op, bool keep) {
   if (!weight && to >= 0 && map_.rank_of(to) != rank) {  // the V's turn stays on its rank
     sg4::Mailbox* out = box(fwd ? 'f' : 'b', replica, to);
     void* payload = &micro_batch_ids_[op.micro_batch];
+    const double bytes = plan_.boundary_B(fwd ? vs : vs - 1);
     const double send_start = sg4::Engine::get_clock();
     if (plan_.strategy.overlap_p2p) {
       // put_init + detach: a comm that started (permanent receiver) cannot be detached.
-      out->put_init(payload, message_size(plan_.p2p_bytes))->detach();
+      out->put_init(payload, message_size(bytes))->detach();
     } else {  // Megatron's blocking p2p: the sender waits until the message has arrived
-      out->put(payload, message_size(plan_.p2p_bytes));
+      out->put(payload, message_size(bytes));
       me.p2p_s += sg4::Engine::get_clock() - send_start;
-      record(EventKind::kComm, send_start, (fwd ? "send act " : "send grad ") + id, plan_.p2p_bytes);
+      record(EventKind::kComm, send_start, (fwd ? "send act " : "send grad ") + id, bytes);
     }
     ++run_.activities;
   }

@@ -181,10 +181,12 @@ std::vector<bool> saved_with(const LayerGraph& g, const Usage& u, Recompute mode
   std::vector<bool> saved(g.tensors.size(), false);
   if (mode == Recompute::kFull) {
     saved[g.input_tensor] = true;
+    for (int t : g.extra_inputs) saved[t] = true;
     return saved;
   }
   if (mode == Recompute::kOpSelective) {  // the checkpoint's input and what the policy saves
     saved[g.input_tensor] = true;
+    for (int t : g.extra_inputs) saved[t] = true;
     for (int i = 0; i < static_cast<int>(g.ops.size()); ++i) {
       if (g.ops[i].output >= 0 && op_saved_by_op_policy(g, i)) saved[g.ops[i].output] = true;
     }

@@ -126,21 +126,30 @@ LayerGraph build_op_graph(const OpGraphSpec& spec, const LayerShape& sh, const s
   const int n = static_cast<int>(spec.ops.size());
   std::vector<int> consumers(n, 0);
   for (const GraphOp& op : spec.ops) {
-    for (int in : op.inputs) ++consumers[in];
+    for (int in : op.inputs) {
+      if (in >= 0) ++consumers[in];
+    }
   }
   double input_elements = 0;
   for (const GraphOp& op : spec.ops) input_elements = std::max(input_elements, op.input_elements);
   g.input_tensor = add_tensor(g, input_elements * b * e);
   for (int i = 0; i < n; ++i) add_tensor(g, spec.ops[i].output_elements * b * e);
+  // A pipeline stage's inputs from earlier stages: tensors n + 1 + k; the first of them is the
+  // block input when no op of the stage reads the model input.
+  for (double elements : spec.external_inputs) g.extra_inputs.push_back(add_tensor(g, elements * b * e));
+  if (input_elements <= 0 && !g.extra_inputs.empty()) {
+    g.input_tensor = g.extra_inputs.front();
+    g.extra_inputs.erase(g.extra_inputs.begin());
+  }
+  auto tensor_of = [n](int input) { return input >= 0 ? input + 1 : n - input; };  // -1 - k -> n + 1 + k
   for (int i = 0; i < n; ++i) {
     const GraphOp& src = spec.ops[i];
     const bool compute = src.kind == GraphOpKind::kMatmul || src.kind == GraphOpKind::kConv;
-    LayerOp& op = add_op(g, {}, compute ? OpClass::kMatmul : OpClass::kMemoryBound,
-                         g.input_tensor, i + 1);
-    op.source_op = static_cast<int16_t>(i);
+    LayerOp& op = add_op(g, {}, compute ? OpClass::kMatmul : OpClass::kMemoryBound, 0, i + 1);
+    op.source_op = static_cast<int16_t>(i + spec.source_offset);
     op.device = static_cast<int8_t>(devices.empty() ? 0 : devices[i]);
     for (size_t k = 0; k < src.inputs.size() && k < kMaxOpInputs; ++k) {
-      op.inputs[k] = static_cast<int16_t>(src.inputs[k] + 1);
+      op.inputs[k] = static_cast<int16_t>(tensor_of(src.inputs[k]));
     }
     (compute ? op.matmul_flops : op.other_flops) = src.flops * b;
     op.model_flops = compute ? src.flops * b : 0;
@@ -150,7 +159,7 @@ LayerGraph build_op_graph(const OpGraphSpec& spec, const LayerShape& sh, const s
     // Epilogue fusion: a norm or elementwise op whose single input has no other consumer
     // joins its producer's kernel (conv + BN + ReLU, LSTM gate chains).
     const bool chainable = src.kind == GraphOpKind::kNorm || src.kind == GraphOpKind::kElementwise;
-    if (chainable && src.inputs.size() == 1 && src.inputs[0] == i - 1 && consumers[i - 1] == 1 &&
+    if (chainable && src.inputs.size() == 1 && i > 0 && src.inputs[0] == i - 1 && consumers[i - 1] == 1 &&
         sh.fusion.elementwise_epilogue && op.device == g.ops[i - 1].device) {
       op.fusion = FusionRule::kEpilogue;
       LayerOp& producer = g.ops[i - 1];

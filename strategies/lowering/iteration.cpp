@@ -31,7 +31,7 @@ Work weight_work(const Plan& plan, const VirtualStage& st) {
     for (const Kernel& k : b->backward) f += k.phase == Phase::kBackward ? k.weight_grad_flops : 0;
     return f;
   };
-  double flops = of(plan.layer.get()) * (st.layers - st.dense_layers) * plan.block_repeat;
+  double flops = of(plan.layer_of(st).get()) * (st.layers - st.dense_layers) * plan.block_repeat;
   if (st.dense_layers > 0) flops += of(plan.dense_layer.get()) * st.dense_layers;
   if (st.has_embedding) flops += of(plan.embedding.get());
   if (st.has_head) flops += of(plan.head.get());
@@ -40,7 +40,7 @@ Work weight_work(const Plan& plan, const VirtualStage& st) {
 
 Work stage_work(const Plan& plan, const VirtualStage& st, Phase phase) {
   const auto list = phase == Phase::kForward ? &Block::forward : &Block::backward;
-  const Work layer = phase_work(plan.layer.get(), phase, list);
+  const Work layer = phase_work(plan.layer_of(st).get(), phase, list);
   const double times = double(st.layers - st.dense_layers) * plan.block_repeat;
   Work w{times * layer.flops, times * layer.bytes};
   if (st.dense_layers > 0) {
@@ -145,7 +145,7 @@ void add_send(StepProgram& s, const Plan& plan, IterOpKind kind, int vs, int aft
   op.kind = kind;
   op.stream = Stream::kComm;
   op.vstage = vs;
-  op.bytes = plan.p2p_bytes;
+  op.bytes = plan.boundary_B(kind == IterOpKind::kSendActivation ? vs : vs - 1);
   op.blocking = !plan.strategy.overlap_p2p;
   op.deps[0] = static_cast<int8_t>(after);
   push(s, op);

@@ -96,6 +96,9 @@ struct LayerGraph {
   std::vector<TensorInfo> tensors;
   std::vector<LayerOp> ops;
   int input_tensor = 0;   // the block input (saved under full recomputation)
+  // Further block inputs, saved like it: the tensors an operator graph's pipeline stage
+  // receives beside its first (a skip connection crossing the stage boundary).
+  std::vector<int> extra_inputs;
   int output_tensor = 0;  // the block output (always written)
   // FP8 training that keeps a linear layer's input for its weight gradient as the FP8 cast
   // (Transformer Engine): the bytes of that saved copy per byte of the 16-bit tensor (1/2 for

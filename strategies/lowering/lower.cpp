@@ -7,6 +7,7 @@
 #include "strategies/lowering/edge_blocks.h"
 #include "strategies/lowering/lower_checks.h"
 #include "strategies/lowering/mixed_cluster.h"
+#include "strategies/lowering/op_graph_stages.h"
 #include "strategies/lowering/placement.h"
 
 namespace stratasim {
@@ -21,17 +22,32 @@ LayerShape shape_of(const Strategy& s, bool causal) {
 }
 
 // Explicit op groups from the strategy ("fuse conv1, bn1, relu1"); they must be consecutive.
+// `g` holds the model's ops [offset, offset + g.ops.size()) (a pipeline stage's part of an
+// operator graph); a group must lie within one such part.
 std::optional<Infeasible> apply_graph_groups(const ModelSpec& m, const FusionPlan& f,
-                                             LayerGraph& g) {
+                                             LayerGraph& g, int offset = 0) {
+  const int end = offset + static_cast<int>(g.ops.size());
   for (size_t gi = 0; gi < f.graph_groups.size(); ++gi) {
-    int previous = -1;
+    int previous = -1, inside = 0;
     for (const std::string& name : f.graph_groups[gi]) {
       auto it = std::find_if(m.graph.ops.begin(), m.graph.ops.end(),
                              [&](const GraphOp& op) { return op.name == name; });
       if (it == m.graph.ops.end()) {
         return Infeasible{InfeasibleReason::kModel, "fusion group names unknown op '" + name + "'"};
       }
-      const int index = static_cast<int>(it - m.graph.ops.begin());
+      const int at = static_cast<int>(it - m.graph.ops.begin());
+      inside += at >= offset && at < end;
+    }
+    if (inside == 0) continue;
+    if (inside != static_cast<int>(f.graph_groups[gi].size())) {
+      return Infeasible{InfeasibleReason::kModel,
+                        "fusion group '" + f.graph_groups[gi].front() + "'... spans two pipeline stages",
+                        "stage_layers"};
+    }
+    for (const std::string& name : f.graph_groups[gi]) {
+      auto it = std::find_if(m.graph.ops.begin(), m.graph.ops.end(),
+                             [&](const GraphOp& op) { return op.name == name; });
+      const int index = static_cast<int>(it - m.graph.ops.begin()) - offset;
       if (previous >= 0 && index != previous + 1) {
         return Infeasible{InfeasibleReason::kModel,
                           "fusion group ops must be consecutive; '" + name + "' is not"};
@@ -39,13 +55,75 @@ std::optional<Infeasible> apply_graph_groups(const ModelSpec& m, const FusionPla
       if (previous >= 0 && g.ops[index].device != g.ops[previous].device) {
         return Infeasible{InfeasibleReason::kModel,
                           "fusion group spans two devices of the placement; '" + name + "' is on device " +
-                              std::to_string(g.ops[index].device) + ", '" + m.graph.ops[previous].name +
+                              std::to_string(g.ops[index].device) + ", '" + m.graph.ops[previous + offset].name +
                               "' on device " + std::to_string(g.ops[previous].device), "placement"};
       }
       g.ops[index].fusion = FusionRule::kGraphGroup;
       g.ops[index].fusion_group = static_cast<int16_t>(1000 + gi);
       previous = index;
     }
+  }
+  return std::nullopt;
+}
+
+// Ops per pipeline stage of an operator graph: the strategy's list, an even count, or
+// (balanced, and auto) the split of the ops' estimated times with the smallest slowest stage.
+std::vector<int> op_graph_stage_counts(const Plan& plan, const Block& whole) {
+  const Strategy& s = plan.strategy;
+  const int ops = static_cast<int>(plan.model.graph.ops.size());
+  if (s.stage_split == StageSplit::kExplicit) return s.stage_layers;
+  if (s.stage_split == StageSplit::kEven) {
+    std::vector<int> counts(plan.pp, ops / plan.pp);
+    for (int i = 0; i < ops % plan.pp; ++i) ++counts[i];
+    return counts;
+  }
+  return min_max_partition(op_time_estimates(whole, plan.hardware.device, s.dtype, ops), plan.pp);
+}
+
+std::optional<Infeasible> check_op_graph_counts(const std::vector<int>& counts, int ops, int pp) {
+  if (static_cast<int>(counts.size()) != pp) {
+    return Infeasible{InfeasibleReason::kPipelineParallel,
+                      "stage_layers lists " + std::to_string(counts.size()) + " stages where the pipeline has " +
+                          std::to_string(pp) + " (pp); an operator graph's stage_layers counts its ops",
+                      "stage_layers"};
+  }
+  long long sum = 0;
+  for (int c : counts) sum += c;
+  if (sum != ops) {
+    return Infeasible{InfeasibleReason::kPipelineParallel,
+                      "stage_layers sum to " + std::to_string(sum) + " ops where the graph has " +
+                          std::to_string(ops), "stage_layers"};
+  }
+  return std::nullopt;
+}
+
+// An operator graph over pp pipeline stages (op_graph_stages.h): one block per stage, and
+// the bytes each boundary carries per micro-batch.
+std::optional<Infeasible> lower_op_graph_stages(Plan& plan, const Block& whole) {
+  const Strategy& s = plan.strategy;
+  const ModelSpec& m = plan.model;
+  const int ops = static_cast<int>(m.graph.ops.size());
+  if (ops < plan.pp) {
+    return Infeasible{InfeasibleReason::kPipelineParallel,
+                      "pp=" + std::to_string(plan.pp) + " stages for an operator graph of " +
+                          std::to_string(ops) + " ops", "pp"};
+  }
+  const std::vector<int> counts = op_graph_stage_counts(plan, whole);
+  if (auto bad = check_op_graph_counts(counts, ops, plan.pp)) return bad;
+  const OpGraphStages split = split_op_graph(m.graph, counts);
+  const double e = dtype_bytes(storage_dtype(s.dtype));
+  for (size_t i = 0; i < split.stages.size(); ++i) {
+    auto block = std::make_shared<Block>();
+    block->graph = build_op_graph(split.stages[i], shape_of(s, false));
+    if (auto bad = apply_graph_groups(m, s.fusion, block->graph, split.stages[i].source_offset)) return bad;
+    lower_block(*block, s.recompute, s.workload == Workload::kInference);
+    for (const GraphOp& op : split.stages[i].ops) block->params += op.params;
+    plan.stage_blocks.push_back(std::move(block));
+  }
+  plan.p2p_bytes = 0;
+  for (double elements : split.boundary_elements) {
+    plan.boundary_bytes.push_back(elements * s.micro_batch * e);
+    plan.p2p_bytes = std::max(plan.p2p_bytes, plan.boundary_bytes.back());
   }
   return std::nullopt;
 }
@@ -75,6 +153,7 @@ void assign_stages(Plan& plan) {
   // even with explicit first/last stages (checked by lower_checks).
   const std::vector<int> counts = stage_layer_counts(plan);
   int next = 0;
+  const bool own_blocks = !plan.stage_blocks.empty();  // an operator graph's stages
   for (int i = 0; i < vstages; ++i) {
     VirtualStage& st = plan.stages[i];
     const int pos = map.position(i);
@@ -82,16 +161,23 @@ void assign_stages(Plan& plan) {
     st.rank = map.rank_of(i);
     st.chunk = i / plan.pp;
     st.first_layer = next;
-    st.layers = counts[pos];
-    next += st.layers;
+    st.layers = own_blocks ? 1 : counts[pos];
+    if (own_blocks) {
+      st.block = pos;
+      st.ops = static_cast<int>(plan.stage_blocks[pos]->graph.ops.size());
+      next += st.ops;
+    } else {
+      next += st.layers;
+    }
     st.has_embedding = pos == 0 && plan.model.family != ModelFamily::kOpGraph;
     st.has_head = pos == positions - 1 && plan.model.family != ModelFamily::kOpGraph;
     const int dense_end = plan.dense_layer ? plan.model.transformer.moe.first_dense_layers : 0;
     st.dense_layers = std::clamp(dense_end - st.first_layer, 0, st.layers);
     const int routed = st.layers - st.dense_layers;
-    st.params = routed * plan.layer->params;
-    st.expert_params = routed * plan.layer->expert_params;
-    st.activation_B = routed * plan.layer->saved_activation_B * plan.block_repeat;
+    const Block& layer = *plan.layer_of(st);
+    st.params = routed * layer.params;
+    st.expert_params = routed * layer.expert_params;
+    st.activation_B = routed * layer.saved_activation_B * plan.block_repeat;
     // Placement: a replica's devices hold different shares; the stage stands for the one with
     // the most parameters (its gradient sync and optimizer step finish last) and the memory
     // model reads every device (plan.placed).
@@ -214,6 +300,9 @@ Expected<Plan> lower(const ModelSpec& model, const Strategy& requested,
       if (strategy.workload == Workload::kInference) {
         for (PlacedDevice& d : plan.placed) d.activation_B = 0, d.peak_transient_B = 0;
       }
+    }
+    if (strategy.pp > 1) {
+      if (auto bad = lower_op_graph_stages(plan, *block)) return *bad;
     }
     plan.layer = std::move(block);
     plan.block_repeat = model.graph.repeat;

@@ -171,6 +171,26 @@ std::optional<Infeasible> check_stage_layers(const Strategy& s, int layers, int 
   return std::nullopt;
 }
 
+// An operator graph's pipeline stages are contiguous parts of its op list, one per rank: the
+// schedules that run one chunk per rank in one direction.
+std::optional<Infeasible> check_op_graph_pipeline(const Strategy& s) {
+  if (s.pp == 1) return std::nullopt;
+  if (!s.placement.empty()) {
+    return Infeasible{InfeasibleReason::kModel,
+                      "placement and pp > 1 together: an operator graph is split either by placement or "
+                      "into pipeline stages", "placement"};
+  }
+  const bool one_chunk = s.schedule == ScheduleKind::kGPipe || s.schedule == ScheduleKind::k1F1B ||
+                         s.schedule == ScheduleKind::kPipeDreamAsync;
+  if (!one_chunk || s.interleave > 1) {
+    return Infeasible{InfeasibleReason::kPipelineParallel,
+                      "schedule " + std::string(schedule_name(s.schedule)) +
+                          " on an operator graph: its pipeline stages run with gpipe, 1f1b or pipedream_async "
+                          "(one chunk per rank)", "schedule"};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<Infeasible> check_model_split(const ModelSpec& m, const Strategy& s, int dp) {
@@ -186,17 +206,17 @@ std::optional<Infeasible> check_model_split(const ModelSpec& m, const Strategy& 
                       "placement"};
   }
   if (m.family == ModelFamily::kOpGraph) {
-    if (s.stage_split == StageSplit::kExplicit || s.stage_split == StageSplit::kBalanced) {
+    if (s.pp == 1 && (s.stage_split == StageSplit::kExplicit || s.stage_split == StageSplit::kBalanced)) {
       return Infeasible{InfeasibleReason::kModel,
-                        "stage_layers splits a transformer's layers over pipeline stages; an operator graph has pp 1",
+                        "stage_layers splits an operator graph's ops over pipeline stages; pp is 1",
                         "stage_layers"};
     }
-    if (s.tp > 1 || s.pp > 1 || s.sequence_parallel) {
+    if (s.tp > 1 || s.sequence_parallel) {
       return Infeasible{InfeasibleReason::kModel,
-                        "operator-graph models support data parallelism (with ZeRO) only; got tp=" +
-                            str(s.tp) + " pp=" + str(s.pp)};
+                        "operator-graph models split by data, pipeline (pp) and placement parallelism; got tp=" +
+                            str(s.tp), "tp"};
     }
-    return std::nullopt;
+    return check_op_graph_pipeline(s);
   }
   if (s.streams > 1) {
     return Infeasible{InfeasibleReason::kModel,

@@ -78,6 +78,11 @@ struct VirtualStage {
   double params = 0;        // on one device of this stage
   double expert_params = 0; // the routed experts' share of params (reduced over the expert-data group)
   double activation_B = 0;  // saved per micro-batch (layers + embedding/head)
+  // An operator graph split over pipeline stages: this stage's part of the graph
+  // (Plan::stage_blocks[block], run once as its one "layer") and how many ops it holds;
+  // -1: the stage repeats Plan::layer.
+  int block = -1;
+  int ops = 0;
 };
 
 // One device of an operator graph's replica under Strategy::placement, per repetition of the
@@ -141,6 +146,20 @@ struct Plan {
 
   std::vector<VirtualStage> stages;  // p * v, in virtual-stage order
   double p2p_bytes = 0;              // activation (and gradient) message between stages
+  // An operator graph over pipeline stages (op_graph_stages.h): each stage's part of the
+  // graph, and the bytes crossing each boundary (stage s -> s + 1) per micro-batch, which
+  // differ from boundary to boundary; p2p_bytes is then the largest of them.
+  std::vector<std::shared_ptr<const Block>> stage_blocks;
+  std::vector<double> boundary_bytes;
+  // The message crossing `boundary` (between virtual stages boundary and boundary + 1).
+  double boundary_B(int boundary) const {
+    return boundary >= 0 && boundary < static_cast<int>(boundary_bytes.size()) ? boundary_bytes[boundary]
+                                                                             : p2p_bytes;
+  }
+  // The block a virtual stage repeats (its own part of an operator graph, or `layer`).
+  const std::shared_ptr<const Block>& layer_of(const VirtualStage& st) const {
+    return st.block >= 0 ? stage_blocks[st.block] : layer;
+  }
 
   CommGroup tp_group, dp_group, cp_group, ep_group, edp_group, shard_group, replica_group, mp_group;
   double grad_bytes_per_param = 2;   // gradient reduction dtype

@@ -17,8 +17,9 @@ std::vector<std::string> model_preset_names();
 // Throws InputError (file "presets") for an unknown name.
 ModelSpec model_preset(const std::string& name);
 
-// Builders for the op-graph presets (model_resnet50.cpp, model_lstm.cpp).
+// Builders for the op-graph presets (model_resnet.cpp, model_lstm.cpp).
 ModelSpec make_resnet50();
+ModelSpec make_resnet101();
 ModelSpec make_lstm_lm(int layers, int hidden, int vocab, int steps);
 
 }  // namespace stratasim

@@ -84,6 +84,7 @@ const std::map<std::string, std::function<ModelSpec()>>& presets() {
          return m;
        }},
       {"resnet50", [] { return make_resnet50(); }},
+      {"resnet101", [] { return make_resnet101(); }},
       // Zaremba et al. 2014 "large" LSTM language model: 2 layers, 1500 units, 35 steps.
       {"lstm-2layer", [] { return make_lstm_lm(2, 1500, 10000, 35); }},
   };

@@ -95,7 +95,9 @@ struct GraphOp {
   double flops = 0;           // per sample, forward
   double output_elements = 0; // per sample
   double params = 0;          // trainable parameters (elements)
-  std::vector<int> inputs;    // indices of producer ops; empty = reads the model input
+  // Indices of producer ops; empty = reads the model input. In a pipeline stage's part of a
+  // graph (op_graph_stages.h), -1 - k reads the stage's k-th external input.
+  std::vector<int> inputs;
   double input_elements = 0;  // per sample, only for ops reading the model input
   bool operator==(const GraphOp&) const = default;
 };
@@ -103,6 +105,10 @@ struct GraphOp {
 struct OpGraphSpec {
   std::vector<GraphOp> ops;
   int repeat = 1;  // the op list is one block repeated `repeat` times (e.g. LSTM time steps)
+  // A pipeline stage's part of a graph: the elements per sample of each tensor it receives
+  // from earlier stages, and the index of its first op in the whole graph.
+  std::vector<double> external_inputs;
+  int source_offset = 0;
   bool operator==(const OpGraphSpec&) const = default;
 };
 

@@ -352,13 +352,13 @@ TEST_CASE("error messages name the file, the JSON path, the value and the rule")
         cluster_from(R"({"preset": "dgx_a1000", "devices": 16})"),
         "scenario.json: hardware.preset: \"dgx_a1000\" is not a known cluster (did you mean "
         "'dgx_a100'?); known clusters: cpu_cluster, dgx1_v100, dgx2_v100, dgx_a100, "
-        "dgx_a100_40gb, dgx_b200, dgx_h100, dgx_h200, mi300x_node",
+        "dgx_a100_40gb, dgx_b200, dgx_h100, dgx_h200, mi300x_node, p40_pcie_server",
         InputError);
     CHECK_THROWS_WITH_AS(
         cluster_from(R"({"preset": "dgx_h100", "device": "h100-sxm5-80gb"})"),
         "scenario.json: hardware.device: \"h100-sxm5-80gb\" is not a known device (did you mean "
         "'H100-SXM5-80GB'?); known devices: A100-SXM4-40GB, A100-SXM4-80GB, B200, "
-        "H100-SXM5-80GB, H200-SXM-141GB, MI300X, V100-SXM2-32GB, V100-SXM3-32GB, x86-cpu-socket",
+        "H100-SXM5-80GB, H200-SXM-141GB, MI300X, P40, V100-SXM2-32GB, V100-SXM3-32GB, x86-cpu-socket",
         InputError);
     CHECK_THROWS_WITH_AS(
         catalog_link("nvlnk4"),

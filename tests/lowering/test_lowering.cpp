@@ -190,7 +190,7 @@ TEST_CASE("lowering: ResNet-50 with epilogue fusion groups conv+BN+ReLU into one
   Expected<Plan> bad = lower(model_preset("resnet50"), tp, cluster(8));
   REQUIRE_FALSE(bad.has_value());
   CHECK(bad.error().detail ==
-        "operator-graph models support data parallelism (with ZeRO) only; got tp=2 pp=1");
+        "operator-graph models split by data, pipeline (pp) and placement parallelism; got tp=2");
 }
 
 TEST_CASE("lowering: identical block shapes share one lowered block; different ones do not") {

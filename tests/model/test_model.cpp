@@ -35,6 +35,20 @@ TEST_CASE("model: ResNet-50 graph has torchvision's 25,557,032 parameters and ~4
   CHECK(conv_flops == doctest::Approx(8.18e9).epsilon(0.01));
 }
 
+TEST_CASE("model: ResNet-101 graph has torchvision's 44,549,160 parameters and ~7.8 GMAC") {
+  const ModelSpec m = model_preset("resnet101");
+  CHECK(total_params(m) == 44549160);
+  double conv_flops = 0;
+  for (const GraphOp& op : m.graph.ops) {
+    if (op.kind == GraphOpKind::kConv || op.kind == GraphOpKind::kMatmul) conv_flops += op.flops;
+  }
+  // torchvision's model card: 7.80 GFLOPS counted as multiply-adds = 15.6e9 FLOP.
+  CHECK(conv_flops == doctest::Approx(15.6e9).epsilon(0.01));
+  // 4 stem ops, 33 bottlenecks of 10 ops (12 with a downsample: the first of each of the 4
+  // stages), avgpool, fc, loss.
+  CHECK(m.graph.ops.size() == 4 + 33 * 10 + 4 * 2 + 3);
+}
+
 TEST_CASE("model: LSTM language model parameters are 4H(in+H)+4H per layer") {
   const ModelSpec m = make_lstm_lm(2, 1500, 10000, 35);
   const double H = 1500, V = 10000;

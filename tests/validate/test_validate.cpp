@@ -8,6 +8,9 @@
 #include <set>
 
 #include "hardware_models/src/hardware_json.h"
+#include "sim/analytical/analytical_engine.h"
+#include "sim/scenario/scenario.h"
+#include "strategies/lowering/lower.h"
 #include "tests/support/run_cli.h"
 #include "validate/case_rules.h"
 #include "validate/case_translation.h"
@@ -91,7 +94,8 @@ TEST_CASE("validate: cases it cannot express yet are listed with the reason, not
   CHECK(reason.count("mbridge2511_h100_qwen3_30b_a3b_16gpu_tp1pp2cp1ep8") == 0);  // MoE: expressible
   // DeepSeek-V3: MLA and its dense first layers come from a model rule (rules.json).
   CHECK(reason.count("mbridge2509_h100_deepseekv3_1024gpu_tp2pp8cp1ep64") == 0);
-  CHECK(reason.at("gpipe_resnet101_pipeline2").find("not a transformer") != std::string::npos);
+  // ResNet-101: an operator-graph preset from a model rule, pipelined (issue 16).
+  CHECK(reason.count("gpipe_resnet101_pipeline2") == 0);
   // "moe" is a word of its own: AmoebaNet is a CNN, not a mixture of experts.
   CHECK(reason.at("gpipe_amoebanetd_18_256_k2_m1").find("not a transformer") != std::string::npos);
   CHECK(reason.at("mbridge2511_h100_gptoss120b_64gpu_tp1pp4cp1ep8") ==
@@ -222,4 +226,39 @@ TEST_CASE("validate: a TorchTitan pipeline the source leaves unstated runs the s
   c["parallel"]["micro_batch"] = nullptr;
   const TranslatedCase flat = translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules());
   CHECK_FALSE(flat.scenario.at("strategy").contains("micro_batch"));
+}
+
+TEST_CASE("validate: a speedup is the case's predicted samples/s over its baseline case's") {
+  // torchgpipe's ResNet-101 rows are speedups over one P40 without pipelining
+  // (gpipe_resnet101_baseline, predicted as the denominator and not compared itself).
+  const ValidationSet set = load_validation_set({});
+  const ValidationReport r = validate_published(set);
+  auto direct = [&](const std::string& id) {  // the case's scenario, predicted on its own
+    for (const TranslatedCase& c : set.cases) {
+      if (c.id != id) continue;
+      const Scenario s = read_scenario(c.scenario, id);
+      Expected<Plan> plan = lower(s.model, s.strategy, s.hardware);
+      REQUIRE(plan.has_value());
+      return predict_analytical(*plan).samples_per_s;
+    }
+    FAIL("no case " << id);
+    return 0.0;
+  };
+  const double baseline = direct("gpipe_resnet101_baseline");
+  int speedups = 0;
+  for (const CaseResult& c : r.cases) {
+    if (c.id.rfind("gpipe_resnet101_pipeline", 0) != 0) continue;
+    ++speedups;
+    CAPTURE(c.id);
+    CHECK(c.failure.empty());
+    CHECK(c.metric == "speedup vs gpipe_resnet101_baseline");
+    CHECK(c.predicted == doctest::Approx(direct(c.id) / baseline).epsilon(1e-12));
+  }
+  CHECK(speedups == 4);
+  bool listed = false;
+  for (const UnsupportedCase& u : r.unsupported) {
+    listed = listed || (u.id == "gpipe_resnet101_baseline" &&
+                        u.reason == "the baseline its group's speedups divide by (predicted, not compared)");
+  }
+  CHECK(listed);
 }

@@ -1,7 +1,9 @@
-// ResNet-50 (He et al. 2016, Table 1) as an operator graph, per 224x224x3 sample.
+// ResNet-50 and ResNet-101 (He et al. 2016, Table 1: bottleneck blocks [3, 4, 6, 3] and
+// [3, 4, 23, 3]) as operator graphs, per 224x224x3 sample.
 // FLOPs of a convolution: 2 * H_out * W_out * C_in * C_out * k^2 (multiply-add = 2 FLOP).
 // Batch norm and ReLU: a few FLOP per element. Expected totals: ~25.6 M parameters and
-// ~8.2 GFLOP forward per sample (4.1 G multiply-adds), which tests check.
+// ~8.2 GFLOP forward per sample (4.1 G multiply-adds) for ResNet-50, 44.5 M and ~15.7 GFLOP
+// for ResNet-101 (torchvision's counts), which tests check.
 #include <string>
 
 #include "strategies/model/model_json.h"
@@ -66,9 +68,11 @@ class ResNetBuilder {
 
 }  // namespace
 
-ModelSpec make_resnet50() {
+namespace {
+
+ModelSpec make_resnet(const std::string& name, const int (&blocks)[4]) {
   ModelSpec m;
-  m.name = "resnet50";
+  m.name = name;
   m.family = ModelFamily::kOpGraph;
   ResNetBuilder b(m);
   int x = b.conv_bn("stem", -1, 3, 64, 7, 2, true);
@@ -76,7 +80,6 @@ ModelSpec make_resnet50() {
   b.hw_ = b.out_hw_;  // 112
   b.hw_ = 56;         // 3x3 max pool, stride 2
   x = b.add("stem.maxpool", GraphOpKind::kPool, 9.0 * 56 * 56 * 64, 56.0 * 56 * 64, 0, x);
-  const int blocks[4] = {3, 4, 6, 3};
   const int widths[4] = {64, 128, 256, 512};
   int c_in = 64;
   for (int stage = 0; stage < 4; ++stage) {
@@ -93,5 +96,10 @@ ModelSpec make_resnet50() {
   b.add("loss", GraphOpKind::kLoss, 5.0 * 1000, 1, 0, x);
   return m;
 }
+
+}  // namespace
+
+ModelSpec make_resnet50() { return make_resnet("resnet50", {3, 4, 6, 3}); }
+ModelSpec make_resnet101() { return make_resnet("resnet101", {3, 4, 23, 3}); }
 
 }  // namespace stratasim
