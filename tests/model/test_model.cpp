@@ -23,13 +23,23 @@ TEST_CASE("model: Llama-2 70B with GQA and SwiGLU has ~69B parameters") {
   CHECK(expected == doctest::Approx(68.98e9).epsilon(1e-3));
 }
 
+namespace {
+
+// The forward FLOPs of an operator graph's convolutions and matrix multiplies, per sample.
+double matrix_flops(const ModelSpec& m) {
+  double flops = 0;
+  for (const GraphOp& op : m.graph.ops) {
+    if (op.kind == GraphOpKind::kConv || op.kind == GraphOpKind::kMatmul) flops += op.flops;
+  }
+  return flops;
+}
+
+}  // namespace
+
 TEST_CASE("model: ResNet-50 graph has torchvision's 25,557,032 parameters and ~4.1 GMAC") {
   const ModelSpec m = model_preset("resnet50");
   CHECK(total_params(m) == 25557032);
-  double conv_flops = 0;
-  for (const GraphOp& op : m.graph.ops) {
-    if (op.kind == GraphOpKind::kConv || op.kind == GraphOpKind::kMatmul) conv_flops += op.flops;
-  }
+  const double conv_flops = matrix_flops(m);
   // He et al. 2016, Table 1: 3.8e9 multiply-adds (their count skips the projection shortcuts
   // and fc); the common count with them is 4.09e9 MAC = 8.18e9 FLOP.
   CHECK(conv_flops == doctest::Approx(8.18e9).epsilon(0.01));
@@ -38,10 +48,7 @@ TEST_CASE("model: ResNet-50 graph has torchvision's 25,557,032 parameters and ~4
 TEST_CASE("model: ResNet-101 graph has torchvision's 44,549,160 parameters and ~7.8 GMAC") {
   const ModelSpec m = model_preset("resnet101");
   CHECK(total_params(m) == 44549160);
-  double conv_flops = 0;
-  for (const GraphOp& op : m.graph.ops) {
-    if (op.kind == GraphOpKind::kConv || op.kind == GraphOpKind::kMatmul) conv_flops += op.flops;
-  }
+  const double conv_flops = matrix_flops(m);
   // torchvision's model card: 7.80 GFLOPS counted as multiply-adds = 15.6e9 FLOP.
   CHECK(conv_flops == doctest::Approx(15.6e9).epsilon(0.01));
   // 4 stem ops, 33 bottlenecks of 10 ops (12 with a downsample: the first of each of the 4
