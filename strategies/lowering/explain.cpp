@@ -92,9 +92,12 @@ std::string explain(const Plan& plan) {
         plan.hardware.mixed()
             ? format_text(" on %s", plan.hardware.groups[pipeline_rank_group(plan, st.rank)].device.name.c_str())
             : "";
-    out += format_text("  stage %zu (rank %d, chunk %d%s): layers %d-%d%s%s | params/device %s | "
+    // An operator graph's stage holds a range of its ops (st.ops), a transformer's of layers.
+    const int units = st.block >= 0 ? st.ops : st.layers;
+    out += format_text("  stage %zu (rank %d, chunk %d%s): %s %d-%d%s%s | params/device %s | "
                 "activations %s per micro-batch\n",
-                i, st.rank, st.chunk, on.c_str(), st.first_layer, st.first_layer + st.layers - 1,
+                i, st.rank, st.chunk, on.c_str(), st.block >= 0 ? "ops" : "layers", st.first_layer,
+                st.first_layer + units - 1,
                 st.has_embedding ? " + embedding" : "", st.has_head ? " + head" : "",
                 format_count(st.params).c_str(), format_bytes(st.activation_B).c_str());
   }

@@ -56,6 +56,24 @@ TEST_CASE("model: ResNet-101 graph has torchvision's 44,549,160 parameters and ~
   CHECK(m.graph.ops.size() == 4 + 33 * 10 + 4 * 2 + 3);
 }
 
+TEST_CASE("model: AmoebaNet-D (18, 256) as torchgpipe builds it: 122,470,120 parameters, 30.3 GFLOP") {
+  // The second implementation: torchgpipe's own benchmarks/models/amoebanet (v0.0.7) in
+  // PyTorch 1.13, amoebanetd(num_classes=1000, num_layers=18, num_filters=256): its parameters
+  // summed, and 2 x output elements x C_in x k_h x k_w of every Conv2d (2 x out x in of the
+  // Linear) on one 224x224 image by forward hooks: 122,470,120 and 30,340,186,112.
+  const ModelSpec m = model_preset("amoebanet-d-18-256");
+  CHECK(total_params(m) == 122470120);
+  CHECK(matrix_flops(m) == doctest::Approx(30340186112.0).epsilon(1e-9));
+  // 24 layers of torchgpipe's nn.Sequential, each op named after its layer.
+  int layers = 0;
+  std::string last;
+  for (const GraphOp& op : m.graph.ops) {
+    const std::string layer = op.name.substr(0, op.name.find('.'));
+    if (layer != last) ++layers, last = layer;
+  }
+  CHECK(layers == 24);
+}
+
 TEST_CASE("model: LSTM language model parameters are 4H(in+H)+4H per layer") {
   const ModelSpec m = make_lstm_lm(2, 1500, 10000, 35);
   const double H = 1500, V = 10000;
