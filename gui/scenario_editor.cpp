@@ -20,6 +20,8 @@ namespace {
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
 
+const QString kCustomModel = QStringLiteral("(model as written)");
+
 // The preset a model or cluster entry names ("gpt3-175b" or {"preset": "gpt3-175b", ...}).
 std::string preset_of(const Json& j) {
   if (j.is_string()) return j.get<std::string>();
@@ -51,6 +53,8 @@ ScenarioEditor::ScenarioEditor(QWidget* parent)
       search_(new QLineEdit),
       text_(new QPlainTextEdit),
       error_(new QLabel) {
+  // A model written out in the scenario (no preset) shows as the first entry and stays as it is.
+  model_->addItem(kCustomModel);
   for (const std::string& n : model_preset_names()) model_->addItem(qs(n));
   for (const std::string& n : catalog_names(CatalogKind::kCluster)) cluster_->addItem(qs(n));
   search_->setPlaceholderText(R"({"tp": [1, 2, 4, 8], "pp": [1, 2, 4]})");
@@ -111,7 +115,8 @@ void ScenarioEditor::set_document(const Json& doc, const std::string& file) {
   text_->setPlainText(qs(json_text(doc, 2)));
   try {
     const Scenario sc = read_scenario(doc, file);
-    model_->setCurrentText(qs(preset_of(doc.value("model", Json()))));
+    const std::string preset = preset_of(doc.value("model", Json()));
+    model_->setCurrentText(preset.empty() ? kCustomModel : qs(preset));
     const TransformerSpec& t = sc.model.transformer;
     layers_->setValue(t.layers), hidden_->setValue(t.hidden), heads_->setValue(t.heads);
     seq_len_->setValue(t.seq_len);
@@ -146,8 +151,9 @@ void ScenarioEditor::form_changed() {
   // Only fields that differ from what the document already gives are written, so an untouched
   // form leaves the document as it was.
   Json& model = doc["model"];
-  if (qs(preset_of(model)) != model_->currentText()) {
-    model = model_->currentText().toStdString();
+  const QString chosen = model_->currentText() == kCustomModel ? QString() : model_->currentText();
+  if (!chosen.isEmpty() && qs(preset_of(model)) != chosen) {
+    model = chosen.toStdString();
   } else {
     const TransformerSpec& t = before.model.transformer;
     for (auto [key, box, now] : {std::tuple{"layers", layers_, t.layers}, {"hidden", hidden_, t.hidden},

@@ -1,7 +1,7 @@
 #include "strategies/lowering/op_graph_stages.h"
 
 #include <algorithm>
-#include <limits>
+#include <cmath>
 #include <map>
 
 #include "strategies/lowering/plan.h"
@@ -48,31 +48,51 @@ OpGraphStages split_op_graph(const OpGraphSpec& graph, const std::vector<int>& o
   return out;
 }
 
-std::vector<int> min_max_partition(const std::vector<double>& costs, int parts) {
+namespace {
+
+// Splits `costs` greedily into exactly `parts` non-empty parts of at most `limit` each: a part
+// ends when the next cost would exceed the limit or when only as many costs are left as parts
+// still to fill. Empty when `limit` cannot be kept.
+std::vector<int> greedy_parts(const std::vector<double>& costs, int parts, double limit) {
   const int n = static_cast<int>(costs.size());
-  std::vector<double> prefix(n + 1, 0);
-  for (int i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + costs[i];
-  constexpr double kNone = std::numeric_limits<double>::max();
-  // best[k][i]: the smallest largest part splitting the first i costs into k parts; cut[k][i]
-  // where the last of them starts.
-  std::vector<std::vector<double>> best(parts + 1, std::vector<double>(n + 1, kNone));
-  std::vector<std::vector<int>> cut(parts + 1, std::vector<int>(n + 1, 0));
-  best[0][0] = 0;
-  for (int k = 1; k <= parts; ++k) {
-    for (int i = k; i <= n - (parts - k); ++i) {
-      for (int j = k - 1; j < i; ++j) {
-        if (best[k - 1][j] == kNone) continue;
-        const double worst = std::max(best[k - 1][j], prefix[i] - prefix[j]);
-        if (worst < best[k][i]) best[k][i] = worst, cut[k][i] = j;
-      }
+  std::vector<int> counts;
+  double sum = 0;
+  int count = 0;
+  for (int i = 0; i < n; ++i) {
+    if (costs[i] > limit) return {};
+    const int parts_left = parts - static_cast<int>(counts.size());  // including the open one
+    const bool must_close = parts_left > 1 && n - i < parts_left;  // the rest, one cost a part
+    if (count > 0 && (sum + costs[i] > limit || must_close)) {
+      counts.push_back(count);
+      sum = 0, count = 0;
+      if (static_cast<int>(counts.size()) == parts) return {};
+    }
+    sum += costs[i], ++count;
+  }
+  counts.push_back(count);
+  return static_cast<int>(counts.size()) == parts ? counts : std::vector<int>{};
+}
+
+}  // namespace
+
+std::vector<int> min_max_partition(const std::vector<double>& costs, int parts) {
+  // The smallest feasible limit by bisection (feasibility is monotone in the limit; the greedy
+  // fill is optimal for a given limit), from the largest single cost to the total.
+  double lo = 0, hi = 0;
+  for (double c : costs) lo = std::max(lo, c), hi += c;
+  std::vector<int> best = greedy_parts(costs, parts, hi);
+  if (best.empty() || lo >= hi) return best.empty() ? std::vector<int>(parts, 0) : best;
+  lo = std::max(0.0, std::nextafter(lo, 0.0));
+  for (int iteration = 0; iteration < 200 && std::nextafter(lo, hi) < hi; ++iteration) {
+    const double mid = lo + (hi - lo) / 2;
+    std::vector<int> counts = greedy_parts(costs, parts, mid);
+    if (counts.empty()) {
+      lo = mid;
+    } else {
+      hi = mid, best = std::move(counts);
     }
   }
-  std::vector<int> counts(parts);
-  for (int k = parts, i = n; k > 0; --k) {
-    counts[k - 1] = i - cut[k][i];
-    i = cut[k][i];
-  }
-  return counts;
+  return best;
 }
 
 std::vector<double> op_time_estimates(const Block& whole, const DeviceSpec& device, DType dtype,

@@ -22,8 +22,8 @@ struct OpGraphStages {
 OpGraphStages split_op_graph(const OpGraphSpec& graph, const std::vector<int>& op_counts);
 
 // The contiguous split of `costs` into `parts` non-empty parts whose largest sum is smallest
-// (the linear partition problem, solved exactly by dynamic programming over prefix sums);
-// among equally good splits, the last part starts as early as possible. parts <= costs.size().
+// (the linear partition problem): the smallest limit a greedy left-to-right fill keeps, found
+// by bisection to double precision, O(n) per step. parts <= costs.size().
 std::vector<int> min_max_partition(const std::vector<double>& costs, int parts);
 
 // Each op's share of one micro-batch's forward, recomputation and backward on `device`, by

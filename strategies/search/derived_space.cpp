@@ -62,6 +62,17 @@ SearchSpace graph_space(const OpGraphSpec& graph, const HardwareModel& hw, const
   SearchSpace space;
   if (has_branches(graph)) add(space, axis(Axis::kStreams, {1, 2, 4}));
   add(space, axis(Axis::kMicroBatch, graph_micro_batches(hw, base)));
+  // Pipeline stages over the op list (GPipe, torchgpipe): up to 16, each stage an op at least,
+  // with GPipe's or 1F1B's order and stage-input checkpointing or none (memory for time).
+  const int ops = static_cast<int>(graph.ops.size());
+  if (base.placement.empty()) {
+    add(space, axis(Axis::kPp, powers_of_two(std::min({std::max(1, hw.num_devices), ops, 16}),
+                                             [](int) { return true; })));
+    if (hw.num_devices > 1 && ops > 1) {
+      add(space, axis(Axis::kSchedule, {enum_int(ScheduleKind::kGPipe), enum_int(ScheduleKind::k1F1B)}));
+      add(space, axis(Axis::kRecompute, {enum_int(Recompute::kNone), enum_int(Recompute::kFull)}));
+    }
+  }
   add(space, axis(Axis::kZeroStage, {0, 1, 2, 3}));
   add(space, axis(Axis::kOverlapDp, {0, 1}));
   add(space, axis(Axis::kFusion, {0, kFusionAll}));

@@ -49,6 +49,11 @@ TEST_CASE("editor: the form writes into the scenario, Apply re-evaluates the edi
   CHECK(doc["cluster"]["devices"] == 4);
   CHECK(doc["strategy"]["global_batch"] == 16);
   CHECK(doc["model"]["layers"] == 2);
+  // The scenario writes its model out (no preset): the form keeps it, whatever preset comes
+  // first in the list (it replaced it with the first preset once).
+  CHECK(e->findChild<QComboBox*>() != nullptr);
+  CHECK(doc["model"]["name"] == "gpt-1layer");
+  CHECK(doc["model"]["hidden"] == 1024);
   CHECK(doc["search"]["tp"] == Json::array({1, 2}));
   REQUIRE(run_job(w, [&] {
     emit e->applied();

@@ -94,6 +94,9 @@ TEST_CASE("op-graph pipeline: the balanced split is the smallest slowest part (c
   // By hand: [1 2 3 | 4 | 5] has largest part 6, and it is the only split with no part above 6
   // (the first part can hold at most 1+2+3, and 4+5 = 9 does not fit in one).
   CHECK(min_max_partition({1, 2, 3, 4, 5}, 3) == std::vector<int>{3, 1, 1});
+  // Zero costs still give every part one op at least; as many parts as costs, one each.
+  CHECK(min_max_partition({0, 0, 0, 0, 0}, 3) == std::vector<int>{3, 1, 1});
+  CHECK(min_max_partition({5, 1, 1}, 3) == std::vector<int>{1, 1, 1});
   std::mt19937 rng(7);
   std::uniform_real_distribution<double> cost(0.1, 10);
   for (int trial = 0; trial < 50; ++trial) {

@@ -64,18 +64,24 @@ TEST_CASE("derived space: long sequences add cp, mixtures of experts add ep and 
   CHECK(find_axis(moe, Axis::kFusion) == nullptr);  // kept as the scenario sets it
 }
 
-TEST_CASE("derived space: an operator graph searches only what data parallelism leaves") {
+TEST_CASE("derived space: an operator graph searches data and pipeline parallelism, no tensor split") {
   Strategy base;
   base.global_batch = 2048;  // 256 samples per device on 8
   base.micro_batch = 96;
   const SearchSpace s = derive_search_space(model_preset("resnet50"), h100s(8), base);
   CHECK(find_axis(s, Axis::kTp) == nullptr);
-  CHECK(find_axis(s, Axis::kPp) == nullptr);
+  // Pipeline stages over the op list (issue 16), GPipe's or 1F1B's order, stage inputs
+  // checkpointed or not.
+  CHECK(values(s, Axis::kPp) == std::vector<int>{1, 2, 4, 8});
+  CHECK(values(s, Axis::kSchedule) ==
+        std::vector<int>{static_cast<int>(ScheduleKind::kGPipe), static_cast<int>(ScheduleKind::k1F1B)});
+  CHECK(values(s, Axis::kRecompute) ==
+        std::vector<int>{static_cast<int>(Recompute::kNone), static_cast<int>(Recompute::kFull)});
   // Powers of two up to the 256 samples a replica sees, and the scenario's own 96.
   CHECK(values(s, Axis::kMicroBatch) == std::vector<int>{1, 2, 4, 8, 16, 32, 64, 96, 128, 256});
   // ResNet's downsampling shortcuts are branches beside the main path: streams are searched.
   CHECK(values(s, Axis::kStreams) == std::vector<int>{1, 2, 4});
-  CHECK(s.size() == 3 * 10 * 4 * 2 * 2 * 1);
+  CHECK(s.size() == 3 * 10 * 4 * 2 * 2 * 4 * 2 * 2);
   // A chain of ops has no branches to overlap: no streams axis.
   ModelSpec chain;
   chain.family = ModelFamily::kOpGraph;
@@ -83,6 +89,9 @@ TEST_CASE("derived space: an operator graph searches only what data parallelism 
                      GraphOp{.name = "b", .kind = GraphOpKind::kElementwise, .flops = 1, .output_elements = 1,
                              .inputs = {0}}};
   CHECK(find_axis(derive_search_space(chain, h100s(8), base), Axis::kStreams) == nullptr);
+  // A graph placed over a replica's devices is not split into stages as well.
+  base.placement = {{"*", 0}};
+  CHECK(find_axis(derive_search_space(chain, h100s(8), base), Axis::kPp) == nullptr);
 }
 
 TEST_CASE("normalized knobs: a tp = 1 point is not pruned for sequence parallelism") {
