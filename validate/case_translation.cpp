@@ -177,6 +177,10 @@ void stated_parallel(const JsonNode& c, Json& strategy, Json& search, const Json
   }
   if (pr.contains("recompute") && pr.at("recompute").is_string()) {
     strategy["recompute"] = recompute_of(p.at("recompute"));
+    // torchgpipe's checkpoint='except_last': the last micro-batch keeps its activations.
+    if (lowercase(pr.at("recompute").get<std::string>()).rfind("all but last", 0) == 0) {
+      strategy["recompute_last_micro_batch"] = false;
+    }
   } else if (const std::string implied = recompute_implied_by_flops(c.raw()); !implied.empty()) {
     strategy["recompute"] = implied;
   } else {

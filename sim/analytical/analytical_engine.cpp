@@ -88,6 +88,8 @@ const ScheduleTiming& memoized_timing(ScheduleKind kind, int p, int m, int v,
   key.insert(key.end(), d.backward_s.begin(), d.backward_s.end());
   key.insert(key.end(), d.p2p_s.begin(), d.p2p_s.end());
   key.insert(key.end(), d.weight_s.begin(), d.weight_s.end());
+  key.push_back(-1.0);  // a separator: the last micro-batch's backwards, when they differ
+  key.insert(key.end(), d.last_backward_s.begin(), d.last_backward_s.end());
   for (const Entry& e : recent) {
     if (e.kind == kind && e.p == p && e.m == m && e.v == v && e.key == key) return e.timing;
   }

@@ -126,6 +126,13 @@ StageCosts stage_costs(const Plan& plan) {
                &out.durations.backward_s[i], &forward_lat, &backward_lat);
     out.compute_only.forward_s[i] = c.forward_s;
     out.compute_only.backward_s[i] = c.backward_s;
+    // torchgpipe's checkpoint='except_last': the last micro-batch's backward recomputes nothing.
+    if (!plan.strategy.recompute_last_micro_batch && plan.strategy.recompute != Recompute::kNone) {
+      out.durations.last_backward_s.resize(n, 0.0);
+      out.compute_only.last_backward_s.resize(n, 0.0);
+      out.durations.last_backward_s[i] = std::max(0.0, out.durations.backward_s[i] - c.recompute_s);
+      out.compute_only.last_backward_s[i] = std::max(0.0, c.backward_s - c.recompute_s);
+    }
     if (!plan.iteration.stages[i].weight.ops.empty()) {
       out.durations.weight_s.resize(n, 0.0);
       out.compute_only.weight_s.resize(n, 0.0);

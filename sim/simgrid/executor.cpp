@@ -45,6 +45,13 @@ namespace stratasim::simgrid_detail {
 
 namespace sg4 = simgrid::s4u;
 
+// The backward of the iteration's last micro-batch under Strategy::recompute_last_micro_batch =
+// false (torchgpipe's checkpoint='except_last'): it kept its activations, recomputes nothing.
+bool Simulation::keeps_activations_of(const PipeOp& op) const {
+  return op.kind == PipeOpKind::kBackward && !plan_.strategy.recompute_last_micro_batch &&
+         op.micro_batch % m_ == m_ - 1;
+}
+
 void Simulation::run_op(int rank, int replica, const PipeOp& op, bool keep) {
   HostResult& me = run_.hosts[host_index(rank, replica)];
   const int vs = map_.virtual_stage(rank, op.chunk);
@@ -82,7 +89,9 @@ void Simulation::run_op(int rank, int replica, const PipeOp& op, bool keep) {
   const double compute_start = sg4::Engine::get_clock();
   BucketSignal* signal = fwd ? nullptr : bucket_signal_[host_index(rank, replica)].get();
   const OpPieces& pieces = pieces_[vs];
+  const bool keeps_activations = keeps_activations_of(op);
   for (const Piece& piece : fwd ? pieces.forward : weight ? pieces.weight : pieces.backward) {
+    if (keeps_activations && piece.kind == EventKind::kRecompute) continue;
     const double t = sg4::Engine::get_clock();
     for (const Segment& seg : piece.segments) {
       compute_tracked(seg.compute_s, signal);
@@ -225,6 +234,7 @@ void Simulation::worker(int rank, int replica) {
       const OpPieces& pieces = pieces_[vs];
       for (const Piece& piece :
            op.kind == PipeOpKind::kWeight ? pieces.weight : pieces.backward) {
+        if (keeps_activations_of(op) && piece.kind == EventKind::kRecompute) continue;
         for (const Segment& seg : piece.segments) signal->total_s += seg.compute_s;
       }
       BucketSignal* raw = signal.get();

@@ -165,6 +165,7 @@ class Simulation {
   }
   void worker(int rank, int replica);
   void run_op(int rank, int replica, const PipeOp& op, bool keep);
+  bool keeps_activations_of(const PipeOp& op) const;
   // A tensor-parallel collective of `host` as messages to and from its mirror (platform.h).
   void exchange(int host, const TpExchange& x);
   void all_to_all(int host, const TpExchange& x);

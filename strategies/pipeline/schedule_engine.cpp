@@ -32,7 +32,8 @@ CompiledOp compile_op(const PipeOp& op, int r, const PipelineSchedule& s) {
     c.self = bwd_base + vs * m + op.micro_batch;
     c.dep = next >= 0 ? bwd_base + next * m + op.micro_batch : zero;
     c.fwd = vs * m + op.micro_batch;
-    c.dur = vstages + vs;
+    // The iteration's last micro-batch has a backward of its own (StageDurations::last_backward_s).
+    c.dur = (op.micro_batch == m - 1 ? 3 * vstages : vstages) + vs;
     c.lat = next >= 0 ? vs : vstages - 1;  // the boundary vs -> next
   }
   return c;
@@ -146,13 +147,17 @@ void fill_duration_tables(int p, int v, const StageDurations& d, DurationTables&
             "stage durations need one p2p time per stage boundary (or none)");
   SS_ASSERT(d.weight_s.empty() || d.weight_s.size() == vstages,
             "stage durations need one W time per virtual stage (or none)");
-  t.dur.assign(3 * vstages, 0.0);
+  SS_ASSERT(d.last_backward_s.empty() || d.last_backward_s.size() == vstages,
+            "stage durations need one last-micro-batch backward per virtual stage (or none)");
+  t.dur.assign(4 * vstages, 0.0);
   t.lat.assign(vstages, 0.0);
   for (size_t i = 0; i < vstages; ++i) {
     SS_ASSERT(d.forward_s[i] >= 0 && d.backward_s[i] >= 0, "stage durations must be >= 0");
     t.dur[i] = d.forward_s[i];
     t.dur[vstages + i] = d.backward_s[i];
     if (!d.weight_s.empty()) t.dur[2 * vstages + i] = d.weight_s[i];
+    t.dur[3 * vstages + i] = d.last_backward_s.empty() ? d.backward_s[i] : d.last_backward_s[i];
+    SS_ASSERT(t.dur[3 * vstages + i] >= 0, "stage durations must be >= 0");
   }
   for (size_t i = 0; i < d.p2p_s.size(); ++i) {
     SS_ASSERT(d.p2p_s[i] >= 0, "p2p times must be >= 0");

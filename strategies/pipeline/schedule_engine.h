@@ -60,7 +60,7 @@ PeriodicStructure analyze_periodicity(const CompiledSchedule& cs, int period);
 
 // Per-call duration tables in the layout CompiledOp indexes.
 struct DurationTables {
-  std::vector<double> dur;  // 3V: forward, backward (B), W
+  std::vector<double> dur;  // 4V: forward, backward (B), W, the last micro-batch's backward
   std::vector<double> lat;  // V (the last entry is 0, for ops without a transfer)
 };
 void fill_duration_tables(int p, int v, const StageDurations& d, DurationTables& t);

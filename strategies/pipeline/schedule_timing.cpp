@@ -263,11 +263,17 @@ void finish_timing(int p, int m, int v, const StageDurations& d, ScheduleTiming&
       t.rank_busy_s[r] += d.forward_s[vs] + d.backward_s[vs] + (split ? d.weight_s[vs] : 0.0);
     }
     t.rank_busy_s[r] *= m;
-    // The other schedules end each rank with the backward of its chunk 0 (virtual stage r), or,
-    // when they split the backward, with that chunk's W.
+    // The last micro-batch's backward, when it is shorter (StageDurations::last_backward_s).
+    for (int c = 0; c < v && !d.last_backward_s.empty(); ++c) {
+      const int vs = StageMap{p, v, chunk1_reversed}.virtual_stage(r, c);
+      t.rank_busy_s[r] -= d.backward_s[vs] - d.last_backward_s[vs];
+    }
+    // The other schedules end each rank with the backward of its chunk 0 (virtual stage r) --
+    // the last micro-batch's -- or, when they split the backward, with that chunk's W.
     t.rank_last_backward_s[r] = last_ops != nullptr ? tables->dur[(*last_ops)[r]]
                                 : split             ? d.weight_s[r]
-                                                    : d.backward_s[r];
+                                : !d.last_backward_s.empty() ? d.last_backward_s[r]
+                                                             : d.backward_s[r];
   }
   t.bubble_fraction = 0;
   if (t.makespan_s <= 0) return;
@@ -288,7 +294,12 @@ ScheduleTiming time_schedule(ScheduleKind kind, int p, int m, int v, const Stage
   ScheduleTiming t;
   switch (kind) {
     case ScheduleKind::kGPipe:
-      timing_gpipe(p, m, s, t.rank_finish_s);
+      // A last micro-batch of its own breaks the affine growth in m: the full run.
+      if (d.last_backward_s.empty()) {
+        timing_gpipe(p, m, s, t.rank_finish_s);
+      } else {
+        timing_full(kind, p, m, v, s, t.rank_finish_s);
+      }
       break;
     case ScheduleKind::kPipeDreamAsync:
       timing_async(p, m, s, t.rank_finish_s);

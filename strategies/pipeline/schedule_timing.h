@@ -16,6 +16,10 @@ struct StageDurations {
   std::vector<double> weight_s;    // per virtual stage: W (weight gradients) of a split
                                    // schedule; empty otherwise
   std::vector<double> p2p_s;       // per boundary i -> i+1 (size vstages - 1): transfer time
+  // Per virtual stage: the backward of the iteration's last micro-batch when it differs from
+  // the others' (torchgpipe's checkpoint='except_last' keeps that micro-batch's activations, so
+  // it recomputes nothing); empty = backward_s.
+  std::vector<double> last_backward_s;
 };
 
 struct TimedOp {

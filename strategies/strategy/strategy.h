@@ -122,6 +122,10 @@ struct Strategy {
   int micro_batch = 1;
   int global_batch = 1;
   Recompute recompute = Recompute::kNone;
+  // false: the iteration's last micro-batch keeps its activations and recomputes nothing
+  // (torchgpipe's checkpoint='except_last', its default: that backward follows its forward at
+  // once, so checkpointing it saves no memory). Only with recompute != none.
+  bool recompute_last_micro_batch = true;
   FusionPlan fusion;
   bool overlap_dp = false;  // DP gradient buckets overlapped with backward (and ZeRO prefetch)
   bool overlap_tp = false;  // TP communication overlapped with the adjacent GEMMs

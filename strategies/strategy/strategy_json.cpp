@@ -81,7 +81,7 @@ void read_stage_layers(const JsonNode& c, Strategy& s) {
 
 Strategy read_strategy(const JsonNode& n) {
   n.allow_keys({"tp", "pp", "dp", "cp", "cp_comm", "ep", "shard_group", "zero_stage", "zero3_reshard", "sequence_parallel", "schedule", "interleave",
-                "uneven_stages", "first_stage_layers", "last_stage_layers", "stage_layers", "micro_batch", "global_batch", "recompute", "fusion",
+                "uneven_stages", "first_stage_layers", "last_stage_layers", "stage_layers", "micro_batch", "global_batch", "recompute", "recompute_last_micro_batch", "fusion",
                 "overlap_dp", "overlap_tp", "overlap_ep", "overlap_p2p", "streams", "placement", "dp_bucket", "collective", "dtype", "fp8_saved_inputs",
                 "master_weights_fp32", "grad_reduce_fp32", "host_overhead", "optimizer", "workload", "offload", "description"});
   Strategy s;
@@ -104,6 +104,7 @@ Strategy read_strategy(const JsonNode& n) {
   s.micro_batch = static_cast<int>(n.integer_or("micro_batch", 1, 1, 1 << 24));
   s.global_batch = static_cast<int>(n.at("global_batch").as_integer(1, 1 << 30));
   s.recompute = n.enum_or("recompute", kRecomputeNames, Recompute::kNone);
+  s.recompute_last_micro_batch = n.bool_or("recompute_last_micro_batch", true);
   if (auto f = n.find("fusion")) s.fusion = read_fusion(*f);
   s.overlap_dp = n.bool_or("overlap_dp", false);
   s.overlap_tp = n.bool_or("overlap_tp", false);
@@ -142,6 +143,7 @@ Json to_json(const Strategy& s) {
          {"master_weights_fp32", s.master_weights_fp32},
          {"grad_reduce_fp32", s.grad_reduce_fp32},
          {"optimizer", s.optimizer == Optimizer::kAdam ? "adam" : "sgd"}};
+  if (!s.recompute_last_micro_batch) j["recompute_last_micro_batch"] = false;
   if (s.dp > 0) j["dp"] = s.dp;
   if (s.cp > 1) j["cp"] = s.cp;
   if (s.ep > 1) j["ep"] = s.ep;

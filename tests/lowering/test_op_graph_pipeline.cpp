@@ -8,6 +8,7 @@
 
 #include "hardware_models/src/hardware_json.h"
 #include "sim/analytical/analytical_engine.h"
+#include "sim/cost/stage_costs.h"
 #include "strategies/lowering/lower.h"
 #include "strategies/lowering/op_graph_stages.h"
 #include "strategies/model/model_json.h"
@@ -201,4 +202,26 @@ TEST_CASE("op-graph pipeline: GPipe over 4 stages beats one device and the bubbl
   CHECK(p.bubble_fraction < 3.0 / 19.0 + 0.05);
   CHECK(p.samples_per_s > 2.5 * one.samples_per_s);
   CHECK(p.samples_per_s < 4.0 * one.samples_per_s);
+}
+
+TEST_CASE("op-graph pipeline: checkpoint except_last saves one recomputation per stage on the critical path") {
+  // One stage, two micro-batches (torchgpipe's pipeline-1 of ResNet-101): F F B(+R) B, the last
+  // micro-batch keeping its activations. The iteration is shorter by exactly one recomputation
+  // of the stage, which stage_costs reports.
+  Strategy s;
+  s.micro_batch = 32, s.global_batch = 64, s.schedule = ScheduleKind::kGPipe, s.dtype = DType::kFp32;
+  s.recompute = Recompute::kFull;
+  const Plan all = *lower(model_preset("resnet101"), s, a100s(1));
+  s.recompute_last_micro_batch = false;
+  const Plan last = *lower(model_preset("resnet101"), s, a100s(1));
+  const double recompute = stage_costs(all).stages[0].recompute_s;
+  CHECK(recompute > 0);
+  CHECK(predict_analytical(all).iteration_s - predict_analytical(last).iteration_s ==
+        doctest::Approx(recompute).epsilon(1e-9));
+  // Without recomputation the flag changes nothing.
+  s.recompute = Recompute::kNone;
+  const Plan none_last = *lower(model_preset("resnet101"), s, a100s(1));
+  s.recompute_last_micro_batch = true;
+  CHECK(predict_analytical(none_last).iteration_s ==
+        doctest::Approx(predict_analytical(*lower(model_preset("resnet101"), s, a100s(1))).iteration_s));
 }

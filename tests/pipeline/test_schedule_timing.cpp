@@ -321,3 +321,34 @@ TEST_CASE("missing p2p times mean free transfers") {
 }
 
 }  // namespace stratasim
+
+namespace stratasim {
+
+TEST_CASE("the last micro-batch's own backward (checkpoint except_last): by hand, and the fast paths agree") {
+  // One stage, m = 2, F = 1, B = 3 (1 of it recomputation), the last micro-batch's B = 2 (it
+  // kept its activations): F0 [0,1], F1 [1,2], B0 [2,5], B1 [5,7] in GPipe's order. 7, where
+  // recomputing both would take 8.
+  StageDurations one = uniform(1, 1, 3, 0);
+  one.p2p_s.clear();
+  one.last_backward_s = {2};
+  const Timeline tl = execute_schedule(make_schedule(ScheduleKind::kGPipe, 1, 2, 1), one);
+  CHECK(tl.makespan_s == doctest::Approx(7));
+  CHECK(tl.per_rank[0].back().op.micro_batch == 1);
+  CHECK(tl.per_rank[0].back().end_s - tl.per_rank[0].back().start_s == doctest::Approx(2));
+  // time_schedule's closed forms and periodic extensions against the full timeline.
+  std::mt19937_64 rng(11);
+  for (const ScheduleKind kind : {ScheduleKind::kGPipe, ScheduleKind::k1F1B}) {
+    for (const int p : {2, 4}) {
+      for (const int m : {1, 2, 3, 8, 40}) {
+        StageDurations d = random_durations(rng, p, 0.2);
+        for (double b : d.backward_s) d.last_backward_s.push_back(0.6 * b);
+        check_against_timeline(kind, p, m, 1, d);
+      }
+    }
+  }
+  StageDurations d = random_durations(rng, 8, 0.2);
+  for (double b : d.backward_s) d.last_backward_s.push_back(0.7 * b);
+  check_against_timeline(ScheduleKind::kInterleaved1F1B, 4, 16, 2, d);
+}
+
+}  // namespace stratasim

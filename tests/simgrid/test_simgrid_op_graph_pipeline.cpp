@@ -13,17 +13,21 @@
 namespace stratasim {
 namespace {
 
-TEST_CASE("simgrid: ResNet-101 in 4 pipeline stages agrees with the analytical engine (GPipe and 1F1B)") {
+TEST_CASE("simgrid: ResNet-101 in 4 pipeline stages agrees with the analytical engine (GPipe and 1F1B, checkpointing every micro-batch or all but the last)") {
   for (const ScheduleKind k : {ScheduleKind::kGPipe, ScheduleKind::k1F1B}) {
+   for (const bool last : {true, false}) {  // torchgpipe's checkpoint='except_last' too
     Strategy s;
     s.pp = 4, s.micro_batch = 32, s.global_batch = 512, s.schedule = k, s.dtype = DType::kFp32;
+    s.recompute = Recompute::kFull, s.recompute_last_micro_batch = last;
     const Plan plan = testing::lower_on_dgx_a100(model_preset("resnet101"), s, 4);
     REQUIRE(plan.boundary_bytes.size() == 3);
     CHECK(plan.boundary_bytes[0] != plan.boundary_bytes[2]);
     const Prediction a = predict_analytical(plan);
     const Prediction g = predict_simgrid(plan, {.timeline = false});
     CAPTURE(schedule_name(k));
+    CAPTURE(last);
     CHECK(std::abs(g.iteration_s - a.iteration_s) / a.iteration_s < 1e-3);
+   }
   }
 }
 
