@@ -22,6 +22,7 @@ ModelSpec make_resnet50();
 ModelSpec make_resnet101();
 // AmoebaNet-D (L, D) as torchgpipe builds it, 224x224 input (model_amoebanet.cpp).
 ModelSpec make_amoebanet_d(int num_layers, int num_filters, int classes);
+ModelSpec make_vgg16(int classes);  // model_vgg.cpp
 ModelSpec make_lstm_lm(int layers, int hidden, int vocab, int steps);
 
 }  // namespace stratasim

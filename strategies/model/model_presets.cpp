@@ -87,6 +87,8 @@ const std::map<std::string, std::function<ModelSpec()>>& presets() {
       {"resnet101", [] { return make_resnet101(); }},
       // GPipe's (Huang et al. 2019, Table 1) AmoebaNet-D (18, 256), 1000 ImageNet classes.
       {"amoebanet-d-18-256", [] { return make_amoebanet_d(18, 256, 1000); }},
+      // Simonyan & Zisserman 2015, configuration D; one of PipeDream's (SOSP'19) workloads.
+      {"vgg16", [] { return make_vgg16(1000); }},
       // Zaremba et al. 2014 "large" LSTM language model: 2 layers, 1500 units, 35 steps.
       {"lstm-2layer", [] { return make_lstm_lm(2, 1500, 10000, 35); }},
   };

@@ -74,6 +74,16 @@ TEST_CASE("model: AmoebaNet-D (18, 256) as torchgpipe builds it: 122,470,120 par
   CHECK(layers == 24);
 }
 
+TEST_CASE("model: VGG-16 graph has torchvision's 138,357,544 parameters and 15.47 GMAC") {
+  const ModelSpec m = model_preset("vgg16");
+  // By hand: convolutions sum 9 C_in C_out + C_out over 3-64, 64-64, 64-128, 128-128,
+  // 128-256, 256-256 x2, 256-512, 512-512 x5 = 14,714,688; the classifier 25088 x 4096 + 4096
+  // + 4096 x 4096 + 4096 + 4096 x 1000 + 1000 = 123,642,856; together 138,357,544.
+  CHECK(total_params(m) == 138357544);
+  // torchvision's model card: 15.47 GFLOPS counted as multiply-adds.
+  CHECK(matrix_flops(m) / 2 == doctest::Approx(15.47e9).epsilon(0.002));
+}
+
 TEST_CASE("model: LSTM language model parameters are 4H(in+H)+4H per layer") {
   const ModelSpec m = make_lstm_lm(2, 1500, 10000, 35);
   const double H = 1500, V = 10000;
