@@ -253,6 +253,10 @@ Expected<Plan> lower(const ModelSpec& model, const Strategy& requested,
       model.family != ModelFamily::kOpGraph) {
     strategy.stage_split = StageSplit::kBalanced;
   }
+  // An operator graph's stages: "auto" balances its ops by time (op_graph_stages.h).
+  if (strategy.stage_split == StageSplit::kAuto && model.family == ModelFamily::kOpGraph && strategy.pp > 1) {
+    strategy.stage_split = StageSplit::kBalanced;
+  }
   int dp = 1, micro_batches = 1;
   if (auto bad = check_mixed_cluster(hardware)) return *bad;
   if (auto bad = check_degrees(strategy, hardware, &dp)) return *bad;

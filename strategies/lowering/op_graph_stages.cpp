@@ -24,8 +24,12 @@ OpGraphStages split_op_graph(const OpGraphSpec& graph, const std::vector<int>& o
     part.repeat = graph.repeat;
     part.source_offset = graph.source_offset + begin;
     std::map<int, int> external;  // producer op before `begin` -> external input index
+    part.ops.reserve(end - begin);
     for (int i = begin; i < end; ++i) {
-      GraphOp op = graph.ops[i];
+      const GraphOp& src = graph.ops[i];
+      // Everything but the name (an op of the part names itself by source_offset + index).
+      GraphOp op{.kind = src.kind, .flops = src.flops, .output_elements = src.output_elements,
+                 .params = src.params, .inputs = src.inputs, .input_elements = src.input_elements};
       for (int& in : op.inputs) {
         if (in >= begin) {
           in -= begin;

@@ -87,6 +87,22 @@ TEST_CASE("main window: a mixed cluster's variants show how their layers split o
   CHECK(table->headerData(VariantTableModel::kStages, Qt::Horizontal).toString() == "stages");
 }
 
+TEST_CASE("main window: an operator graph's pipeline variants show how its ops split over the stages") {
+  MainWindow w;
+  w.resize(1200, 800);
+  REQUIRE(wait_for_evaluation(w, QString::fromStdString(scenario_path("gpipe_amoebanet_8_p40.json"))));
+  QAbstractItemModel* table = w.table()->model();
+  std::map<std::string, std::string> stages;
+  for (int r = 0; r < table->rowCount(); ++r) {
+    stages[table->index(r, 0).data().toString().toStdString()] =
+        table->index(r, VariantTableModel::kStages).data().toString().toStdString();
+  }
+  CHECK(stages["base"] == "balanced");  // "auto" as lowered for an operator graph
+  CHECK(stages["even op counts"] == "even");
+  CHECK(stages["torchgpipe's balance"] == "45/98/100/150/145/200/195/153");
+  CHECK(table->rowCount() == 8);
+}
+
 TEST_CASE("main window: loading returns at once, the result arrives through the event loop") {
   // The evaluation runs in a worker thread and reports through a queued signal, so nothing
   // has been reported when load_scenario() returns, however fast the evaluation was.
