@@ -35,7 +35,8 @@ std::vector<double> errors_of(const std::vector<CaseError>& errors, const std::s
 std::vector<CaseError> case_errors(const ValidationReport& report) {
   std::vector<CaseError> out;
   for (const CaseResult& c : report.cases) {
-    if (!c.failure.empty() || c.group.find(":memory") != std::string::npos) continue;
+    // Intervals are for times: measured memory and speedups (ratios) stay out.
+    if (!c.failure.empty() || c.group.find(":memory") != std::string::npos || !c.baseline.empty()) continue;
     out.push_back({c.group, c.hardware, c.error, c.predicted, c.published});
   }
   return out;

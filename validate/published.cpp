@@ -102,7 +102,8 @@ std::vector<ErrorSummary> summaries_by(const std::vector<CaseResult>& cases,
                                        std::string CaseResult::*key) {
   std::map<std::string, ErrorSummary> by;
   for (const CaseResult& c : cases) {
-    if (!c.failure.empty() || c.group.find(":memory") != std::string::npos) continue;
+    // Time metrics only: measured memory and speedups (ratios) have their own groups.
+    if (!c.failure.empty() || c.group.find(":memory") != std::string::npos || !c.baseline.empty()) continue;
     ErrorSummary& s = by[c.*key];
     s.name = c.*key;
     add_to(s, c.error, c.excess_error());

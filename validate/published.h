@@ -65,7 +65,7 @@ struct ValidationReport {
   std::vector<CaseResult> cases;
   std::vector<UnsupportedCase> unsupported;
   std::vector<GroupSummary> groups;
-  std::vector<ErrorSummary> by_hardware;  // time metrics only
+  std::vector<ErrorSummary> by_hardware;  // time metrics only (no memory, no speedups)
   std::vector<ErrorSummary> by_stack;     // time metrics only
   ErrorSummary overall;                   // time metrics only
   bool all_within_tolerance = false;
