@@ -71,16 +71,23 @@ TEST_CASE("main window: one row per variant, the highest throughput on top, its 
   CHECK(table->rowCount() == 9);
 }
 
+// Variant -> its "stages" cell in the strategies table.
+std::map<std::string, std::string> stages_by_variant(MainWindow& w) {
+  QAbstractItemModel* table = w.table()->model();
+  std::map<std::string, std::string> stages;
+  for (int r = 0; r < table->rowCount(); ++r) {
+    stages[table->index(r, 0).data().toString().toStdString()] =
+        table->index(r, VariantTableModel::kStages).data().toString().toStdString();
+  }
+  return stages;
+}
+
 TEST_CASE("main window: a mixed cluster's variants show how their layers split over the stages") {
   MainWindow w;
   w.resize(1200, 800);
   REQUIRE(wait_for_evaluation(w, QString::fromStdString(scenario_path("llama3_70b_mixed_a100_h100.json"))));
   QAbstractItemModel* table = w.table()->model();
-  std::map<std::string, std::string> stages;  // variant -> its "stages" cell
-  for (int r = 0; r < table->rowCount(); ++r) {
-    stages[table->index(r, 0).data().toString().toStdString()] =
-        table->index(r, VariantTableModel::kStages).data().toString().toStdString();
-  }
+  std::map<std::string, std::string> stages = stages_by_variant(w);
   CHECK(stages["base"] == "balanced");  // "auto" as lowered on a mixed cluster
   CHECK(stages["even split (10 layers per stage)"] == "even");
   CHECK(stages["hand split 7/7/7/7/13/13/13/13"] == "7/7/7/7/13/13/13/13");
@@ -91,16 +98,11 @@ TEST_CASE("main window: an operator graph's pipeline variants show how its ops s
   MainWindow w;
   w.resize(1200, 800);
   REQUIRE(wait_for_evaluation(w, QString::fromStdString(scenario_path("gpipe_amoebanet_8_p40.json"))));
-  QAbstractItemModel* table = w.table()->model();
-  std::map<std::string, std::string> stages;
-  for (int r = 0; r < table->rowCount(); ++r) {
-    stages[table->index(r, 0).data().toString().toStdString()] =
-        table->index(r, VariantTableModel::kStages).data().toString().toStdString();
-  }
+  std::map<std::string, std::string> stages = stages_by_variant(w);
   CHECK(stages["base"] == "balanced");  // "auto" as lowered for an operator graph
   CHECK(stages["even op counts"] == "even");
   CHECK(stages["torchgpipe's balance"] == "45/98/100/150/145/200/195/153");
-  CHECK(table->rowCount() == 8);
+  CHECK(w.table()->model()->rowCount() == 8);
 }
 
 TEST_CASE("main window: loading returns at once, the result arrives through the event loop") {
