@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 
@@ -90,17 +91,41 @@ void check_transformer(const JsonNode& n, const TransformerSpec& t) {
   }
 }
 
+// Bounds on an op's figures, far above any real layer (GPT-3's whole forward is 3.5e11 FLOP a
+// token), so sums over a graph repeated a million times stay finite in every output.
+constexpr double kMaxOpFlops = 1e18;
+constexpr double kMaxOpElements = 1e15;
+constexpr double kMaxModelParams = 1e15;
+
+double bounded(const JsonNode& n, double v, double max, const char* what) {
+  if (v > max) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", max);
+    n.fail(std::string("must be at most ") + buf + " " + what);
+  }
+  return v;
+}
+
 GraphOp read_graph_op(const JsonNode& n, const std::map<std::string, int>& index) {
   n.allow_keys({"name", "kind", "flops", "output_elements", "params", "inputs",
                 "input_elements"});
   GraphOp op;
   op.name = n.string("name");
   op.kind = n.at("kind").as_enum(kOpKinds);
-  op.flops = n.at("flops").as_quantity(n.at("flops").raw().is_string() ? Dimension::kFlops
-                                                                         : Dimension::kCount);
-  op.output_elements = n.at("output_elements").as_quantity(Dimension::kCount);
-  op.params = n.quantity_or("params", Dimension::kCount, 0);
-  op.input_elements = n.quantity_or("input_elements", Dimension::kCount, 0);
+  const JsonNode flops = n.at("flops");
+  op.flops = bounded(flops,
+                     flops.as_quantity(flops.raw().is_string() ? Dimension::kFlops : Dimension::kCount),
+                     kMaxOpFlops, "FLOP per sample");
+  op.output_elements = bounded(n.at("output_elements"),
+                               n.at("output_elements").as_quantity(Dimension::kCount),
+                               kMaxOpElements, "elements per sample");
+  if (auto params = n.find("params")) {
+    op.params = bounded(*params, params->as_quantity(Dimension::kCount), kMaxModelParams, "parameters");
+  }
+  if (auto in = n.find("input_elements")) {
+    op.input_elements =
+        bounded(*in, in->as_quantity(Dimension::kCount), kMaxOpElements, "elements per sample");
+  }
   if (auto inputs = n.find("inputs")) {
     if (inputs->size() > 3) {
       inputs->fail("lists " + std::to_string(inputs->size()) +
@@ -128,6 +153,13 @@ OpGraphSpec read_graph(const JsonNode& n) {
     }
   }
   if (g.ops.empty()) ops.fail("must list at least one op");
+  double params = 0;
+  for (const GraphOp& op : g.ops) params += op.params;
+  if (params * g.repeat > kMaxModelParams) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", params * g.repeat);
+    ops.fail(std::string("holds ") + buf + " parameters in all (ops x repeat); at most 1e+15 are modelled");
+  }
   // A graph that neither computes nor moves data would be predicted at its launch overheads
   // alone, with a throughput that means nothing.
   const bool works = std::any_of(g.ops.begin(), g.ops.end(), [](const GraphOp& op) {

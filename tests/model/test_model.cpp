@@ -111,6 +111,34 @@ TEST_CASE("model: JSON presets, overrides and errors") {
   CHECK(back == m);
 }
 
+// The fuzzer's finding (CI, stop 29): an op of 1e308 FLOP or elements overflowed the prediction
+// to inf, and 1e30 parameters overflowed the gradient bucket count (an int).
+TEST_CASE("model: operator graph figures beyond any real layer are input errors") {
+  auto read = [](const std::string& ops) {
+    const Json j = parse_json_text(R"({"family": "op_graph", "repeat": 1000, "ops": [)" + ops + "]}", "g.json");
+    return read_model(JsonNode(j, "g.json", "model"));
+  };
+  CHECK_THROWS_WITH_AS(read(R"({"name": "a", "kind": "matmul", "flops": 1e308, "output_elements": 1})"),
+                       doctest::Contains("g.json: model.ops[0].flops: 1e+308 must be at most 1e+18 FLOP per sample"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(read(R"({"name": "a", "kind": "matmul", "flops": "2EFLOP", "output_elements": 1})"),
+                       doctest::Contains("unknown unit"), InputError);
+  CHECK_THROWS_WITH_AS(read(R"({"name": "a", "kind": "matmul", "flops": 1, "output_elements": 1e16})"),
+                       doctest::Contains("model.ops[0].output_elements: 1e+16 must be at most 1e+15 elements per sample"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(read(R"({"name": "a", "kind": "matmul", "flops": 1, "output_elements": 1, "input_elements": 1e300})"),
+                       doctest::Contains("model.ops[0].input_elements"), InputError);
+  CHECK_THROWS_WITH_AS(read(R"({"name": "a", "kind": "matmul", "flops": 1, "output_elements": 1, "params": 1e30})"),
+                       doctest::Contains("model.ops[0].params: 1e+30 must be at most 1e+15 parameters"),
+                       InputError);
+  // Each op within bounds, the graph repeated 1000 times beyond them: 2e12 x 1000 = 2e15.
+  CHECK_THROWS_WITH_AS(read(R"({"name": "a", "kind": "matmul", "flops": 1, "output_elements": 1, "params": 1e12},
+                             {"name": "b", "kind": "matmul", "flops": 1, "output_elements": 1, "params": 1e12, "inputs": ["a"]})"),
+                       doctest::Contains("holds 2e+15 parameters in all (ops x repeat); at most 1e+15 are modelled"),
+                       InputError);
+  CHECK(read(R"({"name": "a", "kind": "matmul", "flops": 1e18, "output_elements": 1e15, "params": 1e12})").graph.ops.size() == 1);
+}
+
 TEST_CASE("model: an operator graph that does no work is an input error, not a 0 s prediction") {
   const Json idle = parse_json_text(
       R"({"family": "op_graph", "ops": [{"name": "a", "kind": "elementwise", "flops": 0, "output_elements": 0},
