@@ -304,13 +304,16 @@ void apply(const JsonNode& n, DeviceSpec& d, bool partial, int /*depth*/) {
     d.memory_bandwidth_Bps = plausible_quantity(c, Dimension::kBandwidth);
   });
   field(n, "efficiency", partial, [&](const JsonNode& e) {
-    e.allow_keys({"matmul", "memory", "matmul_fp8", "flash2", "flash3"});
+    e.allow_keys({"matmul", "memory", "matmul_fp8", "matmul_fp8_rowwise", "flash2", "flash3"});
     field(e, "matmul", partial,
           [&](const JsonNode& c) { apply_curve(c, d.matmul, partial, Dimension::kFlops); });
     field(e, "memory", partial,
           [&](const JsonNode& c) { apply_curve(c, d.memory, partial, Dimension::kBytes); });
     optional_field(e, "matmul_fp8", [&](const JsonNode& c) {
       apply_curve(c, d.matmul_fp8, partial, Dimension::kFlops);
+    });
+    optional_field(e, "matmul_fp8_rowwise", [&](const JsonNode& c) {
+      apply_curve(c, d.matmul_fp8_rowwise, partial, Dimension::kFlops);
     });
     for (auto [key, curves] : {std::pair{"flash2", &d.flash2}, std::pair{"flash3", &d.flash3}}) {
       optional_field(e, key, [&, curves = curves](const JsonNode& a) {
@@ -609,6 +612,9 @@ Json to_json(const DeviceSpec& d) {
                      {"memory", curve_json(d.memory, Dimension::kBytes)}};
   if (d.matmul_fp8.max_fraction > 0) {
     j["efficiency"]["matmul_fp8"] = curve_json(d.matmul_fp8, Dimension::kFlops);
+  }
+  if (d.matmul_fp8_rowwise.max_fraction > 0) {
+    j["efficiency"]["matmul_fp8_rowwise"] = curve_json(d.matmul_fp8_rowwise, Dimension::kFlops);
   }
   for (auto [key, curves] : {std::pair{"flash2", &d.flash2}, std::pair{"flash3", &d.flash3}}) {
     if (!curves->present()) continue;

@@ -67,6 +67,8 @@ struct DeviceSpec {
   EfficiencyCurve matmul;  // achievable fraction of peak_flops vs FLOP of one kernel
   EfficiencyCurve memory;  // achievable fraction of memory bandwidth vs bytes of one kernel
   EfficiencyCurve matmul_fp8{0, 0};  // fp8 GEMMs, when they differ from `matmul` (0 = same)
+  // fp8 GEMMs with one scale per row (torchao's rowwise recipe); 0 = as matmul_fp8
+  EfficiencyCurve matmul_fp8_rowwise{0, 0};
   AttentionCurves flash2;  // FlashAttention-2 (any CUDA GPU since Ampere); absent = matmul
   AttentionCurves flash3;  // FlashAttention-3 / cuDNN fused attention (Hopper); absent = flash2
   double kernel_overhead_s = 0;  // fixed cost per kernel (launch, ramp-up, tail)

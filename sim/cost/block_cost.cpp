@@ -149,7 +149,8 @@ std::vector<KernelTiming> kernel_timings(const std::vector<Kernel>& ks, const Pl
       times[i] = c.time_s;
       out[i].algorithm = c.algorithm;
     } else {
-      times[i] = kernel_time(k, hw.device, s.dtype, s.fusion.flash_attention_version, slowest).total_s;
+      times[i] = kernel_time(k, hw.device, s.dtype, s.fusion.flash_attention_version, slowest,
+                             s.fp8_scaling).total_s;
     }
   }
   // While the collective runs, the GEMM beside it is slowed (overlap_slowdown): the pair takes

@@ -25,7 +25,7 @@ double attention_checksum(const AttentionCurves& a) {
 }
 
 // Every number block_cost() reads from the plan besides the block itself.
-using Signature = std::array<double, 60>;
+using Signature = std::array<double, 64>;
 
 Signature signature_of(const Plan& plan) {
   const HardwareModel& hw = plan.hardware;
@@ -46,7 +46,8 @@ Signature signature_of(const Plan& plan) {
                    double(plan.cp_group.ranks_per_node), double(plan.ep_group.size),
                    double(plan.ep_group.ranks_per_node), double(s.dtype),
                    double(s.collective), double(s.overlap_tp), double(s.overlap_ep), double(s.streams), d.matmul_fp8.max_fraction,
-                   d.matmul_fp8.half_size, d.flash2.forward.max_fraction,
+                   d.matmul_fp8.half_size, d.matmul_fp8_rowwise.max_fraction,
+                   d.matmul_fp8_rowwise.half_size, double(s.fp8_scaling), d.flash2.forward.max_fraction,
                    d.flash2.forward.half_keys, d.flash2.backward.max_fraction,
                    d.flash2.backward.half_keys, d.flash3.forward.max_fraction,
                    d.flash3.forward.half_keys, d.flash3.backward.max_fraction,

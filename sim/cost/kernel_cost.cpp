@@ -62,16 +62,52 @@ double attention_s(const Kernel& k, const DeviceSpec& d, double peak, int versio
 // column-major fp8 copies: about 6 B per element of the input (forward) and of the output
 // gradient (backward), and 8 B per weight element (amax and forward cast 5, backward cast 3).
 // Each pass is a memory-bound kernel of its own (two per tensor).
-double fp8_cast_bytes(const Kernel& k) {
+//
+// Rowwise scaling (torchao's rowwise recipe) casts each operand twice, along dim0 for one GEMM
+// and along dim1 for another, through a transposed 16-bit copy: per the same roofline 8 B per
+// input and output-gradient element (forward: read, fp8 dim0 and bf16 dim1 written, 5 B;
+// backward: dim1 to fp8, 3 B) and 10 B per weight element (forward 3, backward 7), in 2, 3 and
+// 2 kernels. The kernels torch.compile generates for it (per-row amax, transposes) move those
+// bytes slower than a stream: fitted to torchao's published rowwise microbenchmark
+// (docs/static/fp8-rowwise-perf.png, LayerNorm -> Linear -> Sigmoid forward + backward against
+// bf16 on H100 for M, K, N from 1024 to 32768: 216 shapes, PyTorch 2.8.0a0) with this model's
+// bf16 GEMM and memory kernels, they cost 3.125x, 1.8x and 1.25x the roofline's bytes (25, 18
+// and 10 B per element) beside GEMMs on the device's matmul_fp8_rowwise curve (rms error of
+// the 216 speedups 6.4%, worst 19%: bench/fp8_rowwise_fit.py).
+constexpr double kRowwiseInputForwardB = 5 * 3.125, kRowwiseInputBackwardB = 3 * 3.125;
+constexpr double kRowwiseWeightForwardB = 3 * 1.8, kRowwiseWeightBackwardB = 7 * 1.8;
+constexpr double kRowwiseGradOutputB = 8 * 1.25;
+
+double fp8_cast_bytes(const Kernel& k, Fp8Scaling scaling) {
   if (k.gemm_m <= 0) return 0;
   const double m = k.gemm_m * k.gemm_batch, n = k.gemm_n, kk = k.gemm_k;
-  return k.phase == Phase::kForward ? 6 * m * kk + 5 * kk * n : 6 * m * n + 3 * kk * n;
+  const bool forward = k.phase == Phase::kForward;
+  if (scaling == Fp8Scaling::kRowwise) {
+    return forward ? kRowwiseInputForwardB * m * kk + kRowwiseWeightForwardB * kk * n
+                   : kRowwiseInputBackwardB * m * kk + kRowwiseWeightBackwardB * kk * n +
+                         kRowwiseGradOutputB * m * n;
+  }
+  return forward ? 6 * m * kk + 5 * kk * n : 6 * m * n + 3 * kk * n;
 }
 
-double fp8_cast_s(const Kernel& k, const DeviceSpec& d) {
+int fp8_cast_launches(const Kernel& k, Fp8Scaling scaling) {
+  if (scaling == Fp8Scaling::kTensorwise) return 4;
+  return k.phase == Phase::kForward ? 2 : 5;
+}
+
+double fp8_cast_s(const Kernel& k, const DeviceSpec& d, Fp8Scaling scaling) {
   if (k.gemm_m <= 0) return 0;
-  const double bytes = fp8_cast_bytes(k);
-  return bytes / (d.memory_bandwidth_Bps * d.memory.at(bytes)) + 4 * d.kernel_overhead_s;
+  const double bytes = fp8_cast_bytes(k, scaling);
+  return bytes / (d.memory_bandwidth_Bps * d.memory.at(bytes)) +
+         fp8_cast_launches(k, scaling) * d.kernel_overhead_s;
+}
+
+const EfficiencyCurve& gemm_curve(const DeviceSpec& d, bool fp8, Fp8Scaling scaling) {
+  if (!fp8) return d.matmul;
+  if (scaling == Fp8Scaling::kRowwise && d.matmul_fp8_rowwise.max_fraction > 0) {
+    return d.matmul_fp8_rowwise;
+  }
+  return d.matmul_fp8.max_fraction > 0 ? d.matmul_fp8 : d.matmul;
 }
 
 }  // namespace
@@ -90,19 +126,19 @@ double wave_efficiency(double m, double n, double batch, int compute_units) {
 }
 
 KernelTime kernel_time(const Kernel& k, const DeviceSpec& d, DType dtype, int flash_version,
-                       double compute_slowdown) {
+                       double compute_slowdown, Fp8Scaling scaling) {
   KernelTime t;
   const DType storage = storage_dtype(dtype);
   const bool fp8 = dtype == DType::kFp8 && k.fp8_eligible;
   const double peak = d.peak_flops[static_cast<int>(fp8 ? dtype : storage)];
-  const EfficiencyCurve& gemm_curve = fp8 && d.matmul_fp8.max_fraction > 0 ? d.matmul_fp8 : d.matmul;
+  const EfficiencyCurve& curve = gemm_curve(d, fp8, scaling);
   double plateau_compute = 0, plateau_memory = 0;
   if (k.cls == OpClass::kFlashAttention && k.matmul_flops > 0) {
     t.compute_s += attention_s(k, d, peak, flash_version);
     plateau_compute += k.matmul_flops / (peak * attention_plateau(k, d, flash_version));
   } else if (k.matmul_flops > 0) {
-    t.compute_s += matmul_s(k, d, peak, gemm_curve);
-    plateau_compute += k.matmul_flops / (peak * gemm_curve.max_fraction);
+    t.compute_s += matmul_s(k, d, peak, curve);
+    plateau_compute += k.matmul_flops / (peak * curve.max_fraction);
   }
   if (k.other_flops > 0 && d.vector_flops > 0) {
     t.compute_s += k.other_flops / d.vector_flops;
@@ -119,8 +155,8 @@ KernelTime kernel_time(const Kernel& k, const DeviceSpec& d, DType dtype, int fl
   t.total_s = std::max(t.compute_s, t.memory_s) + d.kernel_overhead_s * launches;
   t.plateau_s = std::max(plateau_compute, plateau_memory);
   if (fp8) {
-    t.total_s += fp8_cast_s(k, d);
-    t.plateau_s += fp8_cast_bytes(k) / (d.memory_bandwidth_Bps * d.memory.max_fraction);
+    t.total_s += fp8_cast_s(k, d, scaling);
+    t.plateau_s += fp8_cast_bytes(k, scaling) / (d.memory_bandwidth_Bps * d.memory.max_fraction);
   }
   t.plateau_s = std::min(t.plateau_s, t.total_s);
   return t;

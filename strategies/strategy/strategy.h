@@ -44,6 +44,7 @@ struct FusionPlan {
 };
 
 enum class CpComm { kRing, kAllToAll };
+enum class Fp8Scaling { kTensorwise, kRowwise };
 
 // When ZeRO-3/FSDP gathers a stage's parameters and reduces its gradients.
 // kPerMicroBatch: before each use and after each backward (ZeRO-3, Rajbhandari et al. SC20;
@@ -155,6 +156,10 @@ struct Strategy {
   // FP8 training: linear layers keep the FP8 cast of their input for the weight gradient
   // (Transformer Engine) rather than the 16-bit input (false: torchao's Float8Linear).
   bool fp8_saved_inputs = true;
+  // How FP8 training scales each linear layer's operands: one scale per tensor (Transformer
+  // Engine's delayed scaling, torchao's tensorwise recipe) or one per row (torchao's rowwise
+  // recipe: costlier casts and its own GEMM kernels, sim/cost/kernel_cost.cpp).
+  Fp8Scaling fp8_scaling = Fp8Scaling::kTensorwise;
   bool master_weights_fp32 = true;  // mixed precision keeps an fp32 copy in the optimizer
   // Gradients reduced (and their shards kept) in fp32: FSDP2's reduce_dtype float32
   // (TorchTitan's default), Megatron's grad_reduce_in_fp32.

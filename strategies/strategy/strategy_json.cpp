@@ -82,7 +82,7 @@ void read_stage_layers(const JsonNode& c, Strategy& s) {
 Strategy read_strategy(const JsonNode& n) {
   n.allow_keys({"tp", "pp", "dp", "cp", "cp_comm", "ep", "shard_group", "zero_stage", "zero3_reshard", "sequence_parallel", "schedule", "interleave",
                 "uneven_stages", "first_stage_layers", "last_stage_layers", "stage_layers", "micro_batch", "global_batch", "recompute", "recompute_last_micro_batch", "fusion",
-                "overlap_dp", "overlap_tp", "overlap_ep", "overlap_p2p", "streams", "placement", "dp_bucket", "collective", "dtype", "fp8_saved_inputs",
+                "overlap_dp", "overlap_tp", "overlap_ep", "overlap_p2p", "streams", "placement", "dp_bucket", "collective", "dtype", "fp8_saved_inputs", "fp8_scaling",
                 "master_weights_fp32", "grad_reduce_fp32", "host_overhead", "optimizer", "workload", "offload", "description"});
   Strategy s;
   s.tp = static_cast<int>(n.integer_or("tp", 1, 1, 1 << 20));
@@ -116,6 +116,10 @@ Strategy read_strategy(const JsonNode& n) {
   s.collective = n.enum_or("collective", kAlgorithmNames, CollectiveAlgorithm::kAuto);
   s.dtype = n.enum_or("dtype", kDTypeNames, DType::kBf16);
   s.fp8_saved_inputs = n.bool_or("fp8_saved_inputs", true);
+  s.fp8_scaling = n.enum_or("fp8_scaling", kFp8ScalingNames, Fp8Scaling::kTensorwise);
+  if (s.fp8_scaling != Fp8Scaling::kTensorwise && s.dtype != DType::kFp8) {
+    n.at("fp8_scaling").fail("applies to FP8 training only; set dtype to \"fp8\"");
+  }
   s.master_weights_fp32 = n.bool_or("master_weights_fp32", s.dtype != DType::kFp32);
   s.grad_reduce_fp32 = n.bool_or("grad_reduce_fp32", false);
   s.host_overhead_s = n.quantity_or("host_overhead", Dimension::kTime, 0);
@@ -163,6 +167,9 @@ Json to_json(const Strategy& s) {
     j["placement"] = p;
   }
   if (s.dtype == DType::kFp8) j["fp8_saved_inputs"] = s.fp8_saved_inputs;
+  if (s.fp8_scaling != Fp8Scaling::kTensorwise) {
+    j["fp8_scaling"] = std::string(enum_to_name(kFp8ScalingNames, s.fp8_scaling));
+  }
   if (s.cp_comm != CpComm::kRing) j["cp_comm"] = std::string(enum_to_name(kCpCommNames, s.cp_comm));
   if (s.first_stage_layers > 0) j["first_stage_layers"] = s.first_stage_layers;
   if (s.last_stage_layers > 0) j["last_stage_layers"] = s.last_stage_layers;

@@ -11,6 +11,7 @@
 #include "sim/cost/kernel_cost.h"
 #include "strategies/lowering/lower.h"
 #include "strategies/model/model_json.h"
+#include "strategies/strategy/strategy_json.h"
 #include "tests/support/input_error.h"
 
 using namespace stratasim;
@@ -59,6 +60,48 @@ TEST_CASE("fp8: a linear layer's GEMM runs at the fp8 peak and curve, plus its c
   b.matmul_flops = 2 * k.matmul_flops;  // dgrad + wgrad, 16 us each at fp8
   b.launches = 2;
   CHECK(kernel_time(b, d, DType::kFp8).total_s == doctest::Approx(32e-6 + 2e-6 + 36e-6 + 4e-6));
+}
+
+TEST_CASE("fp8: torchao's rowwise recipe casts along both dims and runs its own GEMM curve") {
+  DeviceSpec d = round_device();
+  d.matmul_fp8_rowwise = {0.25, 0};
+  const Kernel k = linear_forward();
+  const KernelTime rw = kernel_time(k, d, DType::kFp8, 2, 1.0, Fp8Scaling::kRowwise);
+  // GEMM: 1.6e10 / (2000e12 * 0.25) = 32 us + 1 us launch. Casts (kernel_cost.cpp): input
+  // 5 x 3.125 = 15.625 B x 4e6 = 62.5 MB, weight 3 x 1.8 = 5.4 B x 8e6 = 43.2 MB: 105.7 us at
+  // 1 TB/s, + 2 launches.
+  CHECK(rw.total_s == doctest::Approx(33e-6 + 105.7e-6 + 2e-6));
+  // Backward: input 3 x 3.125 = 9.375 B x 4e6 = 37.5 MB, weight 7 x 1.8 = 12.6 B x 8e6 =
+  // 100.8 MB, output gradient 8 x 1.25 = 10 B x 2e6 = 20 MB: 158.3 us, + 5 launches; the two
+  // GEMMs 64 us + 2 launches.
+  Kernel b = k;
+  b.phase = Phase::kBackward;
+  b.matmul_flops = 2 * k.matmul_flops;
+  b.launches = 2;
+  CHECK(kernel_time(b, d, DType::kFp8, 2, 1.0, Fp8Scaling::kRowwise).total_s ==
+        doctest::Approx(66e-6 + 158.3e-6 + 5e-6));
+  // Without a rowwise curve the device's fp8 curve (0.5) runs the GEMM: 16 us + 1 us.
+  d.matmul_fp8_rowwise = {0, 0};
+  CHECK(kernel_time(k, d, DType::kFp8, 2, 1.0, Fp8Scaling::kRowwise).total_s ==
+        doctest::Approx(17e-6 + 105.7e-6 + 2e-6));
+  // bf16 training ignores the recipe.
+  CHECK(kernel_time(k, d, DType::kBf16, 2, 1.0, Fp8Scaling::kRowwise).total_s ==
+        doctest::Approx(21e-6));
+}
+
+TEST_CASE("fp8: fp8_scaling is read, written back, and refused without fp8 training") {
+  const Json j = parse_json_text(R"({"global_batch": 8, "dtype": "fp8", "fp8_scaling": "rowwise"})", "s.json");
+  const Strategy s = read_strategy(JsonNode(j, "s.json", "strategy"));
+  CHECK(s.fp8_scaling == Fp8Scaling::kRowwise);
+  CHECK(read_strategy(JsonNode(to_json(s), "rt", "strategy")) == s);
+  const Json bf16 = parse_json_text(R"({"global_batch": 8, "fp8_scaling": "rowwise"})", "s.json");
+  CHECK_THROWS_WITH_AS(read_strategy(JsonNode(bf16, "s.json", "strategy")),
+                       doctest::Contains("s.json: strategy.fp8_scaling: \"rowwise\" applies to FP8 "
+                                         "training only; set dtype to \"fp8\""),
+                       InputError);
+  const Json odd = parse_json_text(R"({"global_batch": 8, "dtype": "fp8", "fp8_scaling": "blockwise"})", "s.json");
+  CHECK_THROWS_WITH_AS(read_strategy(JsonNode(odd, "s.json", "strategy")),
+                       doctest::Contains("strategy.fp8_scaling"), InputError);
 }
 
 TEST_CASE("fp8: attention's batched GEMMs and the output projection stay in 16 bit") {
