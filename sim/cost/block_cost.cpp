@@ -29,6 +29,45 @@ double neighbour_s(const std::vector<double>& times, const std::vector<Kernel>& 
   return best;
 }
 
+// PyTorch's async TP (TpOverlap::kMicroPipeline) decomposes an all-gather together with the
+// matmuls that consume it (the kernel after it) and a reduce-scatter with the matmul that
+// produces it (the kernel before it), when that is a single mm: a reduce-scatter of a sum of
+// matmuls (the input gradient of q, k, v or of gate and up as separate nn.Linear modules,
+// Kernel::mm_calls > 1) is not a match for the pass (micro_pipeline_tp.py, _find_producer_matmul),
+// nor is an all-reduce (no sequence parallelism). The GEMM kernel it fuses with, -1 for none.
+int micro_pipeline_partner(const std::vector<Kernel>& ks, size_t i) {
+  if (ks[i].comm == CommKind::kAllGather) {
+    return i + 1 < ks.size() && ks[i + 1].cls == OpClass::kMatmul ? static_cast<int>(i + 1) : -1;
+  }
+  if (ks[i].comm == CommKind::kReduceScatter) {
+    const bool single_mm = i > 0 && ks[i - 1].cls == OpClass::kMatmul && ks[i - 1].mm_calls <= 1;
+    return single_mm ? static_cast<int>(i - 1) : -1;
+  }
+  return -1;
+}
+
+// The decomposed pair runs as n = tp steps (symm_mem's fused_all_gather_matmul and
+// fused_matmul_reduce_scatter): a GEMM on 1/n of the rows per step, at that smaller GEMM's
+// efficiency, each but one (the local shard's) beside a shard's transfer, which slows it by
+// the device's overlap_slowdown s. The pair takes c + (n - 1) max(c s, t / (n - 1)) for a
+// collective t and a step GEMM c; the collective adds that less the undecomposed GEMM M.
+double micro_pipeline_exposed_s(const Kernel& gemm, double gemm_s, double comm_s, int n,
+                                const Plan& plan, double slowest) {
+  if (n <= 1) return 0;
+  Kernel step = gemm;
+  step.gemm_m /= n;
+  step.matmul_flops /= n;
+  step.other_flops /= n;
+  step.bytes /= n;
+  const Strategy& s = plan.strategy;
+  const double c = kernel_time(step, plan.hardware.device, s.dtype,
+                               s.fusion.flash_attention_version, slowest, s.fp8_scaling)
+                       .total_s;
+  const double pair = c + (n - 1) * std::max(c * plan.hardware.device.overlap_slowdown,
+                                             comm_s / (n - 1));
+  return std::max(0.0, pair - gemm_s);
+}
+
 PhaseSums sum_kernels(const std::vector<Kernel>& ks, const Plan& plan) {
   const std::vector<KernelTiming> times = kernel_timings(ks, plan);
   PhaseSums sum;
@@ -161,7 +200,14 @@ std::vector<KernelTiming> kernel_timings(const std::vector<Kernel>& ks, const Pl
   for (size_t i = 0; i < ks.size(); ++i) {
     double t = times[i];
     const bool tp_overlap = s.overlap_tp && ks[i].group == GroupKind::kTensor;
-    if (ks[i].cls == OpClass::kCollective && (tp_overlap || ks[i].overlaps_attention)) {
+    const bool micro_pipeline = tp_overlap && s.tp_overlap == TpOverlap::kMicroPipeline;
+    if (ks[i].cls != OpClass::kCollective) {
+    } else if (micro_pipeline && !ks[i].overlaps_attention) {
+      const int j = micro_pipeline_partner(ks, i);
+      if (j >= 0) {
+        t = micro_pipeline_exposed_s(ks[j], times[j], t, plan.tp_group.size, plan, slowest);
+      }
+    } else if (tp_overlap || ks[i].overlaps_attention) {
       const double m = ks[i].overlaps_attention ? neighbour_s(times, ks, i, OpClass::kFlashAttention)
                                                 : neighbour_s(times, ks, i, OpClass::kMatmul);
       if (m > 0) t = std::max(t - m, interference * t);

@@ -86,6 +86,7 @@ Kernel make_kernel(const LayerGraph& g, const Usage& u, const std::vector<bool>&
     if (op.cls == OpClass::kMatmul && !op.high_precision) {
       k.fp8_eligible = true;
     }
+    k.mm_calls = static_cast<uint8_t>(std::max<int>(k.mm_calls, mm_calls(op)));
     if (op.gemm_m > 0) {
       k.gemm_m = op.gemm_m, k.gemm_n = op.gemm_n, k.gemm_k = op.gemm_k, k.gemm_batch = op.gemm_batch;
     }

@@ -46,6 +46,9 @@ struct Kernel {
   // A linear layer's GEMM: runs in fp8 when the strategy's dtype is fp8 (attention's batched
   // GEMMs and the output projection stay in 16 bit, as Transformer Engine and torchao do).
   bool fp8_eligible = false;
+  // Separate matrix multiplies the kernel's GEMM runs as under eager model code (LayerOp::
+  // mm_split: q, k, v or gate and up as one nn.Linear each); 0 for a kernel without one.
+  uint8_t mm_calls = 0;
   // Backward of a GEMM with weights: the part of matmul_flops that computes the weight
   // gradient (the W pass of zero-bubble schedules; the rest is the input gradient, B).
   double weight_grad_flops = 0;

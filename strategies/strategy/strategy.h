@@ -45,6 +45,11 @@ struct FusionPlan {
 
 enum class CpComm { kRing, kAllToAll };
 enum class Fp8Scaling { kTensorwise, kRowwise };
+// How overlap_tp hides a TP collective behind its GEMM: Transformer Engine's userbuffers
+// overlap every one (Megatron-Core's tp_comm_overlap); PyTorch's async TP (torch.compile's
+// micro-pipeline pass, torch/_inductor/fx_passes/micro_pipeline_tp.py) fuses only an all-gather
+// with the matmuls that read it and a reduce-scatter with the one matmul that produces it.
+enum class TpOverlap { kUserbuffers, kMicroPipeline };
 
 // When ZeRO-3/FSDP gathers a stage's parameters and reduces its gradients.
 // kPerMicroBatch: before each use and after each backward (ZeRO-3, Rajbhandari et al. SC20;
@@ -130,6 +135,7 @@ struct Strategy {
   FusionPlan fusion;
   bool overlap_dp = false;  // DP gradient buckets overlapped with backward (and ZeRO prefetch)
   bool overlap_tp = false;  // TP communication overlapped with the adjacent GEMMs
+  TpOverlap tp_overlap = TpOverlap::kUserbuffers;  // which collectives overlap_tp hides
   // MoE token all-to-alls of one micro-batch run beside the compute of another: a forward and
   // a backward of different micro-batches interleaved (DeepSeek-V3's DualPipe, Sec. 3.2.1;
   // Megatron-Core's --overlap-moe-expert-parallel-comm), so each pass's dispatch and combine

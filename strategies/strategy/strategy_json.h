@@ -36,6 +36,8 @@ inline constexpr std::array<EnumName<Workload>, 2> kWorkloadNames = {{
 inline constexpr std::array<EnumName<DType>, 5> kDTypeNames = {{
     {"fp32", DType::kFp32}, {"tf32", DType::kTf32}, {"bf16", DType::kBf16},
     {"fp16", DType::kFp16}, {"fp8", DType::kFp8}}};
+inline constexpr std::array<EnumName<TpOverlap>, 2> kTpOverlapNames = {{
+    {"userbuffers", TpOverlap::kUserbuffers}, {"micro_pipeline", TpOverlap::kMicroPipeline}}};
 inline constexpr std::array<EnumName<Fp8Scaling>, 2> kFp8ScalingNames = {{
     {"tensorwise", Fp8Scaling::kTensorwise}, {"rowwise", Fp8Scaling::kRowwise}}};
 inline constexpr std::array<EnumName<Optimizer>, 2> kOptimizerNames = {{
