@@ -54,6 +54,7 @@ RankSync rank_sync(const Plan& plan, int rank, double last_backward_s, double de
       case IterOpKind::kOptimizerStep:
       case IterOpKind::kHostOptimizerStep:
       case IterOpKind::kUploadParameters:
+      case IterOpKind::kFp8WeightCast:
         r.optimizer_s += optimizer_op_s(op, plan);
         break;
       default: break;

@@ -78,10 +78,21 @@ constexpr double kRowwiseInputForwardB = 5 * 3.125, kRowwiseInputBackwardB = 3 *
 constexpr double kRowwiseWeightForwardB = 3 * 1.8, kRowwiseWeightBackwardB = 7 * 1.8;
 constexpr double kRowwiseGradOutputB = 8 * 1.25;
 
+//
+// Transformer Engine (DelayedScaling, Float8CurrentScaling) casts an activation and an output
+// gradient with one fused cast-transpose kernel (transformer_engine/common/transpose/
+// cast_transpose.cu: read 2 B, write the fp8 copy and its transpose, 1 B each: 4 B per element;
+// Hopper's fp8 GEMMs take only the TN layout, so the weight gradient needs the transposes);
+// current scaling runs an amax pass over the tensor first (2 B more, a kernel more). Weights are
+// cast once per iteration (IterOpKind::kFp8WeightCast), not per GEMM.
 double fp8_cast_bytes(const Kernel& k, Fp8Scaling scaling) {
   if (k.gemm_m <= 0) return 0;
   const double m = k.gemm_m * k.gemm_batch, n = k.gemm_n, kk = k.gemm_k;
   const bool forward = k.phase == Phase::kForward;
+  if (scaling == Fp8Scaling::kDelayed || scaling == Fp8Scaling::kCurrent) {
+    const double per_element = scaling == Fp8Scaling::kCurrent ? 6 : 4;
+    return per_element * (forward ? m * kk : m * n);
+  }
   if (scaling == Fp8Scaling::kRowwise) {
     return forward ? kRowwiseInputForwardB * m * kk + kRowwiseWeightForwardB * kk * n
                    : kRowwiseInputBackwardB * m * kk + kRowwiseWeightBackwardB * kk * n +
@@ -91,8 +102,13 @@ double fp8_cast_bytes(const Kernel& k, Fp8Scaling scaling) {
 }
 
 int fp8_cast_launches(const Kernel& k, Fp8Scaling scaling) {
-  if (scaling == Fp8Scaling::kTensorwise) return 4;
-  return k.phase == Phase::kForward ? 2 : 5;
+  switch (scaling) {
+    case Fp8Scaling::kTensorwise: return 4;
+    case Fp8Scaling::kRowwise: return k.phase == Phase::kForward ? 2 : 5;
+    case Fp8Scaling::kDelayed: return 1;
+    case Fp8Scaling::kCurrent: return 2;
+  }
+  return 4;
 }
 
 double fp8_cast_s(const Kernel& k, const DeviceSpec& d, Fp8Scaling scaling) {

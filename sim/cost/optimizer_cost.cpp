@@ -7,7 +7,8 @@ namespace stratasim {
 double optimizer_op_s(const IterOp& op, const Plan& plan) {
   const HardwareModel& hw = plan.hardware;
   switch (op.kind) {
-    case IterOpKind::kOptimizerStep: return memory_pass_s(hw.device, op.bytes);
+    case IterOpKind::kOptimizerStep:
+    case IterOpKind::kFp8WeightCast: return memory_pass_s(hw.device, op.bytes);
     case IterOpKind::kOffloadGradients:
     case IterOpKind::kUploadParameters: {
       const LinkSpec& l = hw.node.host_link;

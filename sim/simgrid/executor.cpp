@@ -375,7 +375,8 @@ void Simulation::sync_and_step(int rank, int replica, sg4::ActorPtr reducer) {
       }
       case IterOpKind::kOptimizerStep:
       case IterOpKind::kHostOptimizerStep:
-      case IterOpKind::kUploadParameters: {
+      case IterOpKind::kUploadParameters:
+      case IterOpKind::kFp8WeightCast: {
         // The device's step, or offload's PCIe copies and CPU step: durations (the host
         // side is not part of the simulated platform).
         end_dp_phase();

@@ -195,7 +195,24 @@ StageProgram stage_program(const Plan& plan, int vs) {
 // Mixture of experts: the routed experts' gradients are reduced (and their optimizer states
 // sharded) over the ranks holding the same experts (edp = tp * dp / ep), the rest over dp; the
 // experts' reduction follows the dense buckets on the same stream.
-std::vector<IterOp> rank_tail(const Plan& plan, int rank, double all_params, double expert_params) {
+// Transformer Engine's fp8 recipes: the rank's linear-layer weights cast once per iteration,
+// read in 16 bit and written as fp8 and fp8-transposed (4 B per parameter; current scaling's
+// amax pass reads them once more, 6 B). kernel_cost.cpp charges the activations' casts.
+IterOp fp8_weight_cast(const Plan& plan, double linear_params) {
+  IterOp cast;
+  cast.kind = IterOpKind::kFp8WeightCast;
+  cast.stream = Stream::kCompute;
+  cast.bytes = linear_params * (plan.strategy.fp8_scaling == Fp8Scaling::kCurrent ? 6 : 4);
+  return cast;
+}
+
+bool casts_weights_per_iteration(const Strategy& s) {
+  return s.dtype == DType::kFp8 &&
+         (s.fp8_scaling == Fp8Scaling::kDelayed || s.fp8_scaling == Fp8Scaling::kCurrent);
+}
+
+std::vector<IterOp> rank_tail(const Plan& plan, int rank, double all_params, double expert_params,
+                              double linear_params) {
   const Strategy& s = plan.strategy;
   const int zero = plan.zero_stage;
   std::vector<IterOp> tail;
@@ -289,6 +306,11 @@ std::vector<IterOp> rank_tail(const Plan& plan, int rank, double all_params, dou
     tail.insert(tail.end(), {down, step, up});
     return tail;
   }
+  // Issued in the first micro-batch's forward; on the compute stream it costs the iteration
+  // the same wherever it runs, so it sits beside the step that changes the weights it casts.
+  if (casts_weights_per_iteration(s) && linear_params > 0) {
+    tail.push_back(fp8_weight_cast(plan, linear_params));
+  }
   tail.push_back(step);
   return tail;
 }
@@ -312,6 +334,7 @@ std::string_view iter_op_kind_name(IterOpKind k) {
     case IterOpKind::kOffloadGradients: return "offload_gradients";
     case IterOpKind::kHostOptimizerStep: return "host_optimizer_step";
     case IterOpKind::kUploadParameters: return "upload_parameters";
+    case IterOpKind::kFp8WeightCast: return "fp8_weight_cast";
   }
   return "?";
 }
@@ -343,10 +366,13 @@ void lower_iteration(Plan& plan) {
   it.groups[static_cast<int>(GroupKind::kPipelineMirror)] =
       CommGroup{GroupKind::kPipelineMirror, 2, one_node ? 2 : 1};
   it.rank_params.assign(plan.pp, 0.0);
-  std::vector<double> rank_experts(plan.pp, 0.0);
+  std::vector<double> rank_experts(plan.pp, 0.0), rank_linear(plan.pp, 0.0);
   for (const VirtualStage& st : plan.stages) {
     it.rank_params[st.rank] += st.params;
     rank_experts[st.rank] += st.expert_params;
+    // The embedding and the output projection stay 16 bit under fp8 training.
+    rank_linear[st.rank] += st.params - (st.has_embedding && plan.embedding ? plan.embedding->params : 0) -
+                            (st.has_head && plan.head ? plan.head->params : 0);
   }
   it.stages.clear();
   it.stages.reserve(plan.stages.size());
@@ -355,7 +381,8 @@ void lower_iteration(Plan& plan) {
   }
   it.tail.clear();
   for (int r = 0; r < plan.pp; ++r) {
-    it.tail.push_back(rank_tail(plan, r, it.rank_params[r], rank_experts[r]));
+    it.tail.push_back(rank_tail(plan, r, it.rank_params[r], rank_experts[r],
+                                std::max(0.0, rank_linear[r])));
   }
 }
 

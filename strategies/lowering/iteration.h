@@ -47,6 +47,10 @@ enum class IterOpKind : uint8_t {
   kOffloadGradients,
   kHostOptimizerStep,
   kUploadParameters,
+  // compute: Transformer Engine's FP8 recipes cast the rank's linear-layer weights to fp8 and
+  // fp8-transposed once per iteration (the first micro-batch's forward; is_first_microbatch
+  // keeps the casts for the others); `bytes` the pass moves.
+  kFp8WeightCast,
 };
 std::string_view iter_op_kind_name(IterOpKind k);
 

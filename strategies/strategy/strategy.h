@@ -44,7 +44,10 @@ struct FusionPlan {
 };
 
 enum class CpComm { kRing, kAllToAll };
-enum class Fp8Scaling { kTensorwise, kRowwise };
+// kDelayed / kCurrent: Transformer Engine's DelayedScaling (scales from an amax history) and
+// Float8CurrentScaling (an amax pass over each tensor first); both cast weights once per
+// iteration and an activation or gradient in one fused cast-transpose kernel.
+enum class Fp8Scaling { kTensorwise, kRowwise, kDelayed, kCurrent };
 // How overlap_tp hides a TP collective behind its GEMM: Transformer Engine's userbuffers
 // overlap every one (Megatron-Core's tp_comm_overlap); PyTorch's async TP (torch.compile's
 // micro-pipeline pass, torch/_inductor/fx_passes/micro_pipeline_tp.py) fuses only an all-gather

@@ -38,8 +38,9 @@ inline constexpr std::array<EnumName<DType>, 5> kDTypeNames = {{
     {"fp16", DType::kFp16}, {"fp8", DType::kFp8}}};
 inline constexpr std::array<EnumName<TpOverlap>, 2> kTpOverlapNames = {{
     {"userbuffers", TpOverlap::kUserbuffers}, {"micro_pipeline", TpOverlap::kMicroPipeline}}};
-inline constexpr std::array<EnumName<Fp8Scaling>, 2> kFp8ScalingNames = {{
-    {"tensorwise", Fp8Scaling::kTensorwise}, {"rowwise", Fp8Scaling::kRowwise}}};
+inline constexpr std::array<EnumName<Fp8Scaling>, 4> kFp8ScalingNames = {{
+    {"tensorwise", Fp8Scaling::kTensorwise}, {"rowwise", Fp8Scaling::kRowwise},
+    {"delayed", Fp8Scaling::kDelayed}, {"current", Fp8Scaling::kCurrent}}};
 inline constexpr std::array<EnumName<Optimizer>, 2> kOptimizerNames = {{
     {"adam", Optimizer::kAdam}, {"sgd", Optimizer::kSgd}}};
 

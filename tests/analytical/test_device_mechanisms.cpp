@@ -2,6 +2,7 @@
 // storage under fp8 training, and fused attention at the device's FlashAttention curves.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -9,6 +10,7 @@
 #include "sim/core/error.h"
 #include "sim/core/json_reader.h"
 #include "sim/cost/kernel_cost.h"
+#include "strategies/lowering/iteration.h"
 #include "strategies/lowering/lower.h"
 #include "strategies/model/model_json.h"
 #include "strategies/strategy/strategy_json.h"
@@ -87,6 +89,53 @@ TEST_CASE("fp8: torchao's rowwise recipe casts along both dims and runs its own 
   // bf16 training ignores the recipe.
   CHECK(kernel_time(k, d, DType::kBf16, 2, 1.0, Fp8Scaling::kRowwise).total_s ==
         doctest::Approx(21e-6));
+}
+
+TEST_CASE("fp8: Transformer Engine's recipes cast activations once and weights per iteration") {
+  const DeviceSpec d = round_device();
+  const Kernel k = linear_forward();
+  // Delayed scaling: one cast-transpose of the input, 4 B x 1000 x 4000 = 16 MB = 16 us at
+  // 1 TB/s, 1 launch; no weight cast beside the GEMM (17 us with its launch).
+  CHECK(kernel_time(k, d, DType::kFp8, 2, 1.0, Fp8Scaling::kDelayed).total_s ==
+        doctest::Approx(17e-6 + 16e-6 + 1e-6));
+  // Current scaling reads the input once more for its amax: 6 B -> 24 us, 2 launches.
+  CHECK(kernel_time(k, d, DType::kFp8, 2, 1.0, Fp8Scaling::kCurrent).total_s ==
+        doctest::Approx(17e-6 + 24e-6 + 2e-6));
+  // Backward: the output gradient, 4 B x 1000 x 2000 = 8 MB = 8 us; GEMMs 32 us + 2 launches.
+  Kernel b = k;
+  b.phase = Phase::kBackward;
+  b.matmul_flops = 2 * k.matmul_flops;
+  b.launches = 2;
+  CHECK(kernel_time(b, d, DType::kFp8, 2, 1.0, Fp8Scaling::kDelayed).total_s ==
+        doctest::Approx(34e-6 + 8e-6 + 1e-6));
+}
+
+TEST_CASE("fp8: Transformer Engine casts a rank's linear weights once per iteration") {
+  HardwareModel hw = catalog_cluster("dgx_h100");
+  hw.num_devices = 8;
+  const ModelSpec m = read_model(JsonNode(parse_json_text(
+      R"({"family": "decoder", "layers": 4, "hidden": 1024, "heads": 16, "seq_len": 512, "vocab": 32000})",
+      "m.json"), "m.json", "model"));
+  for (const Fp8Scaling scaling : {Fp8Scaling::kDelayed, Fp8Scaling::kCurrent, Fp8Scaling::kTensorwise}) {
+    Strategy s;
+    s.dp = 8, s.global_batch = 64, s.micro_batch = 1;
+    s.dtype = DType::kFp8;
+    s.fp8_scaling = scaling;
+    const Expected<Plan> plan = lower(m, s, hw);
+    REQUIRE(plan.has_value());
+    const std::vector<IterOp>& tail = plan->iteration.tail.at(0);
+    const auto cast = std::find_if(tail.begin(), tail.end(),
+                                   [](const IterOp& op) { return op.kind == IterOpKind::kFp8WeightCast; });
+    if (scaling == Fp8Scaling::kTensorwise) {  // torchao casts beside every GEMM instead
+      CHECK(cast == tail.end());
+      continue;
+    }
+    REQUIRE(cast != tail.end());
+    // The 4 layers' weights, not the embedding or the output projection: 12 h^2 + 13 h each
+    // (GPT: QKV 3h^2 + 3h, projection h^2 + h, MLP 8h^2 + 5h, two norms 4h) = 12,596,224 x 4.
+    const double linear = 4.0 * (12.0 * 1024 * 1024 + 13 * 1024);
+    CHECK(cast->bytes == doctest::Approx(linear * (scaling == Fp8Scaling::kCurrent ? 6 : 4)));
+  }
 }
 
 TEST_CASE("fp8: fp8_scaling is read, written back, and refused without fp8 training") {
