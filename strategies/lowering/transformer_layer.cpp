@@ -46,6 +46,8 @@ class Builder {
     return o;
   }
 
+  LayerOp& last() { return g_.ops.back(); }
+
   // Tensor-parallel collective: bytes are the full message per rank.
   int collective(std::string_view name, CommKind kind, int in, double out_bytes,
                  double saved_bytes, double message_bytes) {
@@ -122,22 +124,34 @@ int sp_gather(Builder& B, const Dims& d, const LayerShape& sh, std::string_view 
                       d.n * d.h * d.e);
 }
 
-// norm -> (SP all-gather) ; returns the tensor the column-parallel GEMM reads.
+// norm -> (SP all-gather) ; returns the tensor the column-parallel GEMM reads. Without SP the
+// input is replicated over tp (Megatron's f: an identity in the forward pass) and its gradient,
+// a partial sum on each rank, is all-reduced right after the GEMM's backward (the all-reduce
+// Megatron overlaps with the weight gradient, Strategy::async_tp_grad_reduce).
 int norm_and_gather(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSpec& t,
-                    std::string_view norm_name, std::string_view gather_name, int x,
-                    bool fused_input) {
-  return sp_gather(B, d, sh, gather_name, norm(B, d, sh, t, norm_name, x, fused_input));
+                    std::string_view norm_name, std::string_view gather_name,
+                    std::string_view grad_name, int x, bool fused_input) {
+  const int y = norm(B, d, sh, t, norm_name, x, fused_input);
+  if (sh.sequence_parallel || sh.tp <= 1) return sp_gather(B, d, sh, gather_name, y);
+  const double region = d.n * d.h * d.e;
+  const int replicated = B.collective(grad_name, CommKind::kAllReduce, y, region, region, region);
+  B.last().comm_phases = CommPhases::kBackwardOnly;
+  return replicated;
 }
 
 // Row-parallel output -> all-reduce (or SP reduce-scatter) -> bias, dropout, residual add.
+// Without SP the all-reduce is Megatron's g: its backward is an identity when the layer's input
+// gradient is reduced at the column-parallel GEMM (`input_grad_reduced`, norm_and_gather).
 int reduce_and_residual(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSpec& t,
-                        std::string_view reduce_name, int partial, int residual, int group) {
+                        std::string_view reduce_name, int partial, int residual, int group,
+                        bool input_grad_reduced) {
   const double region = d.nr * d.h * d.e;
   int reduced = partial;
   if (sh.tp > 1) {
     reduced = B.collective(reduce_name,
                            sh.sequence_parallel ? CommKind::kReduceScatter : CommKind::kAllReduce,
                            partial, region, region, d.n * d.h * d.e);
+    if (!sh.sequence_parallel && input_grad_reduced) B.last().comm_phases = CommPhases::kForwardOnly;
   }
   int x = reduced;
   if (t.linear_bias) {
@@ -433,7 +447,8 @@ LayerGraph build_transformer_layer(const TransformerSpec& t, const LayerShape& s
   if (t.mla.enabled()) {
     qkv = mla_projections(B, d, sh, t, g.input_tensor, add_norm);
   } else {
-    int x = norm_and_gather(B, d, sh, t, "norm1", "sp_all_gather1", g.input_tensor, add_norm);
+    int x = norm_and_gather(B, d, sh, t, "norm1", "sp_all_gather1", "tp_input_grad1",
+                            g.input_tensor, add_norm);
     qkv = B.tensor(d.n * (d.q + 2 * d.kv) / d.t * d.e);
     LayerOp& proj_qkv = B.matmul("qkv", x, qkv, d.h * (d.q + 2 * d.kv) / d.t * d.e, d.n,
                                  (d.q + 2 * d.kv) / d.t, d.h);  // saves its input: 2sbh
@@ -443,14 +458,15 @@ LayerGraph build_transformer_layer(const TransformerSpec& t, const LayerShape& s
   int context = attention_core(B, d, sh, t.dropout, qkv);
   int proj = B.tensor(d.n * d.h * d.e);
   B.matmul("attn_proj", context, proj, d.q * d.h / d.t * d.e, d.n, d.h, d.q / d.t);
-  int mid = reduce_and_residual(B, d, sh, t, "tp_reduce1", proj, g.input_tensor, 1);
+  int mid = reduce_and_residual(B, d, sh, t, "tp_reduce1", proj, g.input_tensor, 1,
+                                !t.mla.enabled());
 
   if (t.moe.enabled()) {
     g.output_tensor = moe_mlp(B, d, sh, t, mid, add_norm);
   } else {
-    int x = norm_and_gather(B, d, sh, t, "norm2", "sp_all_gather2", mid, add_norm);
+    int x = norm_and_gather(B, d, sh, t, "norm2", "sp_all_gather2", "tp_input_grad2", mid, add_norm);
     int down = dense_mlp(B, d, t, x, d.f, "fc1", "fc2");
-    g.output_tensor = reduce_and_residual(B, d, sh, t, "tp_reduce2", down, mid, 2);
+    g.output_tensor = reduce_and_residual(B, d, sh, t, "tp_reduce2", down, mid, 2, true);
   }
 
   for (LayerOp& o : g.ops) {
