@@ -68,6 +68,19 @@ double micro_pipeline_exposed_s(const Kernel& gemm, double gemm_s, double comm_s
   return std::max(0.0, pair - gemm_s);
 }
 
+// Strategy::async_tp_grad_reduce: a backward tensor-parallel all-reduce or reduce-scatter right
+// after a GEMM with weights is that column-parallel layer's input gradient; it runs beside the
+// GEMM's weight-gradient part (its share of the kernel's FLOP). 0 when there is none.
+double weight_gradient_beside_s(const std::vector<double>& times, const std::vector<Kernel>& ks,
+                                size_t i) {
+  const Kernel& c = ks[i];
+  if (c.phase != Phase::kBackward || c.group != GroupKind::kTensor || i == 0) return 0;
+  if (c.comm != CommKind::kAllReduce && c.comm != CommKind::kReduceScatter) return 0;
+  const Kernel& g = ks[i - 1];
+  if (g.cls != OpClass::kMatmul || g.matmul_flops <= 0) return 0;
+  return times[i - 1] * g.weight_grad_flops / g.matmul_flops;
+}
+
 PhaseSums sum_kernels(const std::vector<Kernel>& ks, const Plan& plan) {
   const std::vector<KernelTiming> times = kernel_timings(ks, plan);
   PhaseSums sum;
@@ -211,6 +224,9 @@ std::vector<KernelTiming> kernel_timings(const std::vector<Kernel>& ks, const Pl
       const double m = ks[i].overlaps_attention ? neighbour_s(times, ks, i, OpClass::kFlashAttention)
                                                 : neighbour_s(times, ks, i, OpClass::kMatmul);
       if (m > 0) t = std::max(t - m, interference * t);
+    } else if (s.async_tp_grad_reduce) {
+      const double w = weight_gradient_beside_s(times, ks, i);
+      if (w > 0) t = std::max(t - w, interference * t);
     }
     out[i].total_s = times[i];
     out[i].exposed_s = t;

@@ -139,6 +139,12 @@ struct Strategy {
   bool overlap_dp = false;  // DP gradient buckets overlapped with backward (and ZeRO prefetch)
   bool overlap_tp = false;  // TP communication overlapped with the adjacent GEMMs
   TpOverlap tp_overlap = TpOverlap::kUserbuffers;  // which collectives overlap_tp hides
+  // Megatron-LM's asynchronous tensor-parallel gradient reduction (default since September
+  // 2021, --no-async-tensor-model-parallel-allreduce turns it off; ColumnParallelLinear's
+  // backward in megatron/mpu/layers.py): the all-reduce (reduce-scatter under SP) of a
+  // column-parallel layer's input gradient runs beside that layer's weight-gradient GEMM.
+  // Without overlap_tp, only those collectives are hidden.
+  bool async_tp_grad_reduce = false;
   // MoE token all-to-alls of one micro-batch run beside the compute of another: a forward and
   // a backward of different micro-batches interleaved (DeepSeek-V3's DualPipe, Sec. 3.2.1;
   // Megatron-Core's --overlap-moe-expert-parallel-comm), so each pass's dispatch and combine

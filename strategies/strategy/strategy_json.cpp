@@ -82,7 +82,7 @@ void read_stage_layers(const JsonNode& c, Strategy& s) {
 Strategy read_strategy(const JsonNode& n) {
   n.allow_keys({"tp", "pp", "dp", "cp", "cp_comm", "ep", "shard_group", "zero_stage", "zero3_reshard", "sequence_parallel", "schedule", "interleave",
                 "uneven_stages", "first_stage_layers", "last_stage_layers", "stage_layers", "micro_batch", "global_batch", "recompute", "recompute_last_micro_batch", "fusion",
-                "overlap_dp", "overlap_tp", "overlap_ep", "overlap_p2p", "streams", "placement", "dp_bucket", "collective", "dtype", "fp8_saved_inputs", "fp8_scaling", "tp_overlap",
+                "overlap_dp", "overlap_tp", "overlap_ep", "overlap_p2p", "streams", "placement", "dp_bucket", "collective", "dtype", "fp8_saved_inputs", "fp8_scaling", "tp_overlap", "async_tp_grad_reduce",
                 "master_weights_fp32", "grad_reduce_fp32", "host_overhead", "optimizer", "workload", "offload", "description"});
   Strategy s;
   s.tp = static_cast<int>(n.integer_or("tp", 1, 1, 1 << 20));
@@ -109,6 +109,7 @@ Strategy read_strategy(const JsonNode& n) {
   s.overlap_dp = n.bool_or("overlap_dp", false);
   s.overlap_tp = n.bool_or("overlap_tp", false);
   s.tp_overlap = n.enum_or("tp_overlap", kTpOverlapNames, TpOverlap::kUserbuffers);
+  s.async_tp_grad_reduce = n.bool_or("async_tp_grad_reduce", false);
   s.overlap_ep = n.bool_or("overlap_ep", false);
   s.overlap_p2p = n.bool_or("overlap_p2p", false);
   s.streams = static_cast<int>(n.integer_or("streams", 1, 1, 64));
@@ -168,6 +169,7 @@ Json to_json(const Strategy& s) {
     j["placement"] = p;
   }
   if (s.dtype == DType::kFp8) j["fp8_saved_inputs"] = s.fp8_saved_inputs;
+  if (s.async_tp_grad_reduce) j["async_tp_grad_reduce"] = true;
   if (s.tp_overlap != TpOverlap::kUserbuffers) {
     j["tp_overlap"] = std::string(enum_to_name(kTpOverlapNames, s.tp_overlap));
   }

@@ -101,11 +101,53 @@ TEST_CASE("async TP: the reduce-scatter of q, k, v's summed input gradients stay
   }
 }
 
+TEST_CASE("Megatron's asynchronous input-gradient all-reduce hides behind the weight gradient") {
+  auto plan = [](bool sp, bool async) {
+    Strategy s;
+    s.tp = 4, s.global_batch = 32, s.micro_batch = 32, s.sequence_parallel = sp;
+    s.async_tp_grad_reduce = async;
+    return testing::lower_on_dgx_a100(testing::small_gpt(2), s, 4);
+  };
+  for (const bool sp : {false, true}) {
+    CAPTURE(sp);
+    const Plan off = plan(sp, false), on = plan(sp, true);
+    const Block& b = *on.layer;
+    const std::vector<Kernel>& ks = b.backward;
+    // Without SP: f's all-reduce of the input gradient right after qkv's backward; with SP the
+    // reduce-scatter there (the backward of the all-gather before qkv).
+    size_t c = ks.size();
+    for (size_t i = 1; i < ks.size(); ++i) {
+      if (ks[i].cls == OpClass::kCollective && ks[i - 1].cls == OpClass::kMatmul &&
+          b.graph.ops[ks[i - 1].first_op].name == "qkv") {
+        c = i;
+      }
+    }
+    REQUIRE(c < ks.size());
+    CHECK(ks[c].comm == (sp ? CommKind::kReduceScatter : CommKind::kAllReduce));
+    const std::vector<KernelTiming> t0 = kernel_timings(off.layer->backward, off);
+    const std::vector<KernelTiming> t1 = kernel_timings(ks, on);
+    CHECK(t0[c].exposed_s == doctest::Approx(t0[c].total_s));
+    // By hand: the weight gradient is half of qkv's backward FLOP, so half its time W; the
+    // all-reduce t adds max(t - W, (1 - 1/s) t).
+    const double w = t1[c - 1].total_s / 2, total = t1[c].total_s;
+    const double s = on.hardware.device.overlap_slowdown;
+    CHECK(t1[c].exposed_s == doctest::Approx(std::max(total - w, (1 - 1 / s) * total)));
+    CHECK(t1[c].exposed_s < total);
+    // The forward collectives stay exposed.
+    const std::vector<KernelTiming> f = kernel_timings(b.forward, on);
+    for (size_t i = 0; i < b.forward.size(); ++i) {
+      if (b.forward[i].cls == OpClass::kCollective) CHECK(f[i].exposed_s == doctest::Approx(f[i].total_s));
+    }
+  }
+}
+
 TEST_CASE("async TP: tp_overlap is read and written back") {
   const Json j = parse_json_text(
-      R"({"global_batch": 8, "tp": 2, "overlap_tp": true, "tp_overlap": "micro_pipeline"})", "s.json");
+      R"({"global_batch": 8, "tp": 2, "overlap_tp": true, "tp_overlap": "micro_pipeline",
+          "async_tp_grad_reduce": true})", "s.json");
   const Strategy s = read_strategy(JsonNode(j, "s.json", "strategy"));
   CHECK(s.tp_overlap == TpOverlap::kMicroPipeline);
+  CHECK(s.async_tp_grad_reduce);
   CHECK(read_strategy(JsonNode(to_json(s), "rt", "strategy")) == s);
   const Json odd = parse_json_text(R"({"global_batch": 8, "tp_overlap": "flux"})", "s.json");
   CHECK_THROWS_WITH_AS(read_strategy(JsonNode(odd, "s.json", "strategy")),
