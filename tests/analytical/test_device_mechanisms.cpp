@@ -46,6 +46,15 @@ Kernel linear_forward() {
   return k;
 }
 
+// Its backward: input and weight gradients (twice the forward FLOP) in two GEMM launches.
+Kernel linear_backward() {
+  Kernel b = linear_forward();
+  b.phase = Phase::kBackward;
+  b.matmul_flops *= 2;
+  b.launches = 2;
+  return b;
+}
+
 }  // namespace
 
 TEST_CASE("fp8: a linear layer's GEMM runs at the fp8 peak and curve, plus its casts") {
@@ -56,12 +65,9 @@ TEST_CASE("fp8: a linear layer's GEMM runs at the fp8 peak and curve, plus its c
   // fp8: 1.6e10 / (2000e12 * 0.5) = 16 us + 1 us launch; casts: input 6 B x 1000 x 4000
   // = 24 MB and weight 5 B x 4000 x 2000 = 40 MB at 1 TB/s = 64 us, + 4 launches = 4 us.
   CHECK(kernel_time(k, d, DType::kFp8).total_s == doctest::Approx(17e-6 + 64e-6 + 4e-6));
-  // Backward: output gradient 6 B x 1000 x 2000 = 12 MB, weight 3 B x 8e6 = 24 MB -> 36 us.
-  Kernel b = k;
-  b.phase = Phase::kBackward;
-  b.matmul_flops = 2 * k.matmul_flops;  // dgrad + wgrad, 16 us each at fp8
-  b.launches = 2;
-  CHECK(kernel_time(b, d, DType::kFp8).total_s == doctest::Approx(32e-6 + 2e-6 + 36e-6 + 4e-6));
+  // Backward: output gradient 6 B x 1000 x 2000 = 12 MB, weight 3 B x 8e6 = 24 MB -> 36 us;
+  // dgrad + wgrad, 16 us each at fp8.
+  CHECK(kernel_time(linear_backward(), d, DType::kFp8).total_s == doctest::Approx(32e-6 + 2e-6 + 36e-6 + 4e-6));
 }
 
 TEST_CASE("fp8: torchao's rowwise recipe casts along both dims and runs its own GEMM curve") {
@@ -76,10 +82,7 @@ TEST_CASE("fp8: torchao's rowwise recipe casts along both dims and runs its own 
   // Backward: input 3 x 3.125 = 9.375 B x 4e6 = 37.5 MB, weight 7 x 1.8 = 12.6 B x 8e6 =
   // 100.8 MB, output gradient 8 x 1.25 = 10 B x 2e6 = 20 MB: 158.3 us, + 5 launches; the two
   // GEMMs 64 us + 2 launches.
-  Kernel b = k;
-  b.phase = Phase::kBackward;
-  b.matmul_flops = 2 * k.matmul_flops;
-  b.launches = 2;
+  const Kernel b = linear_backward();
   CHECK(kernel_time(b, d, DType::kFp8, 2, 1.0, Fp8Scaling::kRowwise).total_s ==
         doctest::Approx(66e-6 + 158.3e-6 + 5e-6));
   // Without a rowwise curve the device's fp8 curve (0.5) runs the GEMM: 16 us + 1 us.
@@ -102,11 +105,7 @@ TEST_CASE("fp8: Transformer Engine's recipes cast activations once and weights p
   CHECK(kernel_time(k, d, DType::kFp8, 2, 1.0, Fp8Scaling::kCurrent).total_s ==
         doctest::Approx(17e-6 + 24e-6 + 2e-6));
   // Backward: the output gradient, 4 B x 1000 x 2000 = 8 MB = 8 us; GEMMs 32 us + 2 launches.
-  Kernel b = k;
-  b.phase = Phase::kBackward;
-  b.matmul_flops = 2 * k.matmul_flops;
-  b.launches = 2;
-  CHECK(kernel_time(b, d, DType::kFp8, 2, 1.0, Fp8Scaling::kDelayed).total_s ==
+  CHECK(kernel_time(linear_backward(), d, DType::kFp8, 2, 1.0, Fp8Scaling::kDelayed).total_s ==
         doctest::Approx(34e-6 + 8e-6 + 1e-6));
 }
 
