@@ -310,7 +310,7 @@ Prediction predict_analytical(const Plan& plan, const EngineOptions& options) {
   fill_rates(p, plan, totals);
   fill_memory(p, plan);
   add_plan_notes(p, plan);
-  if (plan.inference()) p.latency_s = pipeline_latency_s(plan, costs);
+  if (plan.inference()) p.latency_s = pipeline_latency_s(costs);
   if (options.timeline) fill_timeline(p, plan, costs, timing);
   return p;
 }

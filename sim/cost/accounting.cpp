@@ -137,7 +137,7 @@ void add_plan_notes(Prediction& p, const Plan& plan) {
   }
 }
 
-double pipeline_latency_s(const Plan& plan, const StageCosts& costs) {
+double pipeline_latency_s(const StageCosts& costs) {
   double t = 0;
   const StageDurations& d = costs.durations;
   for (size_t i = 0; i < d.forward_s.size(); ++i) {

@@ -38,6 +38,6 @@ double dp_sync_bytes(const Plan& plan);
 
 // Inference: the time one micro-batch takes through the empty pipeline, the forward of every
 // virtual stage in chain order and the transfers between them (no contention: it is alone).
-double pipeline_latency_s(const Plan& plan, const StageCosts& costs);
+double pipeline_latency_s(const StageCosts& costs);
 
 }  // namespace stratasim

@@ -148,7 +148,7 @@ Prediction assemble(const Plan& plan, const SimgridOptions& options, const SimRu
   fill_rates(p, plan, totals);
   add_plan_notes(p, plan);
   // One micro-batch alone in the pipeline meets no contention: the stage costs' sum.
-  if (plan.inference()) p.latency_s = pipeline_latency_s(plan, costs);
+  if (plan.inference()) p.latency_s = pipeline_latency_s(costs);
 
   char note[512];
   std::snprintf(note, sizeof note,
