@@ -212,9 +212,11 @@ std::vector<KernelTiming> kernel_timings(const std::vector<Kernel>& ks, const Pl
   // Ring attention's exchange (overlaps_attention) runs beside the attention kernel the same way.
   for (size_t i = 0; i < ks.size(); ++i) {
     double t = times[i];
-    const bool tp_overlap = s.overlap_tp && ks[i].group == GroupKind::kTensor;
+    const bool collective = ks[i].cls == OpClass::kCollective;
+    const bool tp_overlap = collective && s.overlap_tp && ks[i].group == GroupKind::kTensor;
     const bool micro_pipeline = tp_overlap && s.tp_overlap == TpOverlap::kMicroPipeline;
-    if (ks[i].cls != OpClass::kCollective) {
+    if (!collective) {
+      // compute: its own time
     } else if (micro_pipeline && !ks[i].overlaps_attention) {
       const int j = micro_pipeline_partner(ks, i);
       if (j >= 0) {
