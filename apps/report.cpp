@@ -243,8 +243,8 @@ std::string evaluation_report(const Scenario& sc, const Plan& plan, const Predic
 
 std::string compare_table(const std::string& title, const std::vector<CompareRow>& rows) {
   std::string out = "== " + title + " ==\n";
-  out += format_text("  %-24s %3s %3s %4s %2s %3s %-11s %-9s %10s %11s %6s %7s %9s %10s %s\n", "variant",
-             "tp", "pp", "dp", "v", "mb", "schedule", "recompute", "iter", "tokens/s", "MFU",
+  out += format_text("  %-24s %3s %3s %4s %3s %2s %3s %-11s %-9s %10s %11s %6s %7s %9s %10s %s\n", "variant",
+             "tp", "pp", "dp", "cp", "v", "mb", "schedule", "recompute", "iter", "tokens/s", "MFU",
              "bubble", "exp.comm", "peak mem", "fits");
   int best = -1;
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -260,8 +260,8 @@ std::string compare_table(const std::string& title, const std::vector<CompareRow
     }
     const Strategy& s = r.plan->strategy;
     const Prediction& p = r.prediction;
-    out += format_text("  %-24s %3d %3d %4d %2d %3d %-11s %-9s %10s %11.4g %6s %7s %9s %10s %s\n",
-               name.c_str(), s.tp, s.pp, r.plan->data_parallel(), s.interleave, s.micro_batch,
+    out += format_text("  %-24s %3d %3d %4d %3d %2d %3d %-11s %-9s %10s %11.4g %6s %7s %9s %10s %s\n",
+               name.c_str(), s.tp, s.pp, r.plan->data_parallel(), s.cp, s.interleave, s.micro_batch,
                std::string(schedule_name(s.schedule)).c_str(),
                std::string(recompute_name(s.recompute)).c_str(),
                format_seconds(p.iteration_s).c_str(), p.tokens_per_s, pct(p.mfu).c_str(),

@@ -293,7 +293,7 @@ Prediction predict_analytical(const Plan& plan, const EngineOptions& options) {
   const RankSync sync = finish_iteration(p, plan, timing, costs.durations);
   add_comm(p, CommCategory::kTensorParallel, "tp collectives", &plan.tp_group, totals.tp_bytes,
            totals.tp_total, totals.tp_exposed);
-  add_comm(p, CommCategory::kContextParallel, "cp ring attention K/V exchange", &plan.cp_group,
+  add_comm(p, CommCategory::kContextParallel, context_comm_label(plan), &plan.cp_group,
            totals.cp_bytes, totals.cp_total, totals.cp_exposed);
   add_comm(p, CommCategory::kExpertParallel, "ep token dispatch/combine all-to-all",
            &plan.ep_group, totals.ep_bytes, totals.ep_total, totals.ep_exposed);

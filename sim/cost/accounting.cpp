@@ -85,6 +85,11 @@ void fit_groups(Prediction& p, const Plan& plan) {
 
 }  // namespace
 
+const char* context_comm_label(const Plan& plan) {
+  return plan.model.family == ModelFamily::kOpGraph ? "cp halo exchange and row gathers (spatial split)"
+                                                    : "cp ring attention K/V exchange";
+}
+
 void fill_rates(Prediction& p, const Plan& plan, const StageTotals& t) {
   const double m = plan.micro_batches_per_stage(), devices = plan.hardware.num_devices;
   const double replicas = double(plan.dp) * plan.tp;  // stage FLOPs are per device

@@ -40,4 +40,8 @@ double dp_sync_bytes(const Plan& plan);
 // virtual stage in chain order and the transfers between them (no contention: it is alone).
 double pipeline_latency_s(const StageCosts& costs);
 
+// What the context group's communication is, for the reports: ring attention's K/V exchange for
+// a transformer, a spatial split's halo exchanges and row gathers for an operator graph.
+const char* context_comm_label(const Plan& plan);
+
 }  // namespace stratasim

@@ -52,6 +52,21 @@ double all_to_all_s(double bytes, const CommGroup& g, const HardwareModel& hw) {
   return std::max(local, remote);
 }
 
+double halo_exchange_s(double bytes, const CommGroup& g, const HardwareModel& hw) {
+  const int n = g.size, k = std::min(g.ranks_per_node, g.size), nodes = g.nodes();
+  if (n <= 1 || bytes <= 0) return 0;
+  const LinkLevel intra = intra_node_level(hw);
+  const int local_sides = std::min(2, k - 1);  // neighbours inside the node
+  const double local = local_sides > 0 ? local_sides * bytes / intra.bandwidth_at(bytes) + intra.latency_s : 0.0;
+  if (nodes <= 1) return local;
+  const LinkSpec& nic = hw.node.nic;
+  const double node_bw = hw.node.nics * nic.bandwidth_Bps * nic.efficiency * size_efficiency_at(nic, bytes);
+  const double hops = 2.0 * std::max(0, hw.network.levels - 1) + 1;
+  const int crossing = nodes > 2 ? 2 : 1;  // flows out of a node's NICs, one per neighbouring node
+  const double remote = crossing * bytes / node_bw + nic.latency_s + hops * hw.network.switch_latency_s;
+  return std::max(local, remote);
+}
+
 LinkLevel intra_node_level(const HardwareModel& hw) {
   const LinkSpec& l = hw.node.device_link;
   return LinkLevel{l.bandwidth_Bps * l.efficiency, l.latency_s, &l};
@@ -94,6 +109,7 @@ CollectiveChoice collective_time(CommKind kind, double bytes, const CommGroup& g
                                  const HardwareModel& hw, CollectiveAlgorithm algorithm) {
   if (g.size <= 1 || bytes <= 0) return {0, algorithm};
   if (kind == CommKind::kAllToAll) return {all_to_all_s(bytes, g, hw), CollectiveAlgorithm::kRing};
+  if (kind == CommKind::kHaloExchange) return {halo_exchange_s(bytes, g, hw), CollectiveAlgorithm::kRing};
   const bool one_node = g.nodes() <= 1;
   const LinkLevel level = one_node ? intra_node_level(hw) : spanning_level(hw);
   const double ring = flat_time(kind, bytes, g.size, level, false);

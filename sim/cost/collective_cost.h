@@ -41,6 +41,13 @@ int tree_chunks(double bytes, int n);
 // (k-1)/n S over NVLink beside the inter-node part (n-k)/n S through the NIC share, each with
 // one latency per peer node (or peer in the node).
 double all_to_all_s(double bytes, const CommGroup& g, const HardwareModel& hw);
+// A spatial split's halo exchange over the g.size ranks of a line (rank order along the split
+// rows, g.ranks_per_node consecutive ranks in a node): every rank sends `bytes` (one side's
+// halo rows) to each neighbour and receives as much from each, all at once (MPI_Neighbor /
+// paired Isend/Irecv). The slowest rank: an interior one sends 2 x bytes through its device
+// port; a rank at a node's edge sends one side through the NICs, which carry the node's two
+// crossing flows (one when the line spans two nodes).
+double halo_exchange_s(double bytes, const CommGroup& g, const HardwareModel& hw);
 
 struct CollectiveChoice {
   double time_s = 0;

@@ -88,7 +88,7 @@ void measured_comms(Prediction& p, const Plan& plan, const SimgridOptions& optio
   }
   // Inside the compute durations in both engines (op_segments: TP and, at layer granularity,
   // EP all-to-alls become messages).
-  add_comm(p, CommCategory::kContextParallel, "cp ring attention K/V exchange", &plan.cp_group,
+  add_comm(p, CommCategory::kContextParallel, context_comm_label(plan), &plan.cp_group,
            totals.cp_bytes, totals.cp_total, totals.cp_exposed);
   if (simgrid_detail::ep_as_messages(plan, options) && totals.ep_total > 0) {  // rank 0
     add_comm(p, CommCategory::kExpertParallel, "ep token dispatch/combine all-to-all (simulated messages)",

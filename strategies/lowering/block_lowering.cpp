@@ -302,7 +302,8 @@ std::vector<Kernel> backward_kernels(const LayerGraph& g, const std::vector<Kern
 void lower_block(Block& block, Recompute mode, bool forward_only) {
   const LayerGraph& g = block.graph;
   const Usage u = usage_of(g);
-  const std::vector<bool> saved = saved_with(g, u, mode);
+  // Inference keeps nothing for a backward: a fused kernel writes only what leaves it.
+  const std::vector<bool> saved = forward_only ? std::vector<bool>(g.tensors.size(), false) : saved_with(g, u, mode);
   std::vector<Kernel> all = fuse_with(g, u, saved, mode);
   // Backward-only collectives have no forward cost: the backward is built from the full list,
   // the forward (and the recomputation copied from it) leaves them out.

@@ -1,5 +1,7 @@
 #include "strategies/lowering/edge_blocks.h"
 
+#include "strategies/lowering/spatial_split.h"
+
 #include <algorithm>
 
 namespace stratasim {
@@ -120,6 +122,25 @@ LayerGraph build_head(const TransformerSpec& t, const LayerShape& sh) {
   return g;
 }
 
+namespace {
+
+// FusionPlan::whole_chain: op i continues the run its predecessor is in (a run starts at any op
+// and takes the memory-bound ops after it) when it is memory-bound and reads an op of the run.
+// Its other inputs were made before the run (ops are in topological order and the run is
+// consecutive), so the run stays one pass that reads them once.
+bool joins_chain(const OpGraphSpec& spec, const LayerGraph& g, int i) {
+  const GraphOp& op = spec.ops[i];
+  const bool memory_bound = op.kind == GraphOpKind::kStencil || op.kind == GraphOpKind::kElementwise ||
+                            op.kind == GraphOpKind::kNorm || op.kind == GraphOpKind::kPool ||
+                            op.kind == GraphOpKind::kSoftmax;
+  if (!memory_bound || i == 0 || spec.ops[i - 1].kind == GraphOpKind::kLoss) return false;
+  const LayerOp& previous = g.ops[i - 1];
+  const int start = previous.fusion_group >= 0 ? previous.fusion_group : i - 1;
+  return std::any_of(op.inputs.begin(), op.inputs.end(), [&](int in) { return in >= start; });
+}
+
+}  // namespace
+
 LayerGraph build_op_graph(const OpGraphSpec& spec, const LayerShape& sh, const std::vector<int>& devices) {
   LayerGraph g;
   const double b = sh.micro_batch, e = sh.element_bytes;
@@ -130,15 +151,24 @@ LayerGraph build_op_graph(const OpGraphSpec& spec, const LayerShape& sh, const s
       if (in >= 0) ++consumers[in];
     }
   }
-  double input_elements = 0;
-  for (const GraphOp& op : spec.ops) input_elements = std::max(input_elements, op.input_elements);
+  // A spatial split (spatial_split.h): a device holds its share of each spatial tensor's rows.
+  const std::vector<int> heights = sh.cp > 1 ? spatial_heights(spec) : std::vector<int>(n, 0);
+  double input_elements = 0, input_share = 1;
+  for (const GraphOp& op : spec.ops) {
+    if (op.input_elements <= input_elements) continue;
+    input_elements = op.input_elements;
+    input_share = spatial_share(op.input_height > 0 ? op.input_height : op.height, sh.cp);
+  }
   g.ops.reserve(n);  // large graphs (AmoebaNet-D: 1086 ops) lowered per search point
   g.tensors.reserve(n + 1 + spec.external_inputs.size());
-  g.input_tensor = add_tensor(g, input_elements * b * e);
-  for (int i = 0; i < n; ++i) add_tensor(g, spec.ops[i].output_elements * b * e);
+  g.input_tensor = add_tensor(g, input_elements * b * e * input_share);
+  for (int i = 0; i < n; ++i) add_tensor(g, spec.ops[i].output_elements * b * e * spatial_share(heights[i], sh.cp));
   // A pipeline stage's inputs from earlier stages: tensors n + 1 + k; the first of them is the
   // block input when no op of the stage reads the model input.
-  for (double elements : spec.external_inputs) g.extra_inputs.push_back(add_tensor(g, elements * b * e));
+  for (size_t k = 0; k < spec.external_inputs.size(); ++k) {
+    const int rows = k < spec.external_heights.size() ? spec.external_heights[k] : 0;
+    g.extra_inputs.push_back(add_tensor(g, spec.external_inputs[k] * b * e * spatial_share(rows, sh.cp)));
+  }
   if (input_elements <= 0 && !g.extra_inputs.empty()) {
     g.input_tensor = g.extra_inputs.front();
     g.extra_inputs.erase(g.extra_inputs.begin());
@@ -153,16 +183,21 @@ LayerGraph build_op_graph(const OpGraphSpec& spec, const LayerShape& sh, const s
     for (size_t k = 0; k < src.inputs.size() && k < kMaxOpInputs; ++k) {
       op.inputs[k] = static_cast<int16_t>(tensor_of(src.inputs[k]));
     }
-    (compute ? op.matmul_flops : op.other_flops) = src.flops * b;
-    op.model_flops = compute ? src.flops * b : 0;
+    // A spatial op runs its rows' share on each device of the split; an op without rows runs
+    // whole on each (model FLOPs count it once over the group).
+    (compute ? op.matmul_flops : op.other_flops) = src.flops * b * spatial_share(heights[i], sh.cp);
+    op.model_flops = compute ? src.flops * b / sh.cp : 0;
     op.weight_bytes = src.params * e;
     op.saves = src.kind == GraphOpKind::kElementwise ? kSaveOutput : kSaveInput0;
     op.rereads_input = src.kind == GraphOpKind::kNorm;  // batch statistics, then normalize
     // Epilogue fusion: a norm or elementwise op whose single input has no other consumer
-    // joins its producer's kernel (conv + BN + ReLU, LSTM gate chains).
+    // joins its producer's kernel (conv + BN + ReLU, LSTM gate chains). Whole-chain fusion
+    // (FusionPlan::whole_chain): any memory-bound op that reads its predecessor and otherwise
+    // only tensors made before its predecessor's run joins that run.
     const bool chainable = src.kind == GraphOpKind::kNorm || src.kind == GraphOpKind::kElementwise;
-    if (chainable && src.inputs.size() == 1 && i > 0 && src.inputs[0] == i - 1 && consumers[i - 1] == 1 &&
-        sh.fusion.elementwise_epilogue && op.device == g.ops[i - 1].device) {
+    const bool epilogue = chainable && src.inputs.size() == 1 && i > 0 && src.inputs[0] == i - 1 &&
+                          consumers[i - 1] == 1 && sh.fusion.elementwise_epilogue;
+    if ((epilogue || (sh.fusion.whole_chain && joins_chain(spec, g, i))) && op.device == g.ops[i - 1].device) {
       op.fusion = FusionRule::kEpilogue;
       LayerOp& producer = g.ops[i - 1];
       if (producer.fusion_group < 0) {

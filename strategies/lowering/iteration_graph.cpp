@@ -47,6 +47,7 @@ std::string_view chakra_comm_type(CommKind k) {
     case CommKind::kReduceScatter: return "REDUCE_SCATTER";
     case CommKind::kAllToAll: return "ALL_TO_ALL";
     case CommKind::kBroadcast: return "BROADCAST";
+    case CommKind::kHaloExchange: return "HALO_EXCHANGE";  // no Chakra collective: neighbour send/recv
   }
   return "?";
 }

@@ -10,6 +10,7 @@ std::string_view comm_kind_name(CommKind k) {
     case CommKind::kReduceScatter: return "reduce-scatter";
     case CommKind::kAllToAll: return "all-to-all";
     case CommKind::kBroadcast: return "broadcast";
+    case CommKind::kHaloExchange: return "halo exchange";
   }
   return "?";
 }

@@ -21,7 +21,9 @@ enum class OpClass : uint8_t {
   kCollective,      // tensor-parallel communication (a fusion barrier)
 };
 
-enum class CommKind : uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast };
+// kHaloExchange: a spatial split's neighbour exchange (each device sends comm_bytes, the halo
+// rows of one side, to each of its two neighbours along the split dimension, and receives theirs).
+enum class CommKind : uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast, kHaloExchange };
 std::string_view comm_kind_name(CommKind k);
 
 // When a collective runs: Megatron's f/g operators pair a forward all-reduce with a backward

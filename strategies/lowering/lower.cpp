@@ -9,6 +9,7 @@
 #include "strategies/lowering/mixed_cluster.h"
 #include "strategies/lowering/op_graph_stages.h"
 #include "strategies/lowering/placement.h"
+#include "strategies/lowering/spatial_split.h"
 
 namespace stratasim {
 namespace {
@@ -110,12 +111,13 @@ std::optional<Infeasible> lower_op_graph_stages(Plan& plan, const Block& whole) 
   }
   const std::vector<int> counts = op_graph_stage_counts(plan, whole);
   if (auto bad = check_op_graph_counts(counts, ops, plan.pp)) return bad;
-  const OpGraphStages split = split_op_graph(m.graph, counts);
+  const OpGraphStages split = split_op_graph(m.graph, counts, s.cp);
   const double e = dtype_bytes(storage_dtype(s.dtype));
   for (size_t i = 0; i < split.stages.size(); ++i) {
     auto block = std::make_shared<Block>();
     block->graph = build_op_graph(split.stages[i], shape_of(s, false));
     if (auto bad = apply_graph_groups(m, s.fusion, block->graph, split.stages[i].source_offset)) return bad;
+    if (auto bad = insert_spatial_exchanges(block->graph, split.stages[i], s.cp, s.micro_batch, e)) return bad;
     lower_block(*block, s.recompute, s.workload == Workload::kInference);
     for (const GraphOp& op : split.stages[i].ops) block->params += op.params;
     plan.stage_blocks.push_back(std::move(block));
@@ -296,6 +298,10 @@ Expected<Plan> lower(const ModelSpec& model, const Strategy& requested,
     }
     block->graph = build_op_graph(model.graph, shape_of(strategy, false), devices);
     if (auto bad = apply_graph_groups(model, strategy.fusion, block->graph)) return *bad;
+    if (auto bad = insert_spatial_exchanges(block->graph, model.graph, strategy.cp, strategy.micro_batch,
+                                            dtype_bytes(storage_dtype(strategy.dtype)))) {
+      return *bad;
+    }
     lower_block(*block, strategy.recompute, strategy.workload == Workload::kInference);
     block->params = total_params(model);
     if (!devices.empty()) {

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "strategies/lowering/spatial_split.h"
 #include "strategies/pipeline/schedules.h"
 
 namespace stratasim {
@@ -60,9 +61,18 @@ std::optional<Infeasible> check_degrees(const Strategy& s, const HardwareModel& 
 // FlashAttention kernels (ring attention runs them block by block).
 static std::optional<Infeasible> check_context_parallel(const ModelSpec& m, const Strategy& s) {
   if (s.cp == 1) return std::nullopt;
-  if (m.family == ModelFamily::kOpGraph) {
-    return Infeasible{InfeasibleReason::kContextParallel,
-                      "context parallelism splits a transformer's sequence; this model is an operator graph", "cp"};
+  if (m.family == ModelFamily::kOpGraph) {  // spatial parallelism (spatial_split.h)
+    if (s.cp_comm == CpComm::kAllToAll) {
+      return Infeasible{InfeasibleReason::kContextParallel,
+                        "cp on an operator graph splits its rows with halo exchanges; cp_comm a2a (Ulysses) "
+                        "splits attention heads",
+                        "cp_comm"};
+    }
+    if (!s.placement.empty()) {
+      return Infeasible{InfeasibleReason::kContextParallel,
+                        "a spatial split (cp) of a graph placed op by op (placement) is not modelled", "cp"};
+    }
+    return check_spatial_split(m.graph, s.cp);
   }
   if (m.transformer.seq_len % (2 * s.cp) != 0) {
     return Infeasible{InfeasibleReason::kContextParallel,

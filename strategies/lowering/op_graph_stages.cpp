@@ -5,11 +5,13 @@
 #include <map>
 
 #include "strategies/lowering/plan.h"
+#include "strategies/lowering/spatial_split.h"
 
 namespace stratasim {
 
-OpGraphStages split_op_graph(const OpGraphSpec& graph, const std::vector<int>& op_counts) {
+OpGraphStages split_op_graph(const OpGraphSpec& graph, const std::vector<int>& op_counts, int cp) {
   const int n = static_cast<int>(graph.ops.size());
+  const std::vector<int> heights = spatial_heights(graph);
   std::vector<int> last_reader(n, -1);  // the last op reading each op's output
   for (int i = 0; i < n; ++i) {
     for (int in : graph.ops[i].inputs) {
@@ -29,13 +31,17 @@ OpGraphStages split_op_graph(const OpGraphSpec& graph, const std::vector<int>& o
       const GraphOp& src = graph.ops[i];
       // Everything but the name (an op of the part names itself by source_offset + index).
       GraphOp op{.kind = src.kind, .flops = src.flops, .output_elements = src.output_elements,
-                 .params = src.params, .inputs = src.inputs, .input_elements = src.input_elements};
+                 .params = src.params, .inputs = src.inputs, .input_elements = src.input_elements,
+                 .height = src.height, .halo = src.halo, .input_height = src.input_height};
       for (int& in : op.inputs) {
         if (in >= begin) {
           in -= begin;
         } else if (in >= 0) {
           auto [it, added] = external.try_emplace(in, static_cast<int>(external.size()));
-          if (added) part.external_inputs.push_back(graph.ops[in].output_elements);
+          if (added) {
+            part.external_inputs.push_back(graph.ops[in].output_elements);
+            part.external_heights.push_back(heights[in]);
+          }
           in = -1 - it->second;
         }
       }
@@ -44,7 +50,9 @@ OpGraphStages split_op_graph(const OpGraphSpec& graph, const std::vector<int>& o
     out.stages.push_back(std::move(part));
     if (s + 1 < op_counts.size()) {
       double crossing = 0;  // made before the boundary, read after it
-      for (int j = 0; j < end; ++j) crossing += last_reader[j] >= end ? graph.ops[j].output_elements : 0;
+      for (int j = 0; j < end; ++j) {
+        if (last_reader[j] >= end) crossing += graph.ops[j].output_elements * spatial_share(heights[j], cp);
+      }
       out.boundary_elements.push_back(crossing);
     }
     begin = end;

@@ -15,11 +15,13 @@ struct Block;
 
 struct OpGraphStages {
   std::vector<OpGraphSpec> stages;        // each stage's ops; inputs from earlier stages external
-  std::vector<double> boundary_elements;  // per sample, crossing stage s -> s + 1
+  // Per sample and device, crossing stage s -> s + 1: under a spatial split (cp > 1) a device
+  // sends its rows of each spatial tensor (spatial_split.h).
+  std::vector<double> boundary_elements;
 };
 
 // `op_counts`: ops per stage, each >= 1, summing to the graph's op count (checked by the caller).
-OpGraphStages split_op_graph(const OpGraphSpec& graph, const std::vector<int>& op_counts);
+OpGraphStages split_op_graph(const OpGraphSpec& graph, const std::vector<int>& op_counts, int cp = 1);
 
 // The contiguous split of `costs` into `parts` non-empty parts whose largest sum is smallest
 // (the linear partition problem): the smallest limit a greedy left-to-right fill keeps, found

@@ -18,10 +18,11 @@ constexpr std::array<EnumName<Activation>, 3> kActivations = {{
     {"gelu", Activation::kGeLU}, {"relu", Activation::kReLU}, {"swiglu", Activation::kSwiGLU}}};
 constexpr std::array<EnumName<NormKind>, 2> kNorms = {{
     {"layernorm", NormKind::kLayerNorm}, {"rmsnorm", NormKind::kRMSNorm}}};
-constexpr std::array<EnumName<GraphOpKind>, 7> kOpKinds = {{
+constexpr std::array<EnumName<GraphOpKind>, 8> kOpKinds = {{
     {"matmul", GraphOpKind::kMatmul}, {"conv", GraphOpKind::kConv}, {"norm", GraphOpKind::kNorm},
     {"elementwise", GraphOpKind::kElementwise}, {"pool", GraphOpKind::kPool},
-    {"softmax", GraphOpKind::kSoftmax}, {"loss", GraphOpKind::kLoss}}};
+    {"softmax", GraphOpKind::kSoftmax}, {"loss", GraphOpKind::kLoss},
+    {"stencil", GraphOpKind::kStencil}}};
 
 MoeSpec read_moe(const JsonNode& n, MoeSpec m) {
   n.allow_keys({"experts", "top_k", "expert_ffn_hidden", "shared_experts", "shared_ffn_hidden",
@@ -106,9 +107,28 @@ double bounded(const JsonNode& n, double v, double max, const char* what) {
   return v;
 }
 
+// Rows of a spatial op (GraphOp::height): its output's rows, the halo rows it reads beyond them
+// on each side, the model input's rows. A halo needs rows to be beside.
+void read_geometry(const JsonNode& n, GraphOp& op) {
+  constexpr int kMaxRows = 10'000'000;
+  op.height = static_cast<int>(n.integer_or("height", 0, 0, kMaxRows));
+  op.halo = static_cast<int>(n.integer_or("halo", 0, 0, 1000));
+  op.input_height = static_cast<int>(n.integer_or("input_height", 0, 0, kMaxRows));
+  if (op.height == 0 && op.halo > 0) {
+    n.at("halo").fail("needs the op's height (rows of its output): a halo is rows of a spatial op's input");
+  }
+  if (op.height == 0 && op.input_height > 0) {
+    n.at("input_height").fail("needs the op's height: only a spatial op has rows to split");
+  }
+  if (op.height > 0 && op.output_elements > 0 && op.output_elements < op.height) {
+    n.at("height").fail("is more rows than the op's " + std::to_string(static_cast<long long>(op.output_elements)) +
+                        " output elements");
+  }
+}
+
 GraphOp read_graph_op(const JsonNode& n, const std::map<std::string, int>& index) {
   n.allow_keys({"name", "kind", "flops", "output_elements", "params", "inputs",
-                "input_elements"});
+                "input_elements", "height", "halo", "input_height"});
   GraphOp op;
   op.name = n.string("name");
   op.kind = n.at("kind").as_enum(kOpKinds);
@@ -126,6 +146,7 @@ GraphOp read_graph_op(const JsonNode& n, const std::map<std::string, int>& index
     op.input_elements =
         bounded(*in, in->as_quantity(Dimension::kCount), kMaxOpElements, "elements per sample");
   }
+  read_geometry(n, op);
   if (auto inputs = n.find("inputs")) {
     if (inputs->size() > 3) {
       inputs->fail("lists " + std::to_string(inputs->size()) +
@@ -249,6 +270,9 @@ Json to_json(const ModelSpec& m) {
       Json o{{"name", op.name}, {"kind", std::string(graph_op_kind_name(op.kind))},
              {"flops", op.flops}, {"output_elements", op.output_elements}, {"params", op.params}};
       if (op.input_elements > 0) o["input_elements"] = op.input_elements;
+      if (op.height > 0) o["height"] = op.height;
+      if (op.halo > 0) o["halo"] = op.halo;
+      if (op.input_height > 0) o["input_height"] = op.input_height;
       Json inputs = Json::array();
       for (int i : op.inputs) inputs.push_back(m.graph.ops[i].name);
       o["inputs"] = inputs;

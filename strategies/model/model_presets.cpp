@@ -91,6 +91,8 @@ const std::map<std::string, std::function<ModelSpec()>>& presets() {
       {"vgg16", [] { return make_vgg16(1000); }},
       // Zaremba et al. 2014 "large" LSTM language model: 2 layers, 1500 units, 35 steps.
       {"lstm-2layer", [] { return make_lstm_lm(2, 1500, 10000, 35); }},
+      // The design documents' blur -> Sobel -> sharpen on 4K UHD (3840 x 2160) fp32 frames.
+      {"image-pipeline-4k", [] { return make_image_pipeline(2160, 3840); }},
   };
   return table;
 }

@@ -13,8 +13,45 @@ std::string_view graph_op_kind_name(GraphOpKind k) {
     case GraphOpKind::kPool: return "pool";
     case GraphOpKind::kSoftmax: return "softmax";
     case GraphOpKind::kLoss: return "loss";
+    case GraphOpKind::kStencil: return "stencil";
   }
   return "?";
+}
+
+namespace {
+
+// Rows of the tensor an op's input `in` names (>= 0: an op of the graph; -1 - k: the part's
+// k-th external input).
+int external_or_op_rows(const OpGraphSpec& g, const std::vector<int>& heights, int in) {
+  if (in >= 0) return heights[in];
+  const size_t k = static_cast<size_t>(-1 - in);
+  return k < g.external_heights.size() ? g.external_heights[k] : 0;
+}
+
+}  // namespace
+
+std::vector<int> spatial_heights(const OpGraphSpec& g) {
+  const int n = static_cast<int>(g.ops.size());
+  std::vector<int> h(n, 0);
+  for (int i = 0; i < n; ++i) {
+    const GraphOp& op = g.ops[i];
+    if (op.height > 0) {
+      h[i] = op.height;
+      continue;
+    }
+    if ((op.kind != GraphOpKind::kElementwise && op.kind != GraphOpKind::kNorm) || op.inputs.empty()) continue;
+    int common = -1;
+    for (int in : op.inputs) {
+      const int rows = external_or_op_rows(g, h, in);
+      if (rows == 0 || (common >= 0 && rows != common)) {
+        common = 0;
+        break;
+      }
+      common = rows;
+    }
+    h[i] = std::max(common, 0);
+  }
+  return h;
 }
 
 std::string_view family_name(ModelFamily f) {

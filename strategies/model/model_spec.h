@@ -86,7 +86,10 @@ struct TransformerSpec {
 };
 
 // Generic operator graph: per-sample costs of each op, for models that are not transformers.
-enum class GraphOpKind { kMatmul, kConv, kNorm, kElementwise, kPool, kSoftmax, kLoss };
+// kStencil: a fixed-weight neighbourhood op on an image or field (blur, Sobel, a finite
+// difference): a few FLOP per element read, so memory-bound like an elementwise op, but it reads
+// `halo` rows beyond its own on each side.
+enum class GraphOpKind { kMatmul, kConv, kNorm, kElementwise, kPool, kSoftmax, kLoss, kStencil };
 std::string_view graph_op_kind_name(GraphOpKind k);
 
 struct GraphOp {
@@ -99,6 +102,15 @@ struct GraphOp {
   // graph (op_graph_stages.h), -1 - k reads the stage's k-th external input.
   std::vector<int> inputs;
   double input_elements = 0;  // per sample, only for ops reading the model input
+  // Spatial geometry (convolutions, pools, stencils on images): rows of the output per sample
+  // (0 = not spatial: its tensors have no rows to split) and rows of its input it reads beyond
+  // each output row range on each side (a 3x3 stride-1 convolution: 1; a 7x7 stem: 3). A
+  // spatial split (Strategy::cp on an operator graph) gives each device ceil(height / cp) rows
+  // and exchanges `halo` input rows with each neighbour. input_height: rows of the model input,
+  // for an op reading it (0 = the op's own height).
+  int height = 0;
+  int halo = 0;
+  int input_height = 0;
   bool operator==(const GraphOp&) const = default;
 };
 
@@ -108,6 +120,7 @@ struct OpGraphSpec {
   // A pipeline stage's part of a graph: the elements per sample of each tensor it receives
   // from earlier stages, and the index of its first op in the whole graph.
   std::vector<double> external_inputs;
+  std::vector<int> external_heights;  // rows of each external input (0 = not spatial)
   int source_offset = 0;
   bool operator==(const OpGraphSpec&) const = default;
 };
@@ -142,5 +155,11 @@ double active_layer_params(const TransformerSpec& t);
 double embedding_params(const TransformerSpec& t);  // token (+ position) embeddings
 double head_params(const TransformerSpec& t);       // final norm + untied output projection
 double total_params(const ModelSpec& m);
+
+// Rows of each op's output in an operator graph: GraphOp::height, or, for an elementwise op or
+// norm without one that reads only spatial tensors of one height (a ReLU after a convolution),
+// that height; 0 = not spatial. A part of a graph (a pipeline stage) reads its external inputs'
+// rows from OpGraphSpec::external_heights.
+std::vector<int> spatial_heights(const OpGraphSpec& g);
 
 }  // namespace stratasim

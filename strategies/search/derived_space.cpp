@@ -27,8 +27,8 @@ std::vector<int> dtypes(const DeviceSpec& d, bool fp8) {
   return out;
 }
 
-// Fusion axis values are indices of the presets none, epilogues, megatron, all.
-constexpr int kFusionMegatron = 2, kFusionAll = 3;
+// Fusion axis values are indices of the presets none, epilogues, megatron, all, chains.
+constexpr int kFusionMegatron = 2, kFusionAll = 3, kFusionChains = 4;
 
 void add(SearchSpace& space, AxisValues a) {
   if (a.values.size() > 1) space.axes.push_back(std::move(a));
@@ -65,17 +65,28 @@ SearchSpace graph_space(const OpGraphSpec& graph, const HardwareModel& hw, const
   // Pipeline stages over the op list (GPipe, torchgpipe): up to 16, each stage an op at least,
   // with GPipe's or 1F1B's order and stage-input checkpointing or none (memory for time).
   const int ops = static_cast<int>(graph.ops.size());
+  // Inference streams forward only: no schedule but GPipe's order, nothing to recompute, no
+  // gradients to sync or optimizer states to shard.
+  const bool training = base.workload == Workload::kTraining;
   if (base.placement.empty()) {
     add(space, axis(Axis::kPp, powers_of_two(std::min({std::max(1, hw.num_devices), ops, 16}),
                                              [](int) { return true; })));
-    if (hw.num_devices > 1 && ops > 1) {
+    if (hw.num_devices > 1 && ops > 1 && training) {
       add(space, axis(Axis::kSchedule, {enum_int(ScheduleKind::kGPipe), enum_int(ScheduleKind::k1F1B)}));
       add(space, axis(Axis::kRecompute, {enum_int(Recompute::kNone), enum_int(Recompute::kFull)}));
     }
   }
-  add(space, axis(Axis::kZeroStage, {0, 1, 2, 3}));
-  add(space, axis(Axis::kOverlapDp, {0, 1}));
-  add(space, axis(Axis::kFusion, {0, kFusionAll}));
+  // A graph with rows (images, fields): their spatial split over up to 16 devices (the halo of
+  // every op must fit the rows a device keeps; lower() refuses the rest).
+  const std::vector<int> rows = spatial_heights(graph);
+  if (base.placement.empty() && hw.num_devices > 1 && std::any_of(rows.begin(), rows.end(), [](int h) { return h > 0; })) {
+    add(space, axis(Axis::kCp, powers_of_two(std::min(hw.num_devices, 16), [](int) { return true; })));
+  }
+  if (training) {
+    add(space, axis(Axis::kZeroStage, {0, 1, 2, 3}));
+    add(space, axis(Axis::kOverlapDp, {0, 1}));
+  }
+  add(space, axis(Axis::kFusion, {0, kFusionAll, kFusionChains}));
   add(space, axis(Axis::kDtype, dtypes(hw.device, false)));
   return space;
 }

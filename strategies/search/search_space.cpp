@@ -16,7 +16,7 @@ constexpr std::array<std::string_view, 22> kAxisNames = {
     "cp", "ep", "overlap_ep", "shard_group", "streams", "offload", "stage_layers"};
 
 constexpr std::array<EnumName<int>, 2> kBools = {{{"false", 0}, {"true", 1}}};
-constexpr std::array<std::string_view, 4> kFusions = {"none", "epilogues", "megatron", "all"};
+constexpr std::array<std::string_view, 5> kFusions = {"none", "epilogues", "megatron", "all", "chains"};
 
 bool is_enum_axis(Axis a) {
   return a == Axis::kSchedule || a == Axis::kRecompute || a == Axis::kDtype ||
@@ -36,7 +36,7 @@ int enum_value(Axis a, const JsonNode& v) {
       for (size_t i = 0; i < kFusions.size(); ++i) {
         if (v.is_string() && v.as_string() == kFusions[i]) return static_cast<int>(i);
       }
-      v.fail("is not one of: none, epilogues, megatron, all");
+      v.fail("is not one of: none, epilogues, megatron, all, chains");
     }
     default:  // booleans
       if (v.raw().is_boolean()) return v.as_bool() ? 1 : 0;
@@ -136,6 +136,7 @@ void normalize_knobs(Strategy& s) {
   if (s.schedule != ScheduleKind::kInterleaved1F1B) s.interleave = 1;
   if (s.ep == 1) s.overlap_ep = false;
   if (s.pp == 1 && s.stage_split != StageSplit::kExplicit) s.stage_split = StageSplit::kAuto;
+  if (s.workload == Workload::kInference) s.schedule = ScheduleKind::kGPipe;  // what lower() runs
 }
 
 namespace {

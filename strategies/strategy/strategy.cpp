@@ -30,7 +30,7 @@ std::string_view collective_algorithm_name(CollectiveAlgorithm a) {
   return "?";
 }
 
-std::vector<std::string> fusion_preset_names() { return {"none", "epilogues", "megatron", "all"}; }
+std::vector<std::string> fusion_preset_names() { return {"none", "epilogues", "megatron", "all", "chains"}; }
 
 bool fusion_preset(std::string_view name, FusionPlan* out) {
   FusionPlan f;
@@ -42,6 +42,9 @@ bool fusion_preset(std::string_view name, FusionPlan* out) {
     // apex's fused norms.
     f.elementwise_epilogue = f.bias_dropout_residual = f.fused_softmax = f.fused_norm = true;
     f.fused_loss = true;  // vocab-parallel cross-entropy, in place on the fp32 logits
+  } else if (name == "chains") {
+    // Operator graphs: whole chains of memory-bound ops fused with the op before them.
+    f.elementwise_epilogue = f.whole_chain = true;
   } else if (name == "all") {
     f.elementwise_epilogue = f.bias_dropout_residual = f.fused_softmax = f.fused_norm = true;
     f.fused_loss = true;
@@ -74,6 +77,7 @@ std::string describe_fusion(const FusionPlan& f) {
   add(f.fused_norm, "norm/rope");
   add(f.flash_attention, "flash-attention");
   add(f.fused_loss, "loss");
+  add(f.whole_chain, "whole chains");
   if (!f.graph_groups.empty()) add(true, (std::to_string(f.graph_groups.size()) + " op groups").c_str());
   return s.empty() ? "none" : s;
 }

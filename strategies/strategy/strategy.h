@@ -39,6 +39,12 @@ struct FusionPlan {
   // FlashAttention-3 / cuDNN fused attention on Hopper (Transformer Engine). Costed with the
   // device's flash2/flash3 efficiency curves.
   int flash_attention_version = 2;
+  // Operator graphs: every run of consecutive ops from a GEMM or convolution (or any op) through
+  // the memory-bound ops after it (stencils, elementwise, norms, pools, softmax) that each read
+  // an op of the run is one kernel: conv+BN+ReLU+pool,
+  // a whole LSTM cell, blur+Sobel+sharpen as one tiled pass (Halide's compute_at; TVM and XLA's
+  // loop fusion). Only tensors that enter or leave the run, or are saved, go through memory.
+  bool whole_chain = false;
   std::vector<std::vector<std::string>> graph_groups;  // explicit op groups (op graphs)
   bool operator==(const FusionPlan&) const = default;
 };

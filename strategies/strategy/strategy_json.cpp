@@ -9,14 +9,14 @@ namespace {
 FusionPlan read_fusion(const JsonNode& n) {
   FusionPlan f;
   if (n.is_string()) {
-    if (!fusion_preset(n.as_string(), &f)) n.fail("is not one of: none, epilogues, megatron, all");
+    if (!fusion_preset(n.as_string(), &f)) n.fail("is not one of: none, epilogues, megatron, all, chains");
     return f;
   }
   n.allow_keys({"preset", "elementwise_epilogue", "bias_dropout_residual", "norm_residual",
                 "fused_softmax", "fused_norm", "fused_loss", "flash_attention",
-                "flash_attention_version", "graph_groups"});
+                "flash_attention_version", "whole_chain", "graph_groups"});
   if (auto p = n.find("preset")) {
-    if (!fusion_preset(p->as_string(), &f)) p->fail("is not one of: none, epilogues, megatron, all");
+    if (!fusion_preset(p->as_string(), &f)) p->fail("is not one of: none, epilogues, megatron, all, chains");
   }
   f.elementwise_epilogue = n.bool_or("elementwise_epilogue", f.elementwise_epilogue);
   f.bias_dropout_residual = n.bool_or("bias_dropout_residual", f.bias_dropout_residual);
@@ -25,6 +25,7 @@ FusionPlan read_fusion(const JsonNode& n) {
   f.fused_norm = n.bool_or("fused_norm", f.fused_norm);
   f.fused_loss = n.bool_or("fused_loss", f.fused_loss);
   f.flash_attention = n.bool_or("flash_attention", f.flash_attention);
+  f.whole_chain = n.bool_or("whole_chain", f.whole_chain);
   f.flash_attention_version = static_cast<int>(
       n.integer_or("flash_attention_version", f.flash_attention_version, 2, 3));
   if (auto groups = n.find("graph_groups")) {
@@ -48,6 +49,7 @@ Json fusion_to_json(const FusionPlan& f) {
          {"fused_loss", f.fused_loss},
          {"flash_attention", f.flash_attention}};
   if (f.flash_attention_version != 2) j["flash_attention_version"] = f.flash_attention_version;
+  if (f.whole_chain) j["whole_chain"] = true;
   if (!f.graph_groups.empty()) j["graph_groups"] = f.graph_groups;
   return j;
 }

@@ -139,6 +139,31 @@ TEST_CASE("model: operator graph figures beyond any real layer are input errors"
   CHECK(read(R"({"name": "a", "kind": "matmul", "flops": 1e18, "output_elements": 1e15, "params": 1e12})").graph.ops.size() == 1);
 }
 
+TEST_CASE("model: a spatial op's rows and halo are read, round-trip, and a halo without rows is an error") {
+  auto read = [](const std::string& ops) {
+    const Json j = parse_json_text(R"({"family": "op_graph", "ops": [)" + ops + "]}", "g.json");
+    return read_model(JsonNode(j, "g.json", "model"));
+  };
+  const ModelSpec m = read(R"({"name": "blur", "kind": "stencil", "flops": 17, "output_elements": 6, "height": 2,
+                               "halo": 1, "input_height": 2, "input_elements": 6})");
+  REQUIRE(m.graph.ops.size() == 1);
+  CHECK(m.graph.ops[0].kind == GraphOpKind::kStencil);
+  CHECK(m.graph.ops[0].height == 2);
+  CHECK(m.graph.ops[0].halo == 1);
+  CHECK(read_model(JsonNode(to_json(m), "rt", "model")) == m);
+  CHECK_THROWS_WITH_AS(read(R"({"name": "a", "kind": "conv", "flops": 1, "output_elements": 9, "halo": 1})"),
+                       doctest::Contains("g.json: model.ops[0].halo: 1 needs the op's height (rows of its output): "
+                                         "a halo is rows of a spatial op's input"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(read(R"({"name": "a", "kind": "conv", "flops": 1, "output_elements": 9, "input_height": 4})"),
+                       doctest::Contains("model.ops[0].input_height: 4 needs the op's height"), InputError);
+  CHECK_THROWS_WITH_AS(read(R"({"name": "a", "kind": "conv", "flops": 1, "output_elements": 9, "height": 10})"),
+                       doctest::Contains("model.ops[0].height: 10 is more rows than the op's 9 output elements"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(read(R"({"name": "a", "kind": "conv", "flops": 1, "output_elements": 9, "height": -1})"),
+                       doctest::Contains("model.ops[0].height"), InputError);
+}
+
 TEST_CASE("model: an operator graph that does no work is an input error, not a 0 s prediction") {
   const Json idle = parse_json_text(
       R"({"family": "op_graph", "ops": [{"name": "a", "kind": "elementwise", "flops": 0, "output_elements": 0},

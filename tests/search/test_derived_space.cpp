@@ -81,7 +81,19 @@ TEST_CASE("derived space: an operator graph searches data and pipeline paralleli
   CHECK(values(s, Axis::kMicroBatch) == std::vector<int>{1, 2, 4, 8, 16, 32, 64, 96, 128, 256});
   // ResNet's downsampling shortcuts are branches beside the main path: streams are searched.
   CHECK(values(s, Axis::kStreams) == std::vector<int>{1, 2, 4});
-  CHECK(s.size() == 3 * 10 * 4 * 2 * 2 * 4 * 2 * 2);
+  // Fusion: none, all, whole chains. ResNet-50's preset declares no rows: no spatial axis.
+  CHECK(values(s, Axis::kFusion) == std::vector<int>{0, 3, 4});
+  CHECK(find_axis(s, Axis::kCp) == nullptr);
+  CHECK(s.size() == 3 * 10 * 4 * 2 * 2 * 4 * 2 * 3);
+  // The image pipeline's stencils have rows: cp 1..8 on 8 devices. Streamed forward (inference),
+  // it has no schedule, recomputation, ZeRO or gradient overlap to search.
+  Strategy stream = base;
+  stream.workload = Workload::kInference;
+  const SearchSpace image = derive_search_space(make_image_pipeline(2160, 3840), h100s(8), stream);
+  CHECK(values(image, Axis::kCp) == std::vector<int>{1, 2, 4, 8});
+  for (Axis a : {Axis::kSchedule, Axis::kRecompute, Axis::kZeroStage, Axis::kOverlapDp}) {
+    CHECK(find_axis(image, a) == nullptr);
+  }
   // A chain of ops has no branches to overlap: no streams axis.
   ModelSpec chain;
   chain.family = ModelFamily::kOpGraph;
