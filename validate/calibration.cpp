@@ -225,6 +225,13 @@ Calibration fit_calibration(const std::vector<Measurement>& micro,
     const auto n = entry.second.shapes.size();
     entry.second.factor = n > 0 ? entry.first / static_cast<double>(n) : 1.0;
     c.factors.push_back(entry.second);
+    // The device carries them too, so that any scenario naming this hardware file predicts a
+    // kernel of a calibrated family with its measured factor (sim/cost kernel_time).
+    const int family = kernel_family_index(entry.second.family);
+    if (family >= 0 && (entry.second.form == "fused" || entry.second.form == "unfused")) {
+      h.device.family_factors[family][entry.second.form == "fused" ? 0 : 1] =
+          std::clamp(entry.second.factor, 0.05, 20.0);
+    }
   }
   return c;
 }

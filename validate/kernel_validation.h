@@ -57,7 +57,12 @@ struct KernelValidationReport {
   bool within_tolerance() const;
 };
 
-// Predicts every measured kernel with the calibration (predict_kernel_s) and compares.
+// The calibrated prediction of one measured kernel case: a family that is a workload of its own
+// (the image pipeline) through the generic scenario path (its operator graph lowered on the
+// calibrated hardware, whose family factors kernel_time applies, and the analytical engine);
+// the others' single kernel with predict_kernel_s.
+double predict_measured_kernel_s(const Calibration& cal, const kernels::Measurement& m);
+// Predicts every measured kernel with the calibration (predict_measured_kernel_s) and compares.
 std::vector<KernelCaseResult> compare_kernels(const Calibration& cal,
                                               const std::vector<kernels::Measurement>& measured);
 // The machine check's largest |error| beyond which format_kernel_validation says that the

@@ -289,7 +289,7 @@ void apply_attention_pass(const JsonNode& n, AttentionPass& a, bool partial) {
 void allow_device_keys(const JsonNode& n) {
   n.allow_keys({"name", "peak", "vector_flops", "memory", "memory_bandwidth", "efficiency",
                 "kernel_overhead", "reserved_memory", "compute_units", "price_per_hour",
-                "overlap_slowdown", "speed_variability", "source",
+                "overlap_slowdown", "speed_variability", "kernel_factors", "source",
                 "preset", "file"});
 }
 
@@ -348,6 +348,25 @@ void apply(const JsonNode& n, DeviceSpec& d, bool partial, int /*depth*/) {
     double v = c.as_number();
     if (v < 0) c.fail("must not be negative (US dollars per device-hour)");
     d.price_per_hour = v;
+  });
+  // {"image_pipeline": {"fused": 1.1, "unfused": 0.95}, ...}: calibrate's per-family factors.
+  optional_field(n, "kernel_factors", [&](const JsonNode& c) {
+    c.require_object();
+    for (const auto& item : c.raw().items()) {
+      const JsonNode f = c.at(item.key());
+      const int index = kernel_family_index(item.key());
+      if (index < 0) f.fail("names no kernel family (one of: " + kernel_family_list() + ")");
+      f.allow_keys({"fused", "unfused"});
+      int form = 0;
+      for (const char* key : {"fused", "unfused"}) {
+        optional_field(f, key, [&](const JsonNode& v) {
+          const double x = v.as_number();
+          if (!(x >= 0.05 && x <= 20)) v.fail("must be between 0.05 and 20 (measured time over the roofline)");
+          d.family_factors[index][form] = x;
+        });
+        ++form;
+      }
+    }
   });
   optional_field(n, "source", [&](const JsonNode& c) { d.source = c.as_string(); });
 
@@ -627,6 +646,11 @@ Json to_json(const DeviceSpec& d) {
   if (d.price_per_hour != 0) j["price_per_hour"] = d.price_per_hour;
   if (d.overlap_slowdown != 1) j["overlap_slowdown"] = d.overlap_slowdown;
   if (d.speed_variability != 0) j["speed_variability"] = d.speed_variability;
+  for (int f = 0; f < kNumKernelFamilies; ++f) {
+    const auto& x = d.family_factors[f];
+    if (x[0] == 1 && x[1] == 1) continue;
+    j["kernel_factors"][std::string(kKernelFamilyNames[f])] = {{"fused", x[0]}, {"unfused", x[1]}};
+  }
   if (!d.source.empty()) j["source"] = d.source;
   return j;
 }

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "sim/core/kernel_families.h"
+
 namespace stratasim {
 
 enum class DType { kFp32, kTf32, kBf16, kFp16, kFp8 };
@@ -81,8 +83,16 @@ struct DeviceSpec {
   // of the typical device's (sim/cost/device_variability.h); 0 = identical devices.
   double speed_variability = 0;
   double price_per_hour = 0;     // optional, for cost objectives (0 = unknown)
+  // Per kernel family, its fused and unfused forms' measured time over the roofline (beyond the
+  // launches), as `calibrate` fits them on this device; 1 = the roofline (catalog devices).
+  std::array<std::array<double, 2>, kNumKernelFamilies> family_factors = filled_factors();
   std::string source;            // where the numbers come from
   bool operator==(const DeviceSpec&) const = default;
+  static constexpr std::array<std::array<double, 2>, kNumKernelFamilies> filled_factors() {
+    std::array<std::array<double, 2>, kNumKernelFamilies> f{};
+    for (auto& x : f) x = {1.0, 1.0};
+    return f;
+  }
 };
 
 // One memory-bound kernel that moves `bytes` (reads + writes): at the device's achievable

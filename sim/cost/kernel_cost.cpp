@@ -166,6 +166,13 @@ KernelTime kernel_time(const Kernel& k, const DeviceSpec& d, DType dtype, int fl
     t.memory_s = k.bytes / (d.memory_bandwidth_Bps * d.memory.at(k.bytes));
     plateau_memory = k.bytes / (d.memory_bandwidth_Bps * d.memory.max_fraction);
   }
+  // A calibrated device's measured factor of the kernel's family and form (fused: more than one
+  // op in the kernel) over the roofline, beyond the launches (validate/calibration.h).
+  if (k.family >= 0 && k.family < kNumKernelFamilies) {
+    const double f = d.family_factors[k.family][k.fused_ops > 1 ? 0 : 1];
+    t.compute_s *= f, t.memory_s *= f;
+    plateau_compute *= f, plateau_memory *= f;
+  }
   // A kernel whose input arrives fused from its predecessor adds no launch of its own.
   const double launches = k.reads_input_fused ? 0 : k.launches;
   t.total_s = std::max(t.compute_s, t.memory_s) + d.kernel_overhead_s * launches;

@@ -74,6 +74,10 @@ Kernel make_kernel(const LayerGraph& g, const Usage& u, const std::vector<bool>&
   k.last_op = last;
   k.fused_ops = static_cast<uint16_t>(last - first + 1);
   k.device = head.device;
+  k.family = head.family;
+  for (int i = first + 1; i <= last; ++i) {
+    if (g.ops[i].family != head.family) k.family = -1;
+  }
   k.comm = head.comm;
   k.comm_bytes = head.comm_bytes;
   k.comm_phases = head.comm_phases;

@@ -32,7 +32,8 @@ OpGraphStages split_op_graph(const OpGraphSpec& graph, const std::vector<int>& o
       // Everything but the name (an op of the part names itself by source_offset + index).
       GraphOp op{.kind = src.kind, .flops = src.flops, .output_elements = src.output_elements,
                  .params = src.params, .inputs = src.inputs, .input_elements = src.input_elements,
-                 .height = src.height, .halo = src.halo, .input_height = src.input_height};
+                 .height = src.height, .halo = src.halo, .input_height = src.input_height,
+                 .family = src.family};
       for (int& in : op.inputs) {
         if (in >= begin) {
           in -= begin;

@@ -35,6 +35,9 @@ struct Kernel {
   int last_op = 0;
   uint16_t fused_ops = 1;  // graph ops executed by this kernel
   int8_t device = 0;       // device of the replica running it (Strategy::placement; fusion never spans two)
+  // Calibrated kernel family (DeviceSpec::family_factors; -1 = none): its ops' family when they
+  // all have the same one.
+  int8_t family = -1;
   CommKind comm = CommKind::kAllReduce;
   double comm_bytes = 0;   // message size per rank
   CommPhases comm_phases = CommPhases::kBoth;

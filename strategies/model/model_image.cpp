@@ -7,6 +7,7 @@
 // prediction of this graph and a measurement of the kernels count the same work.
 #include <string>
 
+#include "sim/core/kernel_families.h"
 #include "strategies/model/model_json.h"
 
 namespace stratasim {
@@ -19,7 +20,7 @@ ModelSpec make_image_pipeline(int height, int width) {
   auto stencil = [&](std::string name, double flops, std::vector<int> inputs) {
     m.graph.ops.push_back(GraphOp{.name = std::move(name), .kind = GraphOpKind::kStencil, .flops = flops * pixels,
                                   .output_elements = pixels, .inputs = std::move(inputs), .height = height,
-                                  .halo = 1});
+                                  .halo = 1, .family = kernel_family_index("image_pipeline")});
   };
   stencil("blur", 17, {});
   m.graph.ops[0].input_elements = pixels;

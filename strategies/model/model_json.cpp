@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 
+#include "sim/core/kernel_families.h"
 #include "strategies/model/hf_config.h"
 
 namespace stratasim {
@@ -128,7 +129,7 @@ void read_geometry(const JsonNode& n, GraphOp& op) {
 
 GraphOp read_graph_op(const JsonNode& n, const std::map<std::string, int>& index) {
   n.allow_keys({"name", "kind", "flops", "output_elements", "params", "inputs",
-                "input_elements", "height", "halo", "input_height"});
+                "input_elements", "height", "halo", "input_height", "family"});
   GraphOp op;
   op.name = n.string("name");
   op.kind = n.at("kind").as_enum(kOpKinds);
@@ -147,6 +148,10 @@ GraphOp read_graph_op(const JsonNode& n, const std::map<std::string, int>& index
         bounded(*in, in->as_quantity(Dimension::kCount), kMaxOpElements, "elements per sample");
   }
   read_geometry(n, op);
+  if (auto family = n.find("family")) {
+    op.family = kernel_family_index(family->as_string());
+    if (op.family < 0) family->fail("names no kernel family (one of: " + kernel_family_list() + ")");
+  }
   if (auto inputs = n.find("inputs")) {
     if (inputs->size() > 3) {
       inputs->fail("lists " + std::to_string(inputs->size()) +
@@ -273,6 +278,7 @@ Json to_json(const ModelSpec& m) {
       if (op.height > 0) o["height"] = op.height;
       if (op.halo > 0) o["halo"] = op.halo;
       if (op.input_height > 0) o["input_height"] = op.input_height;
+      if (op.family >= 0) o["family"] = std::string(kKernelFamilyNames[op.family]);
       Json inputs = Json::array();
       for (int i : op.inputs) inputs.push_back(m.graph.ops[i].name);
       o["inputs"] = inputs;

@@ -3,6 +3,7 @@
 // same weights. Gates: [i f g o] = W x + U h + b, a matmul of 2 * (in + H) * 4H FLOP.
 #include <string>
 
+#include "sim/core/kernel_families.h"
 #include "strategies/model/model_json.h"
 
 namespace stratasim {
@@ -23,7 +24,11 @@ int lstm_cell(OpGraphSpec& g, const std::string& p, int input, double in, double
   int tanh_g = push(g, p + ".tanh_g", GraphOpKind::kElementwise, 4 * h, h, 0, {gates});
   int cell = push(g, p + ".cell", GraphOpKind::kElementwise, 3 * h, h, 0, {sig, tanh_g});
   int tanh_c = push(g, p + ".tanh_c", GraphOpKind::kElementwise, 4 * h, h, 0, {cell});
-  return push(g, p + ".hidden", GraphOpKind::kElementwise, h, h, 0, {sig, tanh_c});
+  const int hidden = push(g, p + ".hidden", GraphOpKind::kElementwise, h, h, 0, {sig, tanh_c});
+  // The gate nonlinearities and the state update are the kernel family `calibrate` times as
+  // lstm_cell (kernels/lstm_cell.h).
+  for (int i = sig; i <= hidden; ++i) g.ops[i].family = kernel_family_index("lstm_cell");
+  return hidden;
 }
 
 }  // namespace

@@ -111,6 +111,10 @@ struct GraphOp {
   int height = 0;
   int halo = 0;
   int input_height = 0;
+  // The kernel family a calibration times this op's kernels as (kKernelFamilyNames index, -1 =
+  // none): on a calibrated device its kernels run that family's fused or unfused factor times
+  // the roofline (the image pipeline's stencils: image_pipeline; an LSTM cell's gates: lstm_cell).
+  int family = -1;
   bool operator==(const GraphOp&) const = default;
 };
 

@@ -436,3 +436,81 @@ TEST_CASE("calibration: an implausible model is reported, not written") {
   CHECK_FALSE(std::filesystem::exists(path));
   CHECK_FALSE(std::filesystem::exists(calibration_record_path(path)));
 }
+
+// Issue 16: the loop closed. A calibration's per-family factors are part of the hardware model
+// it writes, so every scenario naming that file predicts a kernel of a calibrated family with its
+// measured factor; the image pipeline's validation cases go through that generic scenario path.
+TEST_CASE("calibration: the family factors travel in the hardware model into every scenario's prediction") {
+  // image_pipeline fused 1.5x its roofline, unfused 1.2x (3 launches), on the synthetic device.
+  auto image_kernel = [](const std::string& form, double pixels, double factor) {
+    const bool fused = form == "fused";
+    const double bytes = 4 * pixels * (fused ? 2 : 6);
+    const int launches = fused ? 1 : 3;
+    // Roofline: the larger of the bytes' time and the 48 FLOP a pixel at the vector rate.
+    const double roof = std::max((bytes + kBwHalf) / kBw, 48 * pixels / kVector);
+    Measurement m = timed("image_pipeline", "fp32", "1000x2000", launches * kOverhead + factor * roof);
+    m.form = form;
+    m.bytes = bytes;
+    m.vector_flop = 48 * pixels;
+    m.launches = launches;
+    return m;
+  };
+  const Calibration c = fit_calibration(
+      synthetic_microbenchmarks(), {image_kernel("fused", 2e6, 1.5), image_kernel("unfused", 2e6, 1.2)},
+      test_info("synthetic"));
+  const int f = kernel_family_index("image_pipeline");
+  REQUIRE(f >= 0);
+  CHECK(c.hardware.device.family_factors[f][0] == doctest::Approx(1.5).epsilon(1e-6));
+  CHECK(c.hardware.device.family_factors[f][1] == doctest::Approx(1.2).epsilon(1e-6));
+  CHECK(c.hardware.device.family_factors[kernel_family_index("layernorm")][0] == 1.0);
+  // Written and read back as a scenario's cluster file: the factors are in the device JSON.
+  const std::string dir = temp_dir("calib_factors");
+  write_calibration(c, dir + "/local.json");
+  const Json file = load_json_file(dir + "/local.json");
+  CHECK(file.at("device").at("kernel_factors").at("image_pipeline").at("fused").get<double>() ==
+        doctest::Approx(1.5).epsilon(1e-6));
+  const Calibration back = read_calibration(dir + "/local.json");
+  CHECK(back.hardware.device.family_factors == c.hardware.device.family_factors);
+  std::filesystem::remove_all(dir);
+  // A validation shape (1200 x 2500 = 3e6 pixels): the scenario path (image pipeline op graph,
+  // inference, analytical engine) against the family formula predict_kernel_s. Fused: one kernel,
+  // 4 us + 1.5 x its 1.44e8 FLOP at the vector rate (5.76 ms; its 2.4e7 B take 3.25 ms); unfused:
+  // three kernels of 2.4e7 B (17, 26, 5 FLOP a pixel), each at 1.2x its own roofline.
+  for (const char* form : {"fused", "unfused"}) {
+    Measurement probe = image_kernel(form, 3e6, 1.0);
+    probe.shape = "1200x2500";
+    const double formula = predict_kernel_s(back, probe);
+    const double scenario = predict_measured_kernel_s(back, probe);
+    CAPTURE(form);
+    // The unfused sum of three rooflines differs from one roofline of their total: the memory
+    // curve's half size per pass (3 x 2e6 B vs 2e6 over 7.2e7 B) and Sobel's 26 FLOP a pixel
+    // just above its 8 B (1.04 vs 1 ns a pixel).
+    CHECK(scenario == doctest::Approx(formula).epsilon(form == std::string("fused") ? 1e-6 : 0.06));
+  }
+  const DeviceSpec& d = back.hardware.device;
+  Measurement fused = image_kernel("fused", 3e6, 1.0);
+  fused.shape = "1200x2500";
+  CHECK(predict_measured_kernel_s(back, fused) == doctest::Approx(kOverhead + 1.5 * 1.44e8 / d.vector_flops).epsilon(1e-6));
+  CHECK(d.vector_flops == doctest::Approx(kVector).epsilon(1e-9));
+}
+
+TEST_CASE("calibration: a device's kernel_factors name known families and sane values") {
+  const Json bad = Json::parse(R"({"name": "x", "peak": {"fp32": "1TFlops"}, "vector_flops": "1TFlops",
+    "memory": "1GiB", "memory_bandwidth": "10GBps", "kernel_overhead": "1us", "reserved_memory": "0B",
+    "efficiency": {"matmul": {"max_fraction": 1, "half_size": "1GFLOP"}, "memory": {"max_fraction": 1, "half_size": "1MB"}},
+    "kernel_factors": {"blur": {"fused": 1.1}}})");
+  CHECK_THROWS_WITH_AS(read_device(JsonNode(bad, "d.json", "device")),
+                       doctest::Contains("d.json: device.kernel_factors.blur: {\"fused\":1.1} names no kernel family "
+                                         "(one of: gemm_bias_gelu, bias_dropout_residual, layernorm, softmax, "
+                                         "attention, conv_bn_relu, image_pipeline, lstm_cell)"),
+                       InputError);
+  Json zero = bad;
+  zero["kernel_factors"] = Json::parse(R"({"image_pipeline": {"unfused": 0}})");
+  CHECK_THROWS_WITH_AS(read_device(JsonNode(zero, "d.json", "device")),
+                       doctest::Contains("device.kernel_factors.image_pipeline.unfused: 0 must be between 0.05 and 20"),
+                       InputError);
+  // The names are the kernel library's own.
+  for (int i = 0; i < kernels::kNumKernelFamilies; ++i) {
+    CHECK(kKernelFamilyNames[i] == kernels::family_name(static_cast<kernels::KernelFamily>(i)));
+  }
+}
