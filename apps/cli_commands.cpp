@@ -83,7 +83,7 @@ std::vector<CliCommand> declare_commands() {
         {"grad-elems", "N", "gradient elements per stage"},
         {"buckets", "B", "gradient buckets"},
         {"overlap", "", "overlap the gradient all-reduce with the backward pass"},
-        {"dag", "resnet|lstm|attention", "run an operator graph instead of a pipeline"},
+        {"dag", "resnet|lstm|lstm_sequence|attention", "run an operator graph instead of a pipeline"},
         {"calibration", "FILE", "with --dag: predict its makespan from a calibrate hardware file "
                                 "(per-thread FLOP rate and per-op cost) and compare"},
         {"repeats", "R", "with --dag: run it R times and keep the fastest (default 1)"},

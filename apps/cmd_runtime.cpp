@@ -4,7 +4,7 @@
 //   stratasim runtime [--schedule gpipe|1f1b|interleaved|pipedream] [-p P] [-m M] [-v V]
 //                     [--dp D] [--flop F] [--grad-elems N] [--buckets B] [--overlap]
 //                     [--trace OUT.json] [--json OUT.json]
-//   stratasim runtime --dag resnet|lstm|attention [--threads T] [--flop F] [--trace OUT.json]
+//   stratasim runtime --dag resnet|lstm|lstm_sequence|attention [--threads T] [--flop F] [--trace OUT.json]
 // The conversion to TimelineEvents lives here, above both libraries: kernels/ may not include
 // sim/prediction (ARCHITECTURE.md).
 #include <cstdio>
@@ -14,6 +14,7 @@
 
 #include "apps/cli_args.h"
 #include "apps/commands.h"
+#include "kernels/dag_examples.h"
 #include "kernels/dag_executor.h"
 #include "kernels/pipeline_runtime.h"
 #include "sim/core/atomic_file.h"
@@ -117,37 +118,6 @@ std::vector<TimelineEvent> dag_timeline(const DagGraph& g, const DagRunResult& r
   return events;
 }
 
-// Branching operator graphs with relative work per node (x flop).
-DagGraph example_graph(const std::string& name, double flop) {
-  DagGraph g;
-  if (name == "resnet") {  // bottleneck block: main branch and projection shortcut, then add
-    const int in = g.add("input", {}, 0.1 * flop);
-    const int c1 = g.add("conv1x1 reduce", {in}, flop);
-    const int c2 = g.add("conv3x3", {c1}, 2 * flop);
-    const int c3 = g.add("conv1x1 expand", {c2}, flop);
-    const int sc = g.add("shortcut conv1x1", {in}, flop);
-    g.add("add+relu", {c3, sc}, 0.1 * flop);
-  } else if (name == "lstm") {  // the four gates in parallel, then the cell update
-    const int x = g.add("x,h matmul", {}, flop);
-    std::vector<int> gates;
-    for (const char* gate : {"input gate", "forget gate", "cell gate", "output gate"}) {
-      gates.push_back(g.add(gate, {x}, flop));
-    }
-    const int c = g.add("c' = f*c + i*g", {gates[0], gates[1], gates[2]}, 0.2 * flop);
-    g.add("h' = o*tanh(c')", {c, gates[3]}, 0.2 * flop);
-  } else if (name == "attention") {  // QKV projection, 8 heads in parallel, output projection
-    const int qkv = g.add("qkv projection", {}, 2 * flop);
-    std::vector<int> heads;
-    for (int h = 0; h < 8; ++h) heads.push_back(g.add("head " + std::to_string(h), {qkv}, flop));
-    const int cat = g.add("concat", heads, 0.1 * flop);
-    g.add("output projection", {cat}, 2 * flop);
-  } else {
-    throw InputError("command line", "--dag", "\"" + name + "\"",
-                     "must be resnet, lstm or attention");
-  }
-  return g;
-}
-
 void write_outputs(const CliArgs& args, const Prediction& p, const std::string& title) {
   if (!args.option("trace").empty()) {
     write_file_atomically(args.option("trace"), chrome_trace(p, title));
@@ -161,7 +131,7 @@ void write_outputs(const CliArgs& args, const Prediction& p, const std::string& 
 int run_dag_command(const CliArgs& args) {
   const std::string name = args.option("dag");
   const int threads = int_option(args, "threads", 2, 1, 256);
-  const DagGraph g = example_graph(name, flop_option(args, 2e7));
+  const DagGraph g = kernels::dag_example(name, flop_option(args, 2e7));
   // The fastest of R runs: on a shared machine the least disturbed one, as calibrate measures.
   const int repeats = int_option(args, "repeats", 1, 1, 1000);
   DagRunResult res = kernels::run_dag(g, threads);

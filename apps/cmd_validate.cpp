@@ -100,6 +100,9 @@ int validate_calibrated(const CliArgs& args) {
   if (runtime) {
     report.runtime = validate_runtime(runtime_cases(report.quick), report.calibration,
                                       report.quick ? 1 : kernels::kRounds, 2, progress);
+    // The DAG executor's graphs through the generic scenario path, on the calibration's threads.
+    report.dag = validate_dags(dag_cases(report.quick, std::max(1, report.calibration.info.threads)),
+                               report.calibration, report.quick ? 1 : kernels::kRounds, 3, progress);
   }
   summarize(report);
   std::fputs(format_kernel_validation(report).c_str(), stdout);

@@ -48,7 +48,7 @@ const char* kUsage =
     "                         draw a chart of the scenario as a PNG (needs the Qt build)\n"
     "  runtime  [--schedule gpipe|1f1b|interleaved|pipedream] [-p P] [-m M] [-v V] [--dp D]\n"
     "           [--flop F] [--grad-elems N] [--buckets B] [--overlap] [--trace OUT] [--json OUT]\n"
-    "           | --dag resnet|lstm|attention [--threads T] [--flop F] [--trace OUT]\n"
+    "           | --dag resnet|lstm|lstm_sequence|attention [--threads T] [--flop F] [--trace OUT]\n"
     "                         run a pipeline (dp replicas, ring all-reduce) or an operator\n"
     "                         graph on CPU threads; measured timeline as a trace\n"
     "  presets                list the built-in models, devices, links and clusters\n"

@@ -180,6 +180,13 @@ Calibration fit_calibration(const std::vector<Measurement>& micro,
 
   DeviceSpec& d = c.hardware.device;
   d.name = info.device_name;
+  // Single-threaded tasks (an operator graph's `task` ops, the DAG executor's nodes): the serial
+  // rate and fixed cost measured with every thread busy, one task a thread.
+  if (c.serial_flops >= 1e6) {
+    d.task_flops = c.serial_flops;
+    d.task_overhead_s = std::min(c.serial_overhead_s, 1.0);
+    d.cores = std::max(1, info.threads);
+  }
   d.peak_flops[static_cast<int>(DType::kFp32)] = mm.rate;
   for (DType t : {DType::kTf32, DType::kBf16, DType::kFp16, DType::kFp8}) {
     const std::string name(dtype_name(t));

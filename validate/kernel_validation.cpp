@@ -61,7 +61,8 @@ double predict_measured_kernel_s(const Calibration& cal, const kernels::Measurem
 
 bool KernelValidationReport::within_tolerance() const {
   return (!kernel_mape || *kernel_mape <= kKernelMapeTolerance) &&
-         (!runtime_mape || *runtime_mape <= kRuntimeMapeTolerance);
+         (!runtime_mape || *runtime_mape <= kRuntimeMapeTolerance) &&
+         (!dag_mape || *dag_mape <= kDagMapeTolerance);
 }
 
 std::vector<KernelCaseResult> compare_kernels(const Calibration& cal,
@@ -85,11 +86,13 @@ std::optional<double> mape_of(const std::vector<double>& errors) {
 }
 
 void summarize(KernelValidationReport& r) {
-  std::vector<double> ke, re;
+  std::vector<double> ke, re, de;
   for (const auto& k : r.kernels) ke.push_back(k.error);
   for (const auto& c : r.runtime) re.push_back(c.error);
+  for (const auto& d : r.dag) de.push_back(d.error);
   r.kernel_mape = mape_of(ke);
   r.runtime_mape = mape_of(re);
+  r.dag_mape = mape_of(de);
 }
 
 std::string format_kernel_validation(const KernelValidationReport& r) {
@@ -138,6 +141,14 @@ std::string format_kernel_validation(const KernelValidationReport& r) {
     s += "(preempt: involuntary context switches of the rank threads in the measured run; many "
          "mean other processes took the cores)\n";
   }
+  if (!r.dag.empty()) {
+    s += line("\n%-18s %7s %5s %12s %12s %8s\n", "dag (scenario path)", "threads", "nodes", "predicted", "measured",
+              "error");
+    for (const auto& d : r.dag) {
+      s += line("%-18s %7d %5d %12s %12s %+7.1f%%\n", d.graph.c_str(), d.threads, d.nodes,
+                format_seconds(d.predicted_s).c_str(), format_seconds(d.measured_s).c_str(), 100 * d.error);
+    }
+  }
   s += "\n";
   if (r.kernel_mape) {
     s += line("kernel time MAPE   %5.1f%% (%zu cases; tolerance %.0f%%)\n", 100 * *r.kernel_mape,
@@ -146,6 +157,10 @@ std::string format_kernel_validation(const KernelValidationReport& r) {
   if (r.runtime_mape) {
     s += line("pipeline iteration MAPE %5.1f%% (%zu cases; tolerance %.0f%%)\n",
               100 * *r.runtime_mape, r.runtime.size(), 100 * kRuntimeMapeTolerance);
+  }
+  if (r.dag_mape) {
+    s += line("dag makespan MAPE  %5.1f%% (%zu cases; tolerance %.0f%%)\n", 100 * *r.dag_mape, r.dag.size(),
+              100 * kDagMapeTolerance);
   }
   if (!r.quick) s += r.within_tolerance() ? "within tolerance\n" : "OUTSIDE tolerance\n";
   return s;
@@ -165,6 +180,11 @@ Json kernel_validation_json(const KernelValidationReport& r) {
                        {"measured_bubble", c.measured_bubble},
                        {"preemptions", c.preemptions}});
   }
+  Json dag = Json::array();
+  for (const auto& d : r.dag) {
+    dag.push_back({{"graph", d.graph}, {"threads", d.threads}, {"nodes", d.nodes}, {"predicted_s", d.predicted_s},
+                   {"measured_s", d.measured_s}, {"error", d.error}});
+  }
   const CalibrationInfo& i = r.calibration.info;
   return Json{
       {"kind", "kernel_validation"},
@@ -177,8 +197,11 @@ Json kernel_validation_json(const KernelValidationReport& r) {
       {"kernels", case_results_json(r.kernels)},
       {"machine_check", case_results_json(r.machine_check)},
       {"runtime", runtime},
-      {"mape", {{"kernels", mape_json(r.kernel_mape)}, {"runtime", mape_json(r.runtime_mape)}}},
-      {"tolerance", {{"kernels", kKernelMapeTolerance}, {"runtime", kRuntimeMapeTolerance}}},
+      {"dag", dag},
+      {"mape", {{"kernels", mape_json(r.kernel_mape)}, {"runtime", mape_json(r.runtime_mape)},
+                {"dag", mape_json(r.dag_mape)}}},
+      {"tolerance", {{"kernels", kKernelMapeTolerance}, {"runtime", kRuntimeMapeTolerance},
+                     {"dag", kDagMapeTolerance}}},
       {"within_tolerance", r.within_tolerance()}};
 }
 

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 
+#include "kernels/dag_examples.h"
 #include "kernels/pipeline_runtime.h"
+#include "sim/analytical/analytical_engine.h"
 #include "sim/core/error.h"
+#include "strategies/lowering/lower.h"
 #include "strategies/pipeline/schedules.h"
 
 namespace stratasim {
@@ -112,6 +115,72 @@ std::vector<RuntimeCaseResult> validate_runtime(
     }
   }
   return best;
+}
+
+std::vector<DagCase> dag_cases(bool quick, int threads) {
+  // Nodes of ~3-15 ms on this machine in the full set (the unit of work 2e7 FLOP, as `stratasim
+  // runtime --dag` defaults to), ~0.3 ms quick.
+  const double f = quick ? 1e6 : 2e7;
+  return {{"resnet", f, threads}, {"lstm_sequence", f, threads}};
+}
+
+ModelSpec dag_model(const kernels::DagGraph& g, const std::string& name) {
+  ModelSpec m;
+  m.name = "dag-" + name;
+  m.family = ModelFamily::kOpGraph;
+  for (const kernels::DagNode& node : g.nodes) {
+    if (node.deps.size() > 3) {
+      throw InputError("dag", node.name, std::to_string(node.deps.size()) + " dependencies",
+                       "an operator graph's op reads at most 3 inputs");
+    }
+    m.graph.ops.push_back(GraphOp{.name = node.name, .kind = GraphOpKind::kTask, .flops = node.flop,
+                                  .output_elements = 0, .inputs = node.deps});
+  }
+  return m;
+}
+
+namespace {
+
+double predict_dag_s(const DagCase& c, const kernels::DagGraph& g, const Calibration& cal) {
+  Strategy s;
+  s.workload = Workload::kInference;
+  s.dtype = DType::kFp32;
+  s.micro_batch = s.global_batch = 1;
+  s.streams = c.threads;
+  const Expected<Plan> plan = lower(dag_model(g, c.graph), s, cal.hardware);
+  if (!plan) {
+    throw InputError("calibration", "device.task", "", "cannot predict the DAG: " + plan.error().detail);
+  }
+  return predict_analytical(*plan).iteration_s;
+}
+
+}  // namespace
+
+std::vector<DagCaseResult> validate_dags(const std::vector<DagCase>& cases, const Calibration& cal,
+                                         int rounds, int repeats,
+                                         const std::function<void(std::string_view)>& progress) {
+  std::vector<DagCaseResult> out;
+  for (const DagCase& c : cases) {
+    const kernels::DagGraph g = kernels::dag_example(c.graph, c.flop);
+    DagCaseResult r{c.graph, c.threads, static_cast<int>(g.nodes.size())};
+    r.predicted_s = predict_dag_s(c, g, cal);
+    (void)kernels::run_dag(g, c.threads);  // warm-up: thread start, page faults
+    out.push_back(std::move(r));
+  }
+  for (int round = 0; round < std::max(rounds, 1); ++round) {
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      const kernels::DagGraph g = kernels::dag_example(cases[i].graph, cases[i].flop);
+      for (int k = 0; k < std::max(repeats, 1); ++k) {
+        const double t = kernels::run_dag(g, cases[i].threads).makespan_s;
+        if (out[i].measured_s == 0 || t < out[i].measured_s) out[i].measured_s = t;
+      }
+      if (progress) {
+        progress("round " + std::to_string(round + 1) + "/" + std::to_string(rounds) + ": dag " + cases[i].graph);
+      }
+    }
+  }
+  for (DagCaseResult& r : out) r.error = (r.predicted_s - r.measured_s) / r.measured_s;
+  return out;
 }
 
 }  // namespace stratasim

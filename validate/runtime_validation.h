@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "kernels/dag_executor.h"
+#include "strategies/model/model_spec.h"
 #include "strategies/pipeline/pipeline_schedule.h"
 #include "strategies/pipeline/schedule_timing.h"
 #include "validate/calibration.h"
@@ -48,5 +50,33 @@ RuntimeCaseResult validate_runtime_case(const RuntimeCase& c, const Calibration&
 std::vector<RuntimeCaseResult> validate_runtime(
     const std::vector<RuntimeCase>& cases, const Calibration& cal, int rounds, int repeats,
     const std::function<void(std::string_view)>& progress);
+
+// The DAG executor's graphs (kernels/dag_examples.h: a ResNet bottleneck block, an LSTM
+// sequence) predicted as any scenario is: each node a single-threaded `task` op of an operator
+// graph (dag_model), one pass streamed forward on the calibrated hardware (its DeviceSpec::task_*
+// from calibrate) with one stream per thread, the analytical engine's concurrent kernels
+// (sim/cost/concurrent_kernels.h: run_dag's FIFO policy, one core per task); then run_dag
+// measures it.
+struct DagCase {
+  std::string graph;  // a kernels::dag_example name
+  double flop = 0;    // per unit of node work
+  int threads = 2;
+};
+std::vector<DagCase> dag_cases(bool quick, int threads);
+
+// A DAG as an operator graph of task ops (a node's dependencies are its inputs; at most 3).
+ModelSpec dag_model(const kernels::DagGraph& g, const std::string& name);
+
+struct DagCaseResult {
+  std::string graph;
+  int threads = 0, nodes = 0;
+  double predicted_s = 0, measured_s = 0, error = 0;
+};
+
+// Predicts every case through lower() and the analytical engine, then runs each `repeats` times
+// per round (after a warm-up), `rounds` rounds, keeping the fastest run.
+std::vector<DagCaseResult> validate_dags(const std::vector<DagCase>& cases, const Calibration& cal,
+                                         int rounds, int repeats,
+                                         const std::function<void(std::string_view)>& progress);
 
 }  // namespace stratasim

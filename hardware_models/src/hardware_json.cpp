@@ -289,7 +289,7 @@ void apply_attention_pass(const JsonNode& n, AttentionPass& a, bool partial) {
 void allow_device_keys(const JsonNode& n) {
   n.allow_keys({"name", "peak", "vector_flops", "memory", "memory_bandwidth", "efficiency",
                 "kernel_overhead", "reserved_memory", "compute_units", "price_per_hour",
-                "overlap_slowdown", "speed_variability", "kernel_factors", "source",
+                "overlap_slowdown", "speed_variability", "kernel_factors", "task", "source",
                 "preset", "file"});
 }
 
@@ -367,6 +367,14 @@ void apply(const JsonNode& n, DeviceSpec& d, bool partial, int /*depth*/) {
         ++form;
       }
     }
+  });
+  // {"flops": "2.9GFlops", "overhead": "18us", "cores": 2}: single-threaded tasks.
+  optional_field(n, "task", [&](const JsonNode& c) {
+    c.allow_keys({"flops", "overhead", "cores"});
+    d.task_flops = plausible_quantity(c.at("flops"), Dimension::kFlopRate);
+    d.task_overhead_s = c.at("overhead").as_quantity(Dimension::kTime);
+    if (d.task_overhead_s > 1) c.at("overhead").fail("must be at most 1 s (the fixed cost of one task)");
+    d.cores = static_cast<int>(c.at("cores").as_integer(1, 1 << 16));
   });
   optional_field(n, "source", [&](const JsonNode& c) { d.source = c.as_string(); });
 
@@ -646,6 +654,11 @@ Json to_json(const DeviceSpec& d) {
   if (d.price_per_hour != 0) j["price_per_hour"] = d.price_per_hour;
   if (d.overlap_slowdown != 1) j["overlap_slowdown"] = d.overlap_slowdown;
   if (d.speed_variability != 0) j["speed_variability"] = d.speed_variability;
+  if (d.task_flops > 0) {
+    j["task"] = {{"flops", quantity_text(d.task_flops, Dimension::kFlopRate)},
+                 {"overhead", quantity_text(d.task_overhead_s, Dimension::kTime)},
+                 {"cores", d.cores}};
+  }
   for (int f = 0; f < kNumKernelFamilies; ++f) {
     const auto& x = d.family_factors[f];
     if (x[0] == 1 && x[1] == 1) continue;

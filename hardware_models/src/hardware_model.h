@@ -86,6 +86,13 @@ struct DeviceSpec {
   // Per kernel family, its fused and unfused forms' measured time over the roofline (beyond the
   // launches), as `calibrate` fits them on this device; 1 = the roofline (catalog devices).
   std::array<std::array<double, 2>, kNumKernelFamilies> family_factors = filled_factors();
+  // Single-threaded tasks (an operator graph's `task` ops: the CPU runtime's serial busy loops,
+  // kernels/dag_executor.h): FLOP/s of one task on one core while every core is busy, its fixed
+  // cost per task, and the cores that run tasks side by side. 0 = the device runs no tasks
+  // (catalog GPUs); `stratasim calibrate --device cpu` measures them.
+  double task_flops = 0;
+  double task_overhead_s = 0;
+  int cores = 0;
   std::string source;            // where the numbers come from
   bool operator==(const DeviceSpec&) const = default;
   static constexpr std::array<std::array<double, 2>, kNumKernelFamilies> filled_factors() {

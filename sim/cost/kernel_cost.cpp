@@ -144,6 +144,14 @@ double wave_efficiency(double m, double n, double batch, int compute_units) {
 KernelTime kernel_time(const Kernel& k, const DeviceSpec& d, DType dtype, int flash_version,
                        double compute_slowdown, Fp8Scaling scaling) {
   KernelTime t;
+  if (k.task && d.task_flops > 0) {
+    // A single-threaded task: its FLOP at one core's rate plus its fixed cost, keeping one of
+    // the device's cores busy (the plateau share concurrent_kernels reads).
+    t.compute_s = (k.matmul_flops + k.other_flops) / d.task_flops * compute_slowdown;
+    t.total_s = t.compute_s + d.task_overhead_s;
+    t.plateau_s = t.total_s / std::max(1, d.cores);
+    return t;
+  }
   const DType storage = storage_dtype(dtype);
   const bool fp8 = dtype == DType::kFp8 && k.fp8_eligible;
   const double peak = d.peak_flops[static_cast<int>(fp8 ? dtype : storage)];

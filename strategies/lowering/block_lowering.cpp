@@ -75,6 +75,7 @@ Kernel make_kernel(const LayerGraph& g, const Usage& u, const std::vector<bool>&
   k.fused_ops = static_cast<uint16_t>(last - first + 1);
   k.device = head.device;
   k.family = head.family;
+  k.task = head.task;
   for (int i = first + 1; i <= last; ++i) {
     if (g.ops[i].family != head.family) k.family = -1;
   }

@@ -180,6 +180,7 @@ LayerGraph build_op_graph(const OpGraphSpec& spec, const LayerShape& sh, const s
     LayerOp& op = add_op(g, {}, compute ? OpClass::kMatmul : OpClass::kMemoryBound, 0, i + 1);
     op.source_op = static_cast<int16_t>(i + spec.source_offset);
     op.family = static_cast<int8_t>(src.family);
+    op.task = src.kind == GraphOpKind::kTask;
     op.device = static_cast<int8_t>(devices.empty() ? 0 : devices[i]);
     for (size_t k = 0; k < src.inputs.size() && k < kMaxOpInputs; ++k) {
       op.inputs[k] = static_cast<int16_t>(tensor_of(src.inputs[k]));

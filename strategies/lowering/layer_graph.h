@@ -52,6 +52,7 @@ struct LayerOp {
   std::string_view name;       // static text; empty for op-graph models (see source_op)
   int16_t source_op = -1;       // op-graph models: index into ModelSpec::graph.ops
   int8_t family = -1;           // op-graph models: GraphOp::family (calibrated kernel family)
+  bool task = false;            // op-graph models: a single-threaded task (GraphOpKind::kTask)
   int8_t device = 0;            // op-graph models: device of the replica (Strategy::placement)
   OpClass cls = OpClass::kMemoryBound;
   double matmul_flops = 0;  // FLOP on matrix units (model FLOPs)

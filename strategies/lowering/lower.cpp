@@ -268,6 +268,7 @@ Expected<Plan> lower(const ModelSpec& model, const Strategy& requested,
   if (auto bad = check_topology(strategy, hardware)) return *bad;
   if (auto bad = check_workload(strategy)) return *bad;
   if (auto bad = check_offload(strategy, hardware)) return *bad;
+  if (auto bad = check_tasks(model, hardware)) return *bad;
 
   Plan plan;
   plan.model = model;

@@ -348,6 +348,22 @@ std::optional<Infeasible> check_workload(const Strategy& s) {
 // Optimizer offload (Strategy::offload) keeps a ZeRO shard of the optimizer in host memory: it
 // needs a training step, a ZeRO stage that shards the optimizer (DeepSpeed offloads ZeRO's
 // partition) and a host the cluster describes.
+std::optional<Infeasible> check_tasks(const ModelSpec& m, const HardwareModel& hw) {
+  if (m.family != ModelFamily::kOpGraph) return std::nullopt;
+  for (const GraphOp& op : m.graph.ops) {
+    if (op.kind != GraphOpKind::kTask) continue;
+    for (int g = 0; g < std::max(1, static_cast<int>(hw.groups.size())); ++g) {
+      const DeviceSpec& d = hw.groups.empty() ? hw.device : hw.groups[g].device;
+      if (d.task_flops <= 0) {
+        return Infeasible{InfeasibleReason::kModel,
+                          "op '" + op.name + "' is a single-threaded task and device '" + d.name +
+                              "' has no task rate (device.task; stratasim calibrate --device cpu measures one)"};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<Infeasible> check_offload(const Strategy& s, const HardwareModel& hw) {
   if (s.offload == Offload::kNone) return std::nullopt;
   if (s.workload == Workload::kInference) {

@@ -20,6 +20,8 @@ std::optional<Infeasible> check_precision(const Strategy& s, const HardwareModel
 // Inference (Workload::kInference) runs no backward: no ZeRO, no recomputation, no interleaving.
 std::optional<Infeasible> check_workload(const Strategy& s);
 std::optional<Infeasible> check_offload(const Strategy& s, const HardwareModel& hw);
+// An operator graph's single-threaded tasks need a device that runs them (DeviceSpec::task_flops).
+std::optional<Infeasible> check_tasks(const ModelSpec& m, const HardwareModel& hw);
 // Tensor-parallel groups must fill whole nodes or divide a node evenly.
 std::optional<Infeasible> check_topology(const Strategy& s, const HardwareModel& hw);
 

@@ -38,6 +38,7 @@ struct Kernel {
   // Calibrated kernel family (DeviceSpec::family_factors; -1 = none): its ops' family when they
   // all have the same one.
   int8_t family = -1;
+  bool task = false;  // a single-threaded task: DeviceSpec::task_flops, one core busy
   CommKind comm = CommKind::kAllReduce;
   double comm_bytes = 0;   // message size per rank
   CommPhases comm_phases = CommPhases::kBoth;

@@ -19,11 +19,11 @@ constexpr std::array<EnumName<Activation>, 3> kActivations = {{
     {"gelu", Activation::kGeLU}, {"relu", Activation::kReLU}, {"swiglu", Activation::kSwiGLU}}};
 constexpr std::array<EnumName<NormKind>, 2> kNorms = {{
     {"layernorm", NormKind::kLayerNorm}, {"rmsnorm", NormKind::kRMSNorm}}};
-constexpr std::array<EnumName<GraphOpKind>, 8> kOpKinds = {{
+constexpr std::array<EnumName<GraphOpKind>, 9> kOpKinds = {{
     {"matmul", GraphOpKind::kMatmul}, {"conv", GraphOpKind::kConv}, {"norm", GraphOpKind::kNorm},
     {"elementwise", GraphOpKind::kElementwise}, {"pool", GraphOpKind::kPool},
     {"softmax", GraphOpKind::kSoftmax}, {"loss", GraphOpKind::kLoss},
-    {"stencil", GraphOpKind::kStencil}}};
+    {"stencil", GraphOpKind::kStencil}, {"task", GraphOpKind::kTask}}};
 
 MoeSpec read_moe(const JsonNode& n, MoeSpec m) {
   n.allow_keys({"experts", "top_k", "expert_ffn_hidden", "shared_experts", "shared_ffn_hidden",

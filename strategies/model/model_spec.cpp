@@ -14,6 +14,7 @@ std::string_view graph_op_kind_name(GraphOpKind k) {
     case GraphOpKind::kSoftmax: return "softmax";
     case GraphOpKind::kLoss: return "loss";
     case GraphOpKind::kStencil: return "stencil";
+    case GraphOpKind::kTask: return "task";
   }
   return "?";
 }

@@ -89,7 +89,9 @@ struct TransformerSpec {
 // kStencil: a fixed-weight neighbourhood op on an image or field (blur, Sobel, a finite
 // difference): a few FLOP per element read, so memory-bound like an elementwise op, but it reads
 // `halo` rows beyond its own on each side.
-enum class GraphOpKind { kMatmul, kConv, kNorm, kElementwise, kPool, kSoftmax, kLoss, kStencil };
+// kTask: a single-threaded task on a CPU (the DAG executor's and the pipeline runtime's serial
+// busy loops): `flops` at one core's task rate, one core of the device busy (DeviceSpec::task_*).
+enum class GraphOpKind { kMatmul, kConv, kNorm, kElementwise, kPool, kSoftmax, kLoss, kStencil, kTask };
 std::string_view graph_op_kind_name(GraphOpKind k);
 
 struct GraphOp {

@@ -102,7 +102,7 @@ TEST_CASE("cli: runtime rejects bad flags with exit 2, naming the flag and the r
   CHECK(r.output.find("--flop: \"-3\" must be a number of FLOP in [0, 1e13]") != std::string::npos);
   r = run_cli("runtime --dag mesh");
   CHECK(r.code == 2);
-  CHECK(r.output.find("--dag: \"mesh\" must be resnet, lstm or attention") != std::string::npos);
+  CHECK(r.output.find("--dag: \"mesh\" must be resnet, lstm, lstm_sequence or attention") != std::string::npos);
   r = run_cli("runtime --speed 3");
   CHECK(r.code == 2);
   CHECK(r.output.find("--speed") != std::string::npos);

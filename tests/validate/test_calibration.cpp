@@ -11,7 +11,10 @@
 #include <vector>
 
 #include "hardware_models/src/hardware_json.h"
+#include "kernels/dag_examples.h"
 #include "kernels/kernel_cases.h"
+#include "sim/analytical/analytical_engine.h"
+#include "strategies/lowering/lower.h"
 #include "kernels/streaming_store.h"
 #include "tests/support/run_cli.h"
 #include "validate/calibration.h"
@@ -513,4 +516,46 @@ TEST_CASE("calibration: a device's kernel_factors name known families and sane v
   for (int i = 0; i < kernels::kNumKernelFamilies; ++i) {
     CHECK(kKernelFamilyNames[i] == kernels::family_name(static_cast<kernels::KernelFamily>(i)));
   }
+}
+
+TEST_CASE("calibration: a DAG of single-threaded tasks through the scenario path equals the DAG executor's own list schedule") {
+  // Device: tasks at 1 GFLOP/s on one core, 10 us each, 2 cores. The ResNet block and a 3-step
+  // LSTM sequence as operator graphs of task ops on 2 streams, predicted by lower() and the
+  // analytical engine, against kernels::predict_dag_makespan (run_dag's FIFO policy on the same
+  // durations, 10 us + flop / 1e9): a second implementation of the same schedule.
+  HardwareModel hw = catalog_cluster("cpu_cluster");
+  hw.num_devices = 1;
+  hw.device.task_flops = 1e9, hw.device.task_overhead_s = 1e-5, hw.device.cores = 2;
+  Calibration cal;
+  cal.hardware = hw;
+  for (const char* name : {"resnet", "lstm_sequence"}) {
+    const kernels::DagGraph g = kernels::dag_example(name, 1e6, 3);
+    std::vector<double> durations;
+    for (const kernels::DagNode& n : g.nodes) durations.push_back(1e-5 + n.flop / 1e9);
+    Strategy s;
+    s.workload = Workload::kInference, s.dtype = DType::kFp32, s.streams = 2;
+    const Expected<Plan> plan = lower(dag_model(g, name), s, hw);
+    REQUIRE_MESSAGE(plan.has_value(), (plan ? "" : plan.error().detail));
+    CAPTURE(name);
+    CHECK(predict_analytical(*plan).iteration_s ==
+          doctest::Approx(kernels::predict_dag_makespan(g, durations, 2)).epsilon(1e-9));
+  }
+  // ResNet by hand: input 10 + 100 us; reduce and the shortcut side by side (1010 us each); the
+  // 3x3 conv, 2e6 FLOP, 2010 us; expand 1010; add 110: 110 + 1010 + 2010 + 1010 + 110 = 4250 us.
+  const kernels::DagGraph resnet = kernels::dag_example("resnet", 1e6);
+  Strategy s;
+  s.workload = Workload::kInference, s.dtype = DType::kFp32, s.streams = 2;
+  const Expected<Plan> plan = lower(dag_model(resnet, "resnet"), s, hw);
+  REQUIRE(plan.has_value());
+  CHECK(predict_analytical(*plan).iteration_s == doctest::Approx(4250e-6).epsilon(1e-9));
+  // A device without a task rate (a GPU) refuses the graph, naming the op and the device.
+  HardwareModel a100 = catalog_cluster("dgx_a100");
+  a100.num_devices = 1;
+  const Expected<Plan> gpu = lower(dag_model(resnet, "resnet"), s, a100);
+  REQUIRE_FALSE(gpu.has_value());
+  CHECK(gpu.error().detail ==
+        "op 'input' is a single-threaded task and device 'A100-SXM4-80GB' has no task rate (device.task; stratasim "
+        "calibrate --device cpu measures one)");
+  // The device's task figures round-trip through its JSON.
+  CHECK(read_device(JsonNode(to_json(hw.device), "d.json", "device")) == hw.device);
 }
