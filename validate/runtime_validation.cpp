@@ -1,6 +1,8 @@
 #include "validate/runtime_validation.h"
 
 #include <algorithm>
+#include <cmath>
+#include <tuple>
 
 #include "kernels/dag_examples.h"
 #include "kernels/pipeline_runtime.h"
@@ -18,18 +20,6 @@ std::vector<double> repeat(const std::vector<double>& pattern, int n) {
   return out;
 }
 
-// Idle share of the makespan per rank, averaged (as PipelineRunResult::bubble_fraction).
-double bubble_of(const Timeline& t) {
-  if (t.per_rank.empty() || !(t.makespan_s > 0)) return 0;
-  double idle = 0;
-  for (const auto& ops : t.per_rank) {
-    double busy = 0;
-    for (const TimedOp& op : ops) busy += op.end_s - op.start_s;
-    idle += (t.makespan_s - busy) / t.makespan_s;
-  }
-  return idle / static_cast<double>(t.per_rank.size());
-}
-
 }  // namespace
 
 std::vector<RuntimeCase> runtime_cases(bool quick) {
@@ -45,32 +35,45 @@ std::vector<RuntimeCase> runtime_cases(bool quick) {
   };
 }
 
-StageDurations predicted_durations(const RuntimeCase& c, const Calibration& cal) {
-  if (!(cal.serial_flops > 0)) {
-    throw InputError("calibration", "fit.serial_flops", "0",
-                     "the calibration has no serial (burn_flops) rate; run calibrate again");
+ModelSpec runtime_model(const RuntimeCase& c) {
+  ModelSpec m;
+  m.name = "pipeline-runtime";
+  m.family = ModelFamily::kOpGraph;
+  for (size_t i = 0; i < c.forward_flop.size(); ++i) {
+    if (std::abs(c.backward_flop[i] - 2 * c.forward_flop[i]) > 1e-9 * c.forward_flop[i]) {
+      throw InputError("runtime case", "backward_flop", std::to_string(c.backward_flop[i]),
+                       "a task op's backward runs twice its forward FLOP; the case must too");
+    }
+    GraphOp op{.name = "stage" + std::to_string(i), .kind = GraphOpKind::kTask, .flops = c.forward_flop[i],
+               .output_elements = 0};
+    if (i > 0) op.inputs = {static_cast<int>(i) - 1};
+    m.graph.ops.push_back(std::move(op));
   }
-  StageDurations d;
-  const int vstages = c.p * c.v;
-  SS_ASSERT(static_cast<int>(c.forward_flop.size()) == vstages &&
-                static_cast<int>(c.backward_flop.size()) == vstages,
-            "a runtime case gives FLOP per virtual stage");
-  for (int i = 0; i < vstages; ++i) {
-    d.forward_s.push_back(cal.serial_overhead_s + c.forward_flop[i] / cal.serial_flops);
-    d.backward_s.push_back(cal.serial_overhead_s + c.backward_flop[i] / cal.serial_flops);
-  }
-  d.p2p_s.assign(vstages - 1, cal.sync_s);
-  return d;
+  return m;
+}
+
+std::pair<double, double> predict_runtime_case(const RuntimeCase& c, const Calibration& cal) {
+  HardwareModel hw = cal.hardware;  // the runtime's p threads: p devices of one node, a core each
+  hw.num_devices = hw.node.devices = c.p;
+  hw.device.cores = 1;
+  Strategy s;
+  s.pp = c.p, s.dp = 1, s.schedule = c.kind, s.interleave = c.v;
+  s.micro_batch = 1, s.global_batch = c.m;
+  s.dtype = DType::kFp32;
+  s.overlap_p2p = true;  // a hand-off is a push into the boundary's queue
+  s.stage_split = StageSplit::kExplicit;
+  s.stage_layers.assign(c.forward_flop.size(), 1);
+  const Expected<Plan> plan = lower(runtime_model(c), s, hw);
+  if (!plan) throw InputError("calibration", "device.task", "", "cannot predict the pipeline runtime: " + plan.error().detail);
+  const Prediction p = predict_analytical(*plan);
+  return {p.iteration_s, p.bubble_fraction};
 }
 
 RuntimeCaseResult validate_runtime_case(const RuntimeCase& c, const Calibration& cal, int repeats) {
   RuntimeCaseResult r;
   r.schedule = std::string(schedule_name(c.kind));
   r.p = c.p, r.m = c.m, r.v = c.v;
-  const PipelineSchedule schedule = make_schedule(c.kind, c.p, c.m, c.v);
-  const Timeline predicted = execute_schedule(schedule, predicted_durations(c, cal));
-  r.predicted_s = predicted.makespan_s;
-  r.predicted_bubble = bubble_of(predicted);
+  std::tie(r.predicted_s, r.predicted_bubble) = predict_runtime_case(c, cal);
 
   kernels::PipelineRuntimeConfig config;
   config.kind = c.kind;

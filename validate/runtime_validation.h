@@ -3,7 +3,8 @@
 // predicted from the calibrated per-thread rate of burn_flops-style work
 //   forward_s[i] = serial_overhead_s + forward_flop[i] / serial_flops   (backward alike)
 //   p2p_s[i]     = sync_s (a hand-off between two threads: one synchronisation)
-// and execute_schedule() turns those into the iteration time and bubble; the runtime then runs
+// and the pipeline schedule turns those into the iteration time and bubble -- through the generic
+// scenario path (predict_runtime_case: the stages as task ops, the analytical engine); the runtime then runs
 // the same (schedule, p, m, v, FLOP per virtual stage) and the two are compared. The runtime
 // runs p threads, so the cases use p <= the machine's cores (p = 2 here).
 #pragma once
@@ -31,7 +32,12 @@ struct RuntimeCase {
 // GPipe, 1F1B and interleaved 1F1B, balanced and unbalanced stages, p = 2; quick: tiny ops.
 std::vector<RuntimeCase> runtime_cases(bool quick);
 
-StageDurations predicted_durations(const RuntimeCase& c, const Calibration& cal);
+// The case as a scenario (issue 16: the generic path): one task op per virtual stage on p devices
+// of one node (the runtime's threads, a core each, handing off through the calibrated shared-memory
+// link's latency), the case's schedule, non-blocking hand-offs; the analytical engine's iteration
+// time and bubble fraction. Equals execute_schedule on predicted_durations up to the hand-off
+// model (tests/validate checks it against execute_schedule on those durations).
+std::pair<double, double> predict_runtime_case(const RuntimeCase& c, const Calibration& cal);
 
 struct RuntimeCaseResult {
   std::string schedule;  // schedule_name()

@@ -69,23 +69,25 @@ std::optional<Infeasible> apply_graph_groups(const ModelSpec& m, const FusionPla
 
 // Ops per pipeline stage of an operator graph: the strategy's list, an even count, or
 // (balanced, and auto) the split of the ops' estimated times with the smallest slowest stage.
+// One count per position of the chain of virtual stages (pp x interleave).
 std::vector<int> op_graph_stage_counts(const Plan& plan, const Block& whole) {
   const Strategy& s = plan.strategy;
   const int ops = static_cast<int>(plan.model.graph.ops.size());
+  const int parts = plan.stage_map().chain_length();
   if (s.stage_split == StageSplit::kExplicit) return s.stage_layers;
   if (s.stage_split == StageSplit::kEven) {
-    std::vector<int> counts(plan.pp, ops / plan.pp);
-    for (int i = 0; i < ops % plan.pp; ++i) ++counts[i];
+    std::vector<int> counts(parts, ops / parts);
+    for (int i = 0; i < ops % parts; ++i) ++counts[i];
     return counts;
   }
-  return min_max_partition(op_time_estimates(whole, plan.hardware.device, s.dtype, ops), plan.pp);
+  return min_max_partition(op_time_estimates(whole, plan.hardware.device, s.dtype, ops), parts);
 }
 
-std::optional<Infeasible> check_op_graph_counts(const std::vector<int>& counts, int ops, int pp) {
-  if (static_cast<int>(counts.size()) != pp) {
+std::optional<Infeasible> check_op_graph_counts(const std::vector<int>& counts, int ops, int parts) {
+  if (static_cast<int>(counts.size()) != parts) {
     return Infeasible{InfeasibleReason::kPipelineParallel,
                       "stage_layers lists " + std::to_string(counts.size()) + " stages where the pipeline has " +
-                          std::to_string(pp) + " (pp); an operator graph's stage_layers counts its ops",
+                          std::to_string(parts) + " (pp x interleave); an operator graph's stage_layers counts its ops",
                       "stage_layers"};
   }
   long long sum = 0;
@@ -104,13 +106,16 @@ std::optional<Infeasible> lower_op_graph_stages(Plan& plan, const Block& whole) 
   const Strategy& s = plan.strategy;
   const ModelSpec& m = plan.model;
   const int ops = static_cast<int>(m.graph.ops.size());
-  if (ops < plan.pp) {
+  const int parts = plan.stage_map().chain_length();
+  if (ops < parts) {
     return Infeasible{InfeasibleReason::kPipelineParallel,
-                      "pp=" + std::to_string(plan.pp) + " stages for an operator graph of " +
-                          std::to_string(ops) + " ops", "pp"};
+                      (parts == plan.pp ? "pp=" + std::to_string(plan.pp)
+                                        : "pp x interleave=" + std::to_string(parts)) +
+                          " stages for an operator graph of " + std::to_string(ops) + " ops",
+                      "pp"};
   }
   const std::vector<int> counts = op_graph_stage_counts(plan, whole);
-  if (auto bad = check_op_graph_counts(counts, ops, plan.pp)) return bad;
+  if (auto bad = check_op_graph_counts(counts, ops, parts)) return bad;
   const OpGraphStages split = split_op_graph(m.graph, counts, s.cp);
   const double e = dtype_bytes(storage_dtype(s.dtype));
   for (size_t i = 0; i < split.stages.size(); ++i) {

@@ -181,8 +181,9 @@ std::optional<Infeasible> check_stage_layers(const Strategy& s, int layers, int 
   return std::nullopt;
 }
 
-// An operator graph's pipeline stages are contiguous parts of its op list, one per rank: the
-// schedules that run one chunk per rank in one direction.
+// An operator graph's pipeline stages are contiguous parts of its op list along one chain of
+// virtual stages: every schedule but those whose chunks run in two directions (DualPipe's two
+// chains, ZB-V's V), whose boundaries are not the op list's.
 std::optional<Infeasible> check_op_graph_pipeline(const Strategy& s) {
   if (s.pp == 1) return std::nullopt;
   if (!s.placement.empty()) {
@@ -190,13 +191,12 @@ std::optional<Infeasible> check_op_graph_pipeline(const Strategy& s) {
                       "placement and pp > 1 together: an operator graph is split either by placement or "
                       "into pipeline stages", "placement"};
   }
-  const bool one_chunk = s.schedule == ScheduleKind::kGPipe || s.schedule == ScheduleKind::k1F1B ||
-                         s.schedule == ScheduleKind::kPipeDreamAsync;
-  if (!one_chunk || s.interleave > 1) {
+  if (s.schedule == ScheduleKind::kDualPipe || s.schedule == ScheduleKind::kZeroBubbleV) {
     return Infeasible{InfeasibleReason::kPipelineParallel,
                       "schedule " + std::string(schedule_name(s.schedule)) +
-                          " on an operator graph: its pipeline stages run with gpipe, 1f1b or pipedream_async "
-                          "(one chunk per rank)", "schedule"};
+                          " on an operator graph: its chunks run the op list in two directions, which is not "
+                          "modelled (gpipe, 1f1b, interleaved, zb_h1, zb_h2 and pipedream_async are)",
+                      "schedule"};
   }
   return std::nullopt;
 }

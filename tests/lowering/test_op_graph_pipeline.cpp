@@ -160,12 +160,28 @@ TEST_CASE("op-graph pipeline: refusals name the rule") {
   const int ops = static_cast<int>(m.graph.ops.size());
   Strategy s;
   s.pp = 2, s.micro_batch = 8, s.global_batch = 64, s.dtype = DType::kFp32;
-  s.schedule = ScheduleKind::kInterleaved1F1B, s.interleave = 2;
+  s.schedule = ScheduleKind::kDualPipe;
   Expected<Plan> bad = lower(m, s, a100s(2));
   REQUIRE_FALSE(bad.has_value());
   CHECK(bad.error().detail ==
-        "schedule interleaved on an operator graph: its pipeline stages run with gpipe, 1f1b or pipedream_async "
-        "(one chunk per rank)");
+        "schedule dualpipe on an operator graph: its chunks run the op list in two directions, which is not "
+        "modelled (gpipe, 1f1b, interleaved, zb_h1, zb_h2 and pipedream_async are)");
+  // Interleaved: pp x interleave = 4 parts of the op list, in chain order (chunk c of rank r is
+  // virtual stage c pp + r), each stage's own block.
+  s.schedule = ScheduleKind::kInterleaved1F1B, s.interleave = 2;
+  Expected<Plan> interleaved = lower(m, s, a100s(2));
+  REQUIRE_MESSAGE(interleaved.has_value(), (interleaved ? "" : interleaved.error().detail));
+  REQUIRE(interleaved->stages.size() == 4);
+  CHECK(interleaved->stage_blocks.size() == 4);
+  CHECK(interleaved->boundary_bytes.size() == 3);
+  int first = 0;
+  for (const VirtualStage& st : interleaved->stages) {
+    CHECK(st.first_layer == first);
+    CHECK(st.block == &st - interleaved->stages.data());
+    first += st.ops;
+  }
+  CHECK(first == ops);
+  CHECK(interleaved->stages[2].rank == 0);  // chunk 1 of rank 0
   s.schedule = ScheduleKind::k1F1B, s.interleave = 1;
   s.stage_split = StageSplit::kExplicit;
   s.stage_layers = {10, ops};
@@ -177,7 +193,8 @@ TEST_CASE("op-graph pipeline: refusals name the rule") {
   bad = lower(m, s, a100s(2));
   REQUIRE_FALSE(bad.has_value());
   CHECK(bad.error().detail ==
-        "stage_layers lists 1 stages where the pipeline has 2 (pp); an operator graph's stage_layers counts its ops");
+        "stage_layers lists 1 stages where the pipeline has 2 (pp x interleave); an operator graph's stage_layers "
+        "counts its ops");
   s.stage_split = StageSplit::kAuto;
   s.stage_layers.clear();
   s.placement = {{"*", 0}};

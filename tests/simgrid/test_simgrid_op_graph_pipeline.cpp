@@ -31,5 +31,24 @@ TEST_CASE("simgrid: ResNet-101 in 4 pipeline stages agrees with the analytical e
   }
 }
 
+TEST_CASE("simgrid: ResNet-101 interleaved (2 chunks a rank) and zero-bubble H1/H2 over 4 stages agree with the analytical engine") {
+  struct Case {
+    ScheduleKind kind;
+    int interleave;
+  };
+  for (const Case c : {Case{ScheduleKind::kInterleaved1F1B, 2}, Case{ScheduleKind::kZeroBubbleH1, 1},
+                       Case{ScheduleKind::kZeroBubbleH2, 1}}) {
+    Strategy s;
+    s.pp = 4, s.micro_batch = 32, s.global_batch = 512, s.schedule = c.kind, s.interleave = c.interleave;
+    s.dtype = DType::kFp32;
+    const Plan plan = testing::lower_on_dgx_a100(model_preset("resnet101"), s, 4);
+    REQUIRE(plan.stages.size() == static_cast<size_t>(4 * c.interleave));
+    const Prediction a = predict_analytical(plan);
+    const Prediction g = predict_simgrid(plan, {.timeline = false});
+    CAPTURE(schedule_name(c.kind));
+    CHECK(std::abs(g.iteration_s - a.iteration_s) / a.iteration_s < 1e-3);
+  }
+}
+
 }  // namespace
 }  // namespace stratasim

@@ -15,6 +15,8 @@
 #include "kernels/kernel_cases.h"
 #include "sim/analytical/analytical_engine.h"
 #include "strategies/lowering/lower.h"
+#include "strategies/pipeline/schedules.h"
+#include "validate/runtime_validation.h"
 #include "kernels/streaming_store.h"
 #include "tests/support/run_cli.h"
 #include "validate/calibration.h"
@@ -558,4 +560,31 @@ TEST_CASE("calibration: a DAG of single-threaded tasks through the scenario path
         "calibrate --device cpu measures one)");
   // The device's task figures round-trip through its JSON.
   CHECK(read_device(JsonNode(to_json(hw.device), "d.json", "device")) == hw.device);
+}
+
+TEST_CASE("calibration: the pipeline runtime's cases through the scenario path equal the schedule on the calibrated op durations") {
+  // Second implementation: each op serial_overhead + FLOP / serial rate (backward 2x the FLOP),
+  // each hand-off one barrier round trip, executed by the schedule directly (execute_schedule).
+  HardwareModel hw = catalog_cluster("cpu_cluster");
+  hw.num_devices = 1;
+  hw.node.devices = 1;
+  hw.device.task_flops = 3e9, hw.device.task_overhead_s = 2e-5, hw.device.cores = 2;
+  hw.node.device_link.latency_s = 1e-6;  // calibrate's shared-memory link: the barrier round trip
+  Calibration cal;
+  cal.hardware = hw;
+  for (const RuntimeCase& c : runtime_cases(false)) {
+    StageDurations d;
+    for (size_t i = 0; i < c.forward_flop.size(); ++i) {
+      d.forward_s.push_back(2e-5 + c.forward_flop[i] / 3e9);
+      d.backward_s.push_back(2e-5 + c.backward_flop[i] / 3e9);
+    }
+    d.p2p_s.assign(c.forward_flop.size() - 1, 1e-6);
+    const Timeline t = execute_schedule(make_schedule(c.kind, c.p, c.m, c.v), d);
+    const auto [predicted, bubble] = predict_runtime_case(c, cal);
+    CAPTURE(schedule_name(c.kind));
+    CAPTURE(c.m);
+    CHECK(predicted == doctest::Approx(t.makespan_s).epsilon(1e-4));
+    CHECK(bubble >= 0);
+    CHECK(bubble < 1);
+  }
 }
