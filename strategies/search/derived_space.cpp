@@ -72,7 +72,11 @@ SearchSpace graph_space(const OpGraphSpec& graph, const HardwareModel& hw, const
     add(space, axis(Axis::kPp, powers_of_two(std::min({std::max(1, hw.num_devices), ops, 16}),
                                              [](int) { return true; })));
     if (hw.num_devices > 1 && ops > 1 && training) {
-      add(space, axis(Axis::kSchedule, {enum_int(ScheduleKind::kGPipe), enum_int(ScheduleKind::k1F1B)}));
+      // GPipe's and 1F1B's orders, 1F1B interleaved over 2 chunks a rank, zero-bubble H1.
+      add(space, axis(Axis::kSchedule, {enum_int(ScheduleKind::kGPipe), enum_int(ScheduleKind::k1F1B),
+                                        enum_int(ScheduleKind::kInterleaved1F1B),
+                                        enum_int(ScheduleKind::kZeroBubbleH1)}));
+      add(space, axis(Axis::kInterleave, {1, 2}));
       add(space, axis(Axis::kRecompute, {enum_int(Recompute::kNone), enum_int(Recompute::kFull)}));
     }
   }

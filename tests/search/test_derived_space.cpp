@@ -74,7 +74,9 @@ TEST_CASE("derived space: an operator graph searches data and pipeline paralleli
   // checkpointed or not.
   CHECK(values(s, Axis::kPp) == std::vector<int>{1, 2, 4, 8});
   CHECK(values(s, Axis::kSchedule) ==
-        std::vector<int>{static_cast<int>(ScheduleKind::kGPipe), static_cast<int>(ScheduleKind::k1F1B)});
+        std::vector<int>{static_cast<int>(ScheduleKind::kGPipe), static_cast<int>(ScheduleKind::k1F1B),
+                         static_cast<int>(ScheduleKind::kInterleaved1F1B), static_cast<int>(ScheduleKind::kZeroBubbleH1)});
+  CHECK(values(s, Axis::kInterleave) == std::vector<int>{1, 2});
   CHECK(values(s, Axis::kRecompute) ==
         std::vector<int>{static_cast<int>(Recompute::kNone), static_cast<int>(Recompute::kFull)});
   // Powers of two up to the 256 samples a replica sees, and the scenario's own 96.
@@ -84,7 +86,7 @@ TEST_CASE("derived space: an operator graph searches data and pipeline paralleli
   // Fusion: none, all, whole chains. ResNet-50's preset declares no rows: no spatial axis.
   CHECK(values(s, Axis::kFusion) == std::vector<int>{0, 3, 4});
   CHECK(find_axis(s, Axis::kCp) == nullptr);
-  CHECK(s.size() == 3 * 10 * 4 * 2 * 2 * 4 * 2 * 3);
+  CHECK(s.size() == 3 * 10 * 4 * 4 * 2 * 2 * 4 * 2 * 3);
   // The image pipeline's stencils have rows: cp 1..8 on 8 devices. Streamed forward (inference),
   // it has no schedule, recomputation, ZeRO or gradient overlap to search.
   Strategy stream = base;
