@@ -50,6 +50,7 @@ std::string KernelCheck::label() const {
 }
 
 std::string RuntimeCheck::label() const {
+  if (dag) return format_text("dag %s, %d threads", schedule.c_str(), p);
   std::string s = format_text("%s p%d m%d", schedule.c_str(), p, m);
   return v > 1 ? s + format_text(" v%d", v) : s;
 }
@@ -81,9 +82,24 @@ CalibrationReport read_calibration_report(const Json& j, const std::string& file
       r.runtime.push_back(std::move(c));
     }
   }
+  if (auto dag = root.find("dag")) {
+    for (size_t i = 0; i < dag->size(); ++i) {
+      const JsonNode n = dag->element(i);
+      RuntimeCheck c;
+      c.dag = true;
+      c.schedule = n.string("graph");
+      c.p = static_cast<int>(n.integer_or("threads", 1));
+      c.m = static_cast<int>(n.integer_or("nodes", 0));
+      c.predicted_s = n.number("predicted_s");
+      c.measured_s = n.number("measured_s");
+      c.error = error_of(n, c.predicted_s, c.measured_s);
+      r.runtime.push_back(std::move(c));
+    }
+  }
   if (auto mape = root.find("mape")) {
     r.mape_kernels = optional_number(*mape, "kernels");
     r.mape_runtime = optional_number(*mape, "runtime");
+    r.mape_dag = optional_number(*mape, "dag");
   }
   return r;
 }

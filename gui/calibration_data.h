@@ -4,7 +4,8 @@
 //    "runtime": [{"schedule", "p", "m", "v", "predicted_s", "measured_s", "error",
 //                 "predicted_bubble", "measured_bubble"}],
 //    "machine_check": [like "kernels": the microbenchmarks re-run by validate],
-//    "mape": {"kernels": x, "runtime": y}}
+//    "dag": [{"graph", "threads", "nodes", "predicted_s", "measured_s", "error"}],
+//    "mape": {"kernels": x, "runtime": y, "dag": z}}
 // Every section is optional (a run may have measured only kernels); what a present entry needs
 // is required. No Qt.
 #pragma once
@@ -25,19 +26,20 @@ struct KernelCheck {
 };
 
 struct RuntimeCheck {
-  std::string schedule;
-  int p = 0, m = 0, v = 1;
+  std::string schedule;  // a pipeline schedule, or the DAG executor's graph (dag true)
+  int p = 0, m = 0, v = 1;  // a DAG: p = its threads, m = its nodes
+  bool dag = false;
   double predicted_s = 0, measured_s = 0, error = 0;
   std::optional<double> predicted_bubble, measured_bubble;
-  std::string label() const;  // "1f1b p4 m8" (+ " v2" when interleaved)
+  std::string label() const;  // "1f1b p4 m8" (+ " v2" when interleaved); "dag resnet, 2 threads"
 };
 
 struct CalibrationReport {
   std::string hardware;  // the name, or the JSON of the hardware when it is an object
   std::vector<KernelCheck> kernels;
   std::vector<KernelCheck> machine_check;  // copy, GEMM, vector rate now vs the model
-  std::vector<RuntimeCheck> runtime;
-  std::optional<double> mape_kernels, mape_runtime;
+  std::vector<RuntimeCheck> runtime;  // pipeline schedules, then the DAG graphs ("dag")
+  std::optional<double> mape_kernels, mape_runtime, mape_dag;
 };
 
 // "machine check: copy -23%, gemm_peak -3%, vector +0%" (empty without a machine check): how far

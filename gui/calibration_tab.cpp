@@ -93,7 +93,7 @@ QChart* kernel_calibration_chart(const CalibrationReport& r) {
 
 QChart* runtime_calibration_chart(const CalibrationReport& r) {
   auto* chart = new QChart;
-  chart->setTitle("pipeline schedules: iteration time (ms), error in each label");
+  chart->setTitle("pipeline schedules and DAGs (scenario path): time (ms), error in each label");
   chart->setAnimationOptions(QChart::NoAnimation);
   chart->legend()->setAlignment(Qt::AlignBottom);
   auto* predicted = new QBarSet("predicted");
@@ -245,6 +245,7 @@ bool CalibrationTab::load_report(const QString& path) {
                      .arg(report_.runtime.size());
   if (report_.mape_kernels) text += ", kernel MAPE " + QString::number(100 * *report_.mape_kernels, 'f', 1) + "%";
   if (report_.mape_runtime) text += ", runtime MAPE " + QString::number(100 * *report_.mape_runtime, 'f', 1) + "%";
+  if (report_.mape_dag) text += ", DAG MAPE " + QString::number(100 * *report_.mape_dag, 'f', 1) + "%";
   if (!report_.machine_check.empty()) text += "; " + QString::fromStdString(machine_check_summary(report_));
   status_->setText(text);
   return true;

@@ -50,6 +50,18 @@ TEST_CASE("calibration report: kernels, runtime and MAPE as written, the error c
   CHECK(k.kernels[0].error == doctest::Approx(-0.5));  // (0.001 - 0.002) / 0.002
   CHECK(k.machine_check.empty());
   CHECK(machine_check_summary(k).empty());
+
+  // The DAG executor's graphs (validate --runtime, through the scenario path) join the runtime bars.
+  const CalibrationReport d = read_calibration_report(
+      parse_json_text(R"({"kind": "kernel_validation", "dag": [{"graph": "resnet", "threads": 2, "nodes": 6,
+                          "predicted_s": 0.009, "measured_s": 0.010}], "mape": {"dag": 0.1}})",
+                      "d.json"),
+      "d.json");
+  REQUIRE(d.runtime.size() == 1);
+  CHECK(d.runtime[0].dag);
+  CHECK(d.runtime[0].label() == "dag resnet, 2 threads");
+  CHECK(d.runtime[0].error == doctest::Approx(-0.1));  // (0.009 - 0.010) / 0.010
+  CHECK(d.mape_dag.value() == 0.1);
 }
 
 TEST_CASE("calibration report: another kind of file and a missing field are named") {
