@@ -127,6 +127,13 @@ CollectiveChoice collective_time(CommKind kind, double bytes, const CommGroup& g
   return best;
 }
 
+double p2p_across_nodes_s(double bytes, int flows, const HardwareModel& hw) {
+  const LinkLevel inter = inter_node_level(hw);  // one device's share when all of them send
+  const int active = std::max(1, std::min(hw.node.devices, hw.num_devices));
+  const int sharing = std::clamp(flows, 1, active);
+  return bytes / (inter.bandwidth_Bps * active / sharing) + inter.latency_s;
+}
+
 double p2p_time(double bytes, bool same_node, const HardwareModel& hw) {
   const LinkLevel link = same_node ? intra_node_level(hw) : inter_node_level(hw);
   return bytes / link.bandwidth_Bps + link.latency_s;

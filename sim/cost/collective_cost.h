@@ -61,5 +61,9 @@ CollectiveChoice collective_time(CommKind kind, double bytes, const CommGroup& g
 
 // Point-to-point transfer: S/B + alpha, over NVLink when both ends share a node.
 double p2p_time(double bytes, bool same_node, const HardwareModel& hw);
+// A pipeline boundary between nodes: `flows` devices of the sending stage in the node send at
+// once (tp x dp of the stage's ranks that sit in that node), sharing the node's NICs; the other
+// devices of the node send nowhere across the network at that boundary.
+double p2p_across_nodes_s(double bytes, int flows, const HardwareModel& hw);
 
 }  // namespace stratasim

@@ -38,7 +38,12 @@ double comm_op_s(const IterOp& op, const Plan& plan) {
       const int a = pipeline_rank_group(plan, r), b = pipeline_rank_group(plan, (r + 1) % plan.pp);
       if (a != b) return p2p_time(op.bytes, false, plan.hardware.between_groups(a, b));
     }
-    return p2p_time(op.bytes, pipeline_neighbours_share_node(plan, r), plan.hardware);
+    if (pipeline_neighbours_share_node(plan, r)) return p2p_time(op.bytes, true, plan.hardware);
+    // The stage's tp x dp ranks in the sending node send across at once (one host per rank and
+    // replica in the SimGrid engine, each through the node's NICs).
+    const long long stride = static_cast<long long>(plan.tp) * plan.dp;
+    const int flows = static_cast<int>(std::min<long long>(stride, plan.hardware.node.devices));
+    return p2p_across_nodes_s(op.bytes, flows, plan.hardware);
   }
   const int n = std::max(1, op.repeats);
   return n * collective_time(op.comm, op.bytes / n, plan.iteration.group(op.group), plan.hardware,

@@ -8,6 +8,7 @@
 #include "sim/analytical/analytical_engine.h"
 #include "sim/core/error.h"
 #include "sim/cost/collective_cost.h"
+#include "sim/cost/step_timing.h"
 #include "strategies/lowering/lower.h"
 #include "strategies/lowering/spatial_split.h"
 #include "strategies/model/model_json.h"
@@ -207,4 +208,32 @@ TEST_CASE("whole-chain fusion: an LSTM cell is one kernel, conv+BN+ReLU+pool one
   const Expected<Plan> stem = lower(resnet, s, cluster("dgx_a100", 1));
   REQUIRE(stem.has_value());
   CHECK(stem->layer->forward[0].fused_ops == 4);
+}
+
+TEST_CASE("pipeline sends between nodes share the NICs only among the stage's ranks in the sending node") {
+  // cpu_cluster: 2 sockets a node, one 100 GbE NIC (8.75 GB/s after its 0.70 efficiency, 20 us, 3
+  // switch hops of 1 us). The image pipeline in 4 stages over 2 nodes (tp 1, dp 1): stage 1 -> 2
+  // crosses the network, and only stage 1's one socket sends there: the whole NIC,
+  // 33,177,600 B (one 4K fp32 frame) / 8.75e9 + 23 us = 3.8147 ms (not the half a NIC every
+  // socket of a node would get if all sent at once: 7.6064 ms).
+  Strategy s;
+  s.pp = 4, s.micro_batch = 1, s.global_batch = 4, s.dtype = DType::kFp32, s.workload = Workload::kInference;
+  const HardwareModel hw = cluster("cpu_cluster", 4);
+  ModelSpec m = make_image_pipeline(2160, 3840);
+  m.graph.ops.push_back(GraphOp{.name = "copy", .kind = GraphOpKind::kElementwise, .flops = 1,
+                                .output_elements = 2160.0 * 3840, .inputs = {2}});
+  const Expected<Plan> plan = lower(m, s, hw);
+  REQUIRE_MESSAGE(plan.has_value(), (plan ? "" : plan.error().detail));
+  const IterOp& send = plan->iteration.stages[1].forward.ops.back();
+  REQUIRE(send.bytes == 33177600.0);
+  CHECK(comm_op_s(send, *plan) == doctest::Approx(33177600.0 / 8.75e9 + 23e-6).epsilon(1e-9));
+  // Inside a node (stage 0 -> 1 over UPI, 38.4 GB/s, 1 us).
+  CHECK(comm_op_s(plan->iteration.stages[0].forward.ops.back(), *plan) ==
+        doctest::Approx(33177600.0 / 38.4e9 + 1e-6).epsilon(1e-9));
+  // With 2 replicas a stage (dp 2, pp 2), both sockets of node 0 send across at once: half each.
+  s.pp = 2, s.dp = 2;
+  const Expected<Plan> replicated = lower(m, s, hw);
+  REQUIRE(replicated.has_value());
+  CHECK(comm_op_s(replicated->iteration.stages[0].forward.ops.back(), *replicated) ==
+        doctest::Approx(33177600.0 / 4.375e9 + 23e-6).epsilon(1e-9));
 }
