@@ -58,6 +58,7 @@ bool fused_with_previous(const LayerGraph& g, int i) {
 struct Exchanges {
   std::vector<std::pair<int, int>> halos;  // (reader's tensor, rows), rows over the fused chain
   std::vector<int> gathers;
+  double norm_stats_B = 0;  // a batch norm's per-channel sums, all-reduced over the group
 };
 
 void add_halo(Exchanges& x, int tensor, int rows) {
@@ -117,6 +118,10 @@ std::optional<Infeasible> insert_spatial_exchanges(LayerGraph& g, const OpGraphS
   std::map<int, int> gathered;  // spatial tensor -> the tensor its all-gather writes
   for (int i = 0; i < n; ++i) {
     const GraphOp& op = spec.ops[i];
+    // A batch norm over split rows (its gamma and beta: params = 2 C) needs every device's sums
+    // of x and x^2 per channel before it normalizes, and of dy and dy x-hat in the backward:
+    // 2 C fp32 values all-reduced over the group each way (Dryden et al. 2019, Sec. III-B).
+    if (op.kind == GraphOpKind::kNorm && heights[i] > 0 && op.params > 0) before[i].norm_stats_B = op.params * 4;
     std::vector<Read> reads = reads_of(g, spec, heights, i);
     for (size_t j = 0; j < reads.size(); ++j) {
       const Read& r = reads[j];
@@ -197,6 +202,19 @@ std::optional<Infeasible> insert_spatial_exchanges(LayerGraph& g, const OpGraphS
       g.tensors.push_back(TensorInfo{x.comm_bytes, x.comm_bytes});
       x.output = static_cast<int16_t>(g.tensors.size() - 1);
       gathered[tensor] = x.output;
+      ops.push_back(x);
+    }
+    if (before[i].norm_stats_B > 0) {
+      LayerOp x;
+      x.name = "spatial_norm_stats";
+      x.cls = OpClass::kCollective;
+      x.comm = CommKind::kAllReduce;
+      x.comm_bytes = before[i].norm_stats_B;
+      x.group = GroupKind::kContext;
+      x.device = g.ops[i].device;
+      x.inputs[0] = g.ops[i].inputs[0];
+      g.tensors.push_back(TensorInfo{x.comm_bytes, 0});
+      x.output = static_cast<int16_t>(g.tensors.size() - 1);
       ops.push_back(x);
     }
     LayerOp op = g.ops[i];

@@ -4,7 +4,7 @@
 // Training by Exploiting Finer-Grained Parallelism", IPDPS 2019, Sec. III: each process holds a
 // block of rows, a convolution with a k x k filter first exchanges (k - 1)/2 halo rows with each
 // neighbour, forward and backward; layers without spatial dims run replicated after the rows are
-// gathered). A device holds ceil(height / cp) rows of each spatial tensor and runs that share of
+// gathered; batch norm all-reduces its per-channel statistics over the partition). A device holds ceil(height / cp) rows of each spatial tensor and runs that share of
 // each spatial op; an op without rows (GraphOp::height 0: a classifier, a loss) runs whole on
 // every device of the group after an all-gather of its spatial input (its gradient needs no
 // exchange: every device computes all of it and keeps its rows). Parameters are replicated over

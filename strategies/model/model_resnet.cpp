@@ -23,6 +23,10 @@ class ResNetBuilder {
     int conv = add(name + ".conv", GraphOpKind::kConv,
                    2.0 * out_elements * c_in * k * k, out_elements,
                    static_cast<double>(c_in) * c_out * k * k, input);
+    // Rows for a spatial split: the output's, and the k / 2 input rows a k x k filter reads
+    // beyond them on each side (batch norm and ReLU inherit the rows).
+    ops_[conv].height = out_hw_;
+    ops_[conv].halo = k / 2;
     int last = add(name + ".bn", GraphOpKind::kNorm, 5.0 * out_elements, out_elements,
                    2.0 * c_out, conv);
     if (relu) last = add(name + ".relu", GraphOpKind::kElementwise, out_elements, out_elements,
@@ -77,9 +81,11 @@ ModelSpec make_resnet(const std::string& name, const int (&blocks)[4]) {
   ResNetBuilder b(m);
   int x = b.conv_bn("stem", -1, 3, 64, 7, 2, true);
   m.graph.ops[0].input_elements = 224.0 * 224.0 * 3.0;
+  m.graph.ops[0].input_height = 224;
   b.hw_ = b.out_hw_;  // 112
   b.hw_ = 56;         // 3x3 max pool, stride 2
   x = b.add("stem.maxpool", GraphOpKind::kPool, 9.0 * 56 * 56 * 64, 56.0 * 56 * 64, 0, x);
+  m.graph.ops[x].height = 56, m.graph.ops[x].halo = 1;  // 3x3, stride 2
   const int widths[4] = {64, 128, 256, 512};
   int c_in = 64;
   for (int stage = 0; stage < 4; ++stage) {

@@ -87,6 +87,38 @@ TEST_CASE("spatial split: a 3x3 convolution over 4 devices exchanges one row of 
   CHECK(backward[0]->comm_bytes == 14336.0);
 }
 
+TEST_CASE("spatial split: ResNet-50's stem exchanges 3 input rows, its batch norms all-reduce 2 C statistics") {
+  // cp 2, micro-batch 4, bf16. The 7x7 stride-2 stem reads 3 rows beyond its own of the
+  // 224 x 224 x 3 image on each side: 3 x 224 x 3 x 4 samples x 2 B = 16,128 B. Its batch norm
+  // (64 channels) all-reduces the sums of x and x^2: 2 x 64 fp32 = 512 B, forward and backward.
+  // The 3x3 max pool reads 1 row of the stem's 112 x 112 x 64 output: 112 x 64 x 4 x 2 = 57,344 B.
+  Strategy s = spatial(2, 4, 8);
+  const Expected<Plan> plan = lower(model_preset("resnet50"), s, cluster("dgx_a100", 2));
+  REQUIRE_MESSAGE(plan.has_value(), (plan ? "" : plan.error().detail));
+  const auto fw = collectives(plan->layer->forward);
+  REQUIRE(fw.size() >= 3);
+  CHECK(fw[0]->comm == CommKind::kHaloExchange);
+  CHECK(fw[0]->comm_bytes == 16128.0);
+  CHECK(fw[1]->comm == CommKind::kAllReduce);
+  CHECK(fw[1]->comm_bytes == 512.0);
+  CHECK(fw[2]->comm == CommKind::kHaloExchange);
+  CHECK(fw[2]->comm_bytes == 57344.0);
+  // The classifier's input: one all-gather of the 7 x 7 x 2048 features (x 4 samples x 2 B).
+  const Kernel* gather = nullptr;
+  for (const Kernel* k : fw) gather = k->comm == CommKind::kAllGather ? k : gather;
+  REQUIRE(gather != nullptr);
+  CHECK(gather->comm_bytes == 7.0 * 7 * 2048 * 4 * 2);
+  // Every 1x1 convolution reads no halo: the exchanges are the stem, the max pool and the 16
+  // 3x3 convolutions (one per bottleneck): 18; the norms: 53 batch norms.
+  int halos = 0, norms = 0;
+  for (const Kernel* k : fw) {
+    halos += k->comm == CommKind::kHaloExchange;
+    norms += k->comm == CommKind::kAllReduce;
+  }
+  CHECK(halos == 18);
+  CHECK(norms == 53);
+}
+
 TEST_CASE("spatial split: rows that do not divide give the slowest device ceil(height / cp) of them") {
   // 56 rows over 8 devices: 7 each (exact); over 16: ceil(3.5) = 4 rows, a share of 4/56.
   CHECK(spatial_share(56, 8) == doctest::Approx(7.0 / 56));

@@ -83,10 +83,10 @@ TEST_CASE("derived space: an operator graph searches data and pipeline paralleli
   CHECK(values(s, Axis::kMicroBatch) == std::vector<int>{1, 2, 4, 8, 16, 32, 64, 96, 128, 256});
   // ResNet's downsampling shortcuts are branches beside the main path: streams are searched.
   CHECK(values(s, Axis::kStreams) == std::vector<int>{1, 2, 4});
-  // Fusion: none, all, whole chains. ResNet-50's preset declares no rows: no spatial axis.
+  // Fusion: none, all, whole chains. ResNet-50's convolutions have rows: its spatial split, cp 1..8.
   CHECK(values(s, Axis::kFusion) == std::vector<int>{0, 3, 4});
-  CHECK(find_axis(s, Axis::kCp) == nullptr);
-  CHECK(s.size() == 3 * 10 * 4 * 4 * 2 * 2 * 4 * 2 * 3);
+  CHECK(values(s, Axis::kCp) == std::vector<int>{1, 2, 4, 8});
+  CHECK(s.size() == 3 * 10 * 4 * 4 * 2 * 2 * 4 * 4 * 2 * 3);
   // The image pipeline's stencils have rows: cp 1..8 on 8 devices. Streamed forward (inference),
   // it has no schedule, recomputation, ZeRO or gradient overlap to search.
   Strategy stream = base;
