@@ -157,7 +157,7 @@ LayerGraph build_op_graph(const OpGraphSpec& spec, const LayerShape& sh, const s
   for (const GraphOp& op : spec.ops) {
     if (op.input_elements <= input_elements) continue;
     input_elements = op.input_elements;
-    input_share = spatial_share(op.input_height > 0 ? op.input_height : op.height, sh.cp);
+    input_share = spatial_share(op.model_input_rows(), sh.cp);
   }
   g.ops.reserve(n);  // large graphs (AmoebaNet-D: 1086 ops) lowered per search point
   g.tensors.reserve(n + 1 + spec.external_inputs.size());
@@ -194,8 +194,8 @@ LayerGraph build_op_graph(const OpGraphSpec& spec, const LayerShape& sh, const s
     op.rereads_input = src.kind == GraphOpKind::kNorm;  // batch statistics, then normalize
     // Epilogue fusion: a norm or elementwise op whose single input has no other consumer
     // joins its producer's kernel (conv + BN + ReLU, LSTM gate chains). Whole-chain fusion
-    // (FusionPlan::whole_chain): any memory-bound op that reads its predecessor and otherwise
-    // only tensors made before its predecessor's run joins that run.
+    // (FusionPlan::whole_chain): a memory-bound op that reads an op of its predecessor's run
+    // joins that run (joins_chain).
     const bool chainable = src.kind == GraphOpKind::kNorm || src.kind == GraphOpKind::kElementwise;
     const bool epilogue = chainable && src.inputs.size() == 1 && i > 0 && src.inputs[0] == i - 1 &&
                           consumers[i - 1] == 1 && sh.fusion.elementwise_epilogue;

@@ -8,16 +8,6 @@
 namespace stratasim {
 namespace {
 
-// Rows of the tensor an op's input `in` names (>= 0: an op of the graph; -1 - k: the part's
-// k-th external input).
-int input_rows(const OpGraphSpec& g, const std::vector<int>& heights, int in) {
-  if (in >= 0) return heights[in];
-  const size_t k = static_cast<size_t>(-1 - in);
-  return k < g.external_heights.size() ? g.external_heights[k] : 0;
-}
-
-int model_input_rows(const GraphOp& op) { return op.input_height > 0 ? op.input_height : op.height; }
-
 double rows_per_device(int height, int cp) { return (height + cp - 1) / cp; }
 
 // A tensor an op reads, as the spatial pass sees it: its block tensor, its rows and elements per
@@ -33,7 +23,7 @@ std::vector<Read> reads_of(const LayerGraph& g, const OpGraphSpec& spec, const s
   const GraphOp& op = spec.ops[i];
   std::vector<Read> out;
   if (op.inputs.empty()) {
-    out.push_back({g.ops[i].inputs[0], model_input_rows(op), op.input_elements});
+    out.push_back({g.ops[i].inputs[0], op.model_input_rows(), op.input_elements});
     return out;
   }
   for (size_t j = 0; j < op.inputs.size() && j < kMaxOpInputs; ++j) {

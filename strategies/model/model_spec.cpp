@@ -19,17 +19,11 @@ std::string_view graph_op_kind_name(GraphOpKind k) {
   return "?";
 }
 
-namespace {
-
-// Rows of the tensor an op's input `in` names (>= 0: an op of the graph; -1 - k: the part's
-// k-th external input).
-int external_or_op_rows(const OpGraphSpec& g, const std::vector<int>& heights, int in) {
+int input_rows(const OpGraphSpec& g, const std::vector<int>& heights, int in) {
   if (in >= 0) return heights[in];
   const size_t k = static_cast<size_t>(-1 - in);
   return k < g.external_heights.size() ? g.external_heights[k] : 0;
 }
-
-}  // namespace
 
 std::vector<int> spatial_heights(const OpGraphSpec& g) {
   const int n = static_cast<int>(g.ops.size());
@@ -43,7 +37,7 @@ std::vector<int> spatial_heights(const OpGraphSpec& g) {
     if ((op.kind != GraphOpKind::kElementwise && op.kind != GraphOpKind::kNorm) || op.inputs.empty()) continue;
     int common = -1;
     for (int in : op.inputs) {
-      const int rows = external_or_op_rows(g, h, in);
+      const int rows = input_rows(g, h, in);
       if (rows == 0 || (common >= 0 && rows != common)) {
         common = 0;
         break;

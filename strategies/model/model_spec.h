@@ -117,6 +117,7 @@ struct GraphOp {
   // none): on a calibrated device its kernels run that family's fused or unfused factor times
   // the roofline (the image pipeline's stencils: image_pipeline; an LSTM cell's gates: lstm_cell).
   int family = -1;
+  int model_input_rows() const { return input_height > 0 ? input_height : height; }
   bool operator==(const GraphOp&) const = default;
 };
 
@@ -167,5 +168,8 @@ double total_params(const ModelSpec& m);
 // that height; 0 = not spatial. A part of a graph (a pipeline stage) reads its external inputs'
 // rows from OpGraphSpec::external_heights.
 std::vector<int> spatial_heights(const OpGraphSpec& g);
+// Rows of the tensor an op's input `in` names, given spatial_heights: an op of the graph (in >= 0)
+// or the part's external input -1 - in.
+int input_rows(const OpGraphSpec& g, const std::vector<int>& heights, int in);
 
 }  // namespace stratasim
