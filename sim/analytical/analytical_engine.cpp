@@ -174,10 +174,13 @@ void add_send(Prediction& p, const Plan& plan, const PipelineSchedule& schedule,
   if (boundary >= costs.transfer_s.size() || costs.transfer_s[boundary] <= 0) return;
   const double t = costs.transfer_s[boundary];
   const bool blocking = costs.durations.p2p_s[boundary] <= 0;
-  const double start = blocking ? std::max(op.start_s, op.end_s - t) : op.end_s;
+  // A non-blocking send leaves when the link to the peer is free (the rank's earlier sends to
+  // it have arrived): it ends when its output arrives.
+  const double end = blocking ? op.end_s : std::max(op.arrive_s, op.end_s + t);
+  const double start = blocking ? std::max(op.start_s, op.end_s - t) : end - t;
   const std::string id = std::to_string(op.op.micro_batch);
   p.timeline.push_back({rank, EventKind::kComm, op.op.micro_batch, op.op.chunk, start,
-                        blocking ? op.end_s : op.end_s + t, (fwd ? "send act " : "send grad ") + id,
+                        end, (fwd ? "send act " : "send grad ") + id,
                         plan.boundary_B(static_cast<int>(boundary))});
 }
 

@@ -12,6 +12,7 @@
 // collective_cost.h picks): ring, hierarchical (intra-node rings, inter-node ring, intra-node
 // rings) or double binary tree, so concurrent collectives share links. Activities are posted
 // as the schedule reaches them; sends are waited (blocking p2p) or detached (overlapped p2p),
+// overlapped ones queue on the host's lane and leave one at a time (pipeline_detail's port);
 // tree chunks keep four sends in flight per member, so few activities are ever in flight.
 //
 // PipeDream async (no flush): the 1F1B op order of schedule_pipedream_async runs as one
@@ -125,8 +126,7 @@ void Simulation::run_op(int rank, int replica, const PipeOp& op, bool keep) {
     const double bytes = plan_.boundary_B(fwd ? vs : vs - 1);
     const double send_start = sg4::Engine::get_clock();
     if (plan_.strategy.overlap_p2p) {
-      // put_init + detach: a comm that started (permanent receiver) cannot be detached.
-      out->put_init(payload, message_size(bytes))->detach();
+      send_overlapped(host_index(rank, replica), out, payload, message_size(bytes));
     } else {  // Megatron's blocking p2p: the sender waits until the message has arrived
       out->put(payload, message_size(bytes));
       me.p2p_s += sg4::Engine::get_clock() - send_start;
@@ -139,6 +139,25 @@ void Simulation::run_op(int rank, int replica, const PipeOp& op, bool keep) {
     last_op_start_s_[host_index(rank, replica)] = start;
     last_op_end_s_[host_index(rank, replica)] = sg4::Engine::get_clock();
   }
+}
+
+void Simulation::send_overlapped(int host, sg4::Mailbox* box, void* payload, uint64_t size) {
+  std::unique_ptr<SendLane>& lane = send_lanes_[host];
+  if (!lane) {
+    lane = std::make_unique<SendLane>();
+    SendLane* raw = lane.get();
+    sg4::Actor::create("send-lane", hosts_[host], [this, raw] {
+      sg4::Actor::self()->daemonize();  // ends with the workers, whose receives it served
+      for (;;) {
+        raw->queued->acquire();
+        const SendLane::Message msg = raw->queue.front();
+        raw->queue.pop_front();
+        msg.box->put(msg.payload, msg.size);
+      }
+    });
+  }
+  lane->queue.push_back({box, payload, size});
+  lane->queued->release();
 }
 
 // An expert-parallel all-to-all (op_segments.h ep_as_messages): this host's share to every
@@ -426,6 +445,7 @@ SimRun Simulation::run() {
   last_op_end_s_.assign(hosts_.size(), 0);
   first_op_s_.assign(hosts_.size(), 0);
   bucket_signal_.resize(hosts_.size());
+  send_lanes_.resize(hosts_.size());
   std::vector<sg4::ActorPtr> actors(hosts_.size());
   for (int r = 0; r < p_; ++r) {
     for (int dp = 0; dp < dp_; ++dp) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <simgrid/s4u.hpp>
@@ -59,6 +60,19 @@ struct BucketSignal {
   double total_s = 0;  // the backward's compute at full speed
   double done_s = 0;
   int released = 0;
+};
+
+// Overlapped pipeline sends of one host (activations to the next stage, gradients to the
+// previous one): a daemon actor sends them one at a time, in the order the worker queued them,
+// as the analytical schedule engine queues a rank's sends on its port (schedule_engine.h).
+struct SendLane {
+  struct Message {
+    sg4::Mailbox* box;
+    void* payload;
+    uint64_t size;
+  };
+  std::deque<Message> queue;
+  sg4::SemaphorePtr queued = sg4::Semaphore::create(0);
 };
 
 // Which ops of one step (iteration.h) are over: shared by the worker (the compute stream) and
@@ -164,6 +178,8 @@ class Simulation {
     ++run_.activities;
   }
   void worker(int rank, int replica);
+  // Queues an overlapped pipeline send of `host` on its lane (SendLane).
+  void send_overlapped(int host, sg4::Mailbox* box, void* payload, uint64_t size);
   void run_op(int rank, int replica, const PipeOp& op, bool keep);
   bool keeps_activations_of(const PipeOp& op) const;
   // A tensor-parallel collective of `host` as messages to and from its mirror (platform.h).
@@ -293,6 +309,7 @@ class Simulation {
   std::map<std::string, RingEntry> ring_entry_;  // by tag, while the ring runs
   std::vector<int> host_node_;                   // node of each host
   std::vector<std::unique_ptr<BucketSignal>> bucket_signal_;  // per host, during its last backward
+  std::vector<std::unique_ptr<SendLane>> send_lanes_;  // per host, from its first overlapped send
   int finished_ = 0;
 };
 

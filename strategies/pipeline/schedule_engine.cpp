@@ -21,20 +21,23 @@ CompiledOp compile_op(const PipeOp& op, int r, const PipelineSchedule& s) {
     c.dep = zero;
     c.fwd = bwd_base + vs * m + op.micro_batch;
     c.dur = 2 * vstages + vs;
-    c.lat = vstages - 1;
+    c.send = vstages - 1;
+    c.queued = false;
   } else if (op.kind == PipeOpKind::kForward) {
     c.self = vs * m + op.micro_batch;
     c.dep = prev >= 0 ? prev * m + op.micro_batch : zero;
     c.fwd = zero;
     c.dur = vs;
-    c.lat = prev >= 0 ? prev : vstages - 1;  // the boundary prev -> vs
+    c.send = next >= 0 ? vs : vstages - 1;  // the boundary vs -> next
+    c.queued = next >= 0 && s.stage_map().rank_of(next) != r;
   } else {
     c.self = bwd_base + vs * m + op.micro_batch;
     c.dep = next >= 0 ? bwd_base + next * m + op.micro_batch : zero;
     c.fwd = vs * m + op.micro_batch;
     // The iteration's last micro-batch has a backward of its own (StageDurations::last_backward_s).
     c.dur = (op.micro_batch == m - 1 ? 3 * vstages : vstages) + vs;
-    c.lat = next >= 0 ? vs : vstages - 1;  // the boundary vs -> next
+    c.send = prev >= 0 ? prev : vstages - 1;  // the boundary prev -> vs
+    c.queued = prev >= 0 && s.stage_map().rank_of(prev) != r;
   }
   return c;
 }
@@ -165,18 +168,30 @@ void fill_duration_tables(int p, int v, const StageDurations& d, DurationTables&
   }
 }
 
-// One max-plus pass in dependency order: start = max(rank free, input + transfer, own forward).
-void run_schedule(const CompiledSchedule& cs, const DurationTables& t, double* done, double* finish,
-                  double* starts) {
+// One max-plus pass in dependency order: start = max(rank free, input arrived, own forward);
+// the output's transfer starts at max(end, the rank's port free). A rank's ops come in its own
+// order (the order is by wavefront), so its port sees its sends in the order it makes them.
+void run_schedule(const CompiledSchedule& cs, const DurationTables& t, const RunTimes& out) {
+  double* done = out.done;
+  double* arrive = out.arrive;
+  double* finish = out.finish;
   std::fill(finish, finish + cs.p, 0.0);
-  done[cs.slots()] = 0.0;
+  done[cs.slots()] = arrive[cs.slots()] = 0.0;
+  thread_local std::vector<double> port_free;
+  port_free.assign(static_cast<size_t>(cs.p), 0.0);
   const double* dur = t.dur.data();
   const double* lat = t.lat.data();
   for (const CompiledOp& op : cs.order) {
-    const double ready =
-        std::max(finish[op.rank], std::max(done[op.dep] + lat[op.lat], done[op.fwd]));
-    if (starts != nullptr) starts[op.self] = ready;
-    finish[op.rank] = done[op.self] = ready + dur[op.dur];
+    const double ready = std::max(finish[op.rank], std::max(arrive[op.dep], done[op.fwd]));
+    if (out.starts != nullptr) out.starts[op.self] = ready;
+    const double end = ready + dur[op.dur];
+    finish[op.rank] = done[op.self] = end;
+    if (!op.queued) {
+      arrive[op.self] = end + lat[op.send];
+    } else {
+      double& free = port_free[op.rank];
+      free = arrive[op.self] = std::max(end, free) + lat[op.send];
+    }
   }
 }
 

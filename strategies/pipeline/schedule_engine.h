@@ -24,15 +24,22 @@ struct CompiledOp {
   int32_t dep;   // slot on the neighbouring virtual stage it waits for (or the zero slot)
   int32_t fwd;   // backward: slot of its own forward; forward: the zero slot
   int32_t dur;   // index in the duration table: forward i -> i, backward i -> V + i
-  int32_t lat;   // index in the latency table: transfer time added to `dep`
+  int32_t send;  // index in the latency table: the transfer of this op's output to its consumer
+  bool queued;   // that transfer leaves through the rank's port (its consumer is on another rank)
   int32_t rank;
 };
+
+// A rank's transfers to other ranks leave through its port one at a time, in the order the
+// rank makes them: activations to the next stage and gradients to the previous one share it
+// (the device's PCIe or NVLink port and its node's NICs carry both directions' sends of a
+// rank), so a send waits for the rank's previous send to arrive. Receiving is not a resource:
+// the two neighbours' sends to a rank do not wait for each other.
 
 // Periodic structure of a 1F1B-like schedule for a period of T micro-batches (see
 // schedule_periodic.cpp): on every rank, op j + 2Tv is op j shifted by T micro-batches for
 // warmup[r] <= j < cut[r] - 2Tv, ops before the cuts depend only on ops before the cuts, and
 // ops after the cut (the cool-down, or the next period of a longer run) reach back at most
-// window[r] ops before the cut of rank r.
+// window[r] ops before the cut of rank r (an op's inputs, and the rank's previous send).
 struct PeriodicStructure {
   int period = 0;   // T
   bool ok = false;  // the structure holds and fits in this run
@@ -65,16 +72,22 @@ struct DurationTables {
 };
 void fill_duration_tables(int p, int v, const StageDurations& d, DurationTables& t);
 
-// Times one run: each rank runs its ops in order, one at a time; an op starts when the rank is
-// free and its inputs have arrived. O(number of ops). Writes the end time of every slot to
-// done (size cs.slots() + 1), each rank's finish time to finish (size p) and, when starts is
-// not null, each op's start time to starts[slot] (size cs.slots()).
-void run_schedule(const CompiledSchedule& cs, const DurationTables& t, double* done, double* finish,
-                  double* starts);
+// Per-run times, each indexed by slot (size cs.slots() + 1; the zero slot holds 0).
+struct RunTimes {
+  double* done;    // end of the op
+  double* arrive;  // its output at the consumer: done, or the end of its queued transfer
+  double* finish;  // size p: each rank's finish time
+  double* starts;  // each op's start time, or null
+};
 
-// After run_schedule: whether the last window[r] ops before every cut end exactly one common
-// time later than the same ops one period earlier; if so, *shift_s receives that time.
+// Times one run: each rank runs its ops in order, one at a time; an op starts when the rank is
+// free and its inputs have arrived. An op's output leaves when the op ends and the rank's port
+// is free (its previous transfer has arrived). O(number of ops).
+void run_schedule(const CompiledSchedule& cs, const DurationTables& t, const RunTimes& out);
+
+// After run_schedule: whether the last window[r] ops before every cut end (and deliver) exactly
+// one common time later than the same ops one period earlier; if so, *shift_s receives that time.
 bool steady_shift(const CompiledSchedule& cs, const PeriodicStructure& ps, const double* done,
-                  double scale, double* shift_s);
+                  const double* arrive, double scale, double* shift_s);
 
 }  // namespace stratasim::pipeline_detail

@@ -73,9 +73,15 @@ bool measure_windows(const CompiledSchedule& cs, int shift, PeriodicStructure& p
   const SlotPlaces at = place_slots(cs);
   std::fill(ps.window.begin(), ps.window.end(), 1);  // the rank's own previous op
   for (int r = 0; r < cs.p; ++r) {
+    int last_send = -1;  // the rank's previous op whose output left through its port
     for (int j = 0; j < cs.rank_ops(r); ++j) {
       const CompiledOp& op = cs.ops[cs.begin[r] + j];
-      for (const int slot : {op.dep, op.fwd}) {
+      int queued_after = cs.slots();  // the send this op's transfer queues behind
+      if (op.queued) {
+        if (last_send >= 0) queued_after = cs.ops[cs.begin[r] + last_send].self;
+        last_send = j;
+      }
+      for (const int slot : {op.dep, op.fwd, queued_after}) {
         if (slot == cs.slots()) continue;  // no dependency
         const int q = at.rank[slot], i = at.index[slot];
         if (j < ps.cut[r] && i >= ps.cut[q]) return false;
@@ -107,7 +113,7 @@ PeriodicStructure analyze_periodicity(const CompiledSchedule& cs, int period) {
 }
 
 bool steady_shift(const CompiledSchedule& cs, const PeriodicStructure& ps, const double* done,
-                  double scale, double* shift_s) {
+                  const double* arrive, double scale, double* shift_s) {
   if (!ps.ok) return false;
   const int shift = 2 * ps.period * cs.v;
   const CompiledOp* ops0 = cs.ops.data() + cs.begin[0];
@@ -117,7 +123,8 @@ bool steady_shift(const CompiledSchedule& cs, const PeriodicStructure& ps, const
     const CompiledOp* ops = cs.ops.data() + cs.begin[r];
     for (int j = ps.cut[r] - ps.window[r]; j < ps.cut[r]; ++j) {
       const double d = done[ops[j].self] - done[ops[j - shift].self];
-      if (std::abs(d - c) > tol) return false;
+      const double a = arrive[ops[j].self] - arrive[ops[j - shift].self];
+      if (std::abs(d - c) > tol || std::abs(a - c) > tol) return false;
     }
   }
   *shift_s = c;

@@ -103,7 +103,16 @@ const CompiledSchedule& cached_schedule(ScheduleKind kind, int p, int m, int v) 
 // Per-thread scratch: slot end times and per-rank finish times of the latest run.
 struct Scratch {
   DurationTables tables;
-  std::vector<double> done, finish, starts;
+  std::vector<double> done, arrive, finish, starts;
+  pipeline_detail::RunTimes times(const CompiledSchedule& cs, bool with_starts) {
+    if (done.size() <= static_cast<size_t>(cs.slots())) {
+      done.resize(cs.slots() + 1);
+      arrive.resize(cs.slots() + 1);
+    }
+    finish.resize(cs.p);
+    if (with_starts) starts.resize(cs.slots());
+    return {done.data(), arrive.data(), finish.data(), with_starts ? starts.data() : nullptr};
+  }
 };
 Scratch& scratch() {
   thread_local Scratch s;
@@ -111,9 +120,7 @@ Scratch& scratch() {
 }
 
 void run(const CompiledSchedule& cs, Scratch& s) {
-  if (s.done.size() <= static_cast<size_t>(cs.slots())) s.done.resize(cs.slots() + 1);
-  s.finish.resize(cs.p);
-  pipeline_detail::run_schedule(cs, s.tables, s.done.data(), s.finish.data(), nullptr);
+  pipeline_detail::run_schedule(cs, s.tables, s.times(cs, false));
 }
 
 double max_of(const std::vector<double>& x) {
@@ -137,10 +144,7 @@ int periodic_run_floor(ScheduleKind kind, int p, int v) {
 // iteration of rank r is its span from that start (schedule_timing.h).
 void timing_post_validated(ScheduleKind kind, int p, int m, Scratch& s, ScheduleTiming& t) {
   const CompiledSchedule& cs = cached_schedule(kind, p, m, 1);
-  if (s.done.size() <= static_cast<size_t>(cs.slots())) s.done.resize(cs.slots() + 1);
-  s.starts.resize(cs.slots());
-  s.finish.resize(cs.p);
-  pipeline_detail::run_schedule(cs, s.tables, s.done.data(), s.finish.data(), s.starts.data());
+  pipeline_detail::run_schedule(cs, s.tables, s.times(cs, true));
   t.rank_finish_s = s.finish;
   t.rank_start_s.resize(p);
   for (int r = 0; r < p; ++r) t.rank_start_s[r] = s.starts[cs.ops[cs.begin[r]].self];
@@ -171,7 +175,7 @@ bool structure_ok(const CompiledSchedule& cs, int k) {
 bool extend_run(const CompiledSchedule& cs, int k, int m, Scratch& s, std::vector<double>& out) {
   double shift = 0;
   const auto& ps = cs.periodic[k];
-  if (!pipeline_detail::steady_shift(cs, ps, s.done.data(), max_of(s.finish), &shift)) return false;
+  if (!pipeline_detail::steady_shift(cs, ps, s.done.data(), s.arrive.data(), max_of(s.finish), &shift)) return false;
   const double periods = (m - cs.m) / ps.period;
   out = s.finish;
   for (double& f : out) f += periods * shift;
@@ -183,7 +187,7 @@ bool extend_run(const CompiledSchedule& cs, int k, int m, Scratch& s, std::vecto
 int repeating_period(const CompiledSchedule& cs, const Scratch& s) {
   double shift = 0;
   for (const auto& ps : cs.periodic) {
-    if (pipeline_detail::steady_shift(cs, ps, s.done.data(), max_of(s.finish), &shift)) {
+    if (pipeline_detail::steady_shift(cs, ps, s.done.data(), s.arrive.data(), max_of(s.finish), &shift)) {
       return ps.period;
     }
   }
@@ -226,7 +230,7 @@ void timing_async(int p, int m, Scratch& s, std::vector<double>& out) {
     const CompiledSchedule& cs = cached_schedule(ScheduleKind::k1F1B, p, runs, 1);
     run(cs, s);
     for (const auto& ps : cs.periodic) {
-      if (pipeline_detail::steady_shift(cs, ps, s.done.data(), max_of(s.finish), &shift)) {
+      if (pipeline_detail::steady_shift(cs, ps, s.done.data(), s.arrive.data(), max_of(s.finish), &shift)) {
         period = ps.period;
         break;
       }
@@ -346,8 +350,8 @@ Timeline execute_schedule(const PipelineSchedule& schedule, const StageDurations
   const CompiledSchedule cs = pipeline_detail::compile_schedule(schedule);
   DurationTables tables;
   pipeline_detail::fill_duration_tables(cs.p, cs.v, d, tables);
-  std::vector<double> done(cs.slots() + 1), finish(cs.p), starts(cs.slots());
-  pipeline_detail::run_schedule(cs, tables, done.data(), finish.data(), starts.data());
+  std::vector<double> done(cs.slots() + 1), arrive(cs.slots() + 1), finish(cs.p), starts(cs.slots());
+  pipeline_detail::run_schedule(cs, tables, {done.data(), arrive.data(), finish.data(), starts.data()});
   Timeline tl;
   tl.per_rank.resize(cs.p);
   for (int r = 0; r < cs.p; ++r) {
@@ -355,7 +359,7 @@ Timeline execute_schedule(const PipelineSchedule& schedule, const StageDurations
     for (int j = cs.begin[r]; j < cs.begin[r + 1]; ++j) {
       const PipeOp& op = schedule.per_rank[r][j - cs.begin[r]];
       const int slot = cs.ops[j].self;
-      tl.per_rank[r].push_back({op, starts[slot], done[slot]});
+      tl.per_rank[r].push_back({op, starts[slot], done[slot], arrive[slot]});
     }
   }
   tl.makespan_s = max_of(finish);

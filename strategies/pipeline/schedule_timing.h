@@ -26,6 +26,7 @@ struct TimedOp {
   PipeOp op;
   double start_s;
   double end_s;
+  double arrive_s;  // when its output reaches the next op that needs it (its transfer queued)
 };
 
 struct Timeline {

@@ -202,7 +202,7 @@ TEST_CASE("pipedream async equals the growth rate of a long 1f1b stream") {
   // length of the critical cycle, at most p here).
   std::mt19937_64 rng(11);
   for (int p : {1, 2, 3, 4}) {
-    for (double max_p2p : {0.0, 0.3}) {
+    for (double max_p2p : {0.0, 0.3, 4.0}) {
       CAPTURE(p);
       CAPTURE(max_p2p);
       const StageDurations d = random_durations(rng, p, max_p2p);
@@ -217,44 +217,87 @@ TEST_CASE("pipedream async equals the growth rate of a long 1f1b stream") {
 }
 
 TEST_CASE("execute_schedule starts every op as soon as its rank and inputs allow") {
-  // F(mb, i) waits for F(mb, i - 1) + p2p[i - 1]; B(mb, i) for B(mb, i + 1) + p2p[i] and its own
-  // F(mb, i); ops on one rank run in list order, one at a time.
+  // F(mb, i) waits for the activation of F(mb, i - 1), B(mb, i) for the gradient of
+  // B(mb, i + 1) and its own F(mb, i); ops on one rank run in list order, one at a time. A
+  // transfer of p2p[boundary] leaves when its op ends and the sending rank's port is free: a
+  // rank's sends (both directions) go one at a time, in the rank's order.
   std::mt19937_64 rng(5);
   for (ScheduleKind kind :
        {ScheduleKind::kGPipe, ScheduleKind::k1F1B, ScheduleKind::kInterleaved1F1B}) {
-    const int p = 3, m = 6, v = kind == ScheduleKind::kInterleaved1F1B ? 2 : 1;
-    CAPTURE(schedule_name(kind));
-    const StageDurations d = random_durations(rng, p * v, 0.4);
-    const PipelineSchedule s = make_schedule(kind, p, m, v);
-    const Timeline tl = execute_schedule(s, d);
-    std::vector<std::vector<double>> fwd_end(p * v, std::vector<double>(m, -1));
-    std::vector<std::vector<double>> bwd_end = fwd_end;
-    for (int r = 0; r < p; ++r) {
-      for (const TimedOp& op : tl.per_rank[r]) {
-        auto& ends = op.op.kind == PipeOpKind::kForward ? fwd_end : bwd_end;
-        ends[s.virtual_stage(r, op.op.chunk)][op.op.micro_batch] = op.end_s;
-      }
-    }
-    for (int r = 0; r < p; ++r) {
-      double rank_free = 0;
-      for (const TimedOp& op : tl.per_rank[r]) {
-        const int i = s.virtual_stage(r, op.op.chunk), mb = op.op.micro_batch;
-        double ready = rank_free;
-        double duration = 0;
-        if (op.op.kind == PipeOpKind::kForward) {
-          if (i > 0) ready = std::max(ready, fwd_end[i - 1][mb] + d.p2p_s[i - 1]);
-          duration = d.forward_s[i];
-        } else {
-          if (i + 1 < p * v) ready = std::max(ready, bwd_end[i + 1][mb] + d.p2p_s[i]);
-          ready = std::max(ready, fwd_end[i][mb]);
-          duration = d.backward_s[i];
+    for (double max_p2p : {0.4, 3.0}) {  // 3.0: transfers longer than the compute, sends queue
+      const int p = 3, m = 6, v = kind == ScheduleKind::kInterleaved1F1B ? 2 : 1;
+      CAPTURE(schedule_name(kind));
+      CAPTURE(max_p2p);
+      const StageDurations d = random_durations(rng, p * v, max_p2p);
+      const PipelineSchedule s = make_schedule(kind, p, m, v);
+      const Timeline tl = execute_schedule(s, d);
+      // When each op's output reaches its consumer, from the ops' end times and the ports.
+      std::vector<std::vector<double>> fwd_arrive(p * v, std::vector<double>(m, -1));
+      std::vector<std::vector<double>> bwd_arrive = fwd_arrive, fwd_end = fwd_arrive;
+      for (int r = 0; r < p; ++r) {
+        double port_free = 0;
+        for (const TimedOp& op : tl.per_rank[r]) {
+          const int i = s.virtual_stage(r, op.op.chunk), mb = op.op.micro_batch;
+          const bool fwd = op.op.kind == PipeOpKind::kForward;
+          const int to = fwd ? i + 1 : i - 1;
+          double arrive = op.end_s;
+          if (to >= 0 && to < p * v) {
+            const double transfer = d.p2p_s[fwd ? i : i - 1];
+            arrive = std::max(op.end_s, port_free) + transfer;
+            port_free = arrive;
+          }
+          (fwd ? fwd_arrive : bwd_arrive)[i][mb] = arrive;
+          if (fwd) fwd_end[i][mb] = op.end_s;
+          CHECK(op.arrive_s == doctest::Approx(arrive).epsilon(1e-12));
         }
-        CHECK(op.start_s == doctest::Approx(ready).epsilon(1e-12));
-        CHECK(op.end_s - op.start_s == doctest::Approx(duration).epsilon(1e-12));
-        rank_free = op.end_s;
+      }
+      for (int r = 0; r < p; ++r) {
+        double rank_free = 0;
+        for (const TimedOp& op : tl.per_rank[r]) {
+          const int i = s.virtual_stage(r, op.op.chunk), mb = op.op.micro_batch;
+          double ready = rank_free;
+          double duration = 0;
+          if (op.op.kind == PipeOpKind::kForward) {
+            if (i > 0) ready = std::max(ready, fwd_arrive[i - 1][mb]);
+            duration = d.forward_s[i];
+          } else {
+            if (i + 1 < p * v) ready = std::max(ready, bwd_arrive[i + 1][mb]);
+            ready = std::max(ready, fwd_end[i][mb]);
+            duration = d.backward_s[i];
+          }
+          CHECK(op.start_s == doctest::Approx(ready).epsilon(1e-12));
+          CHECK(op.end_s - op.start_s == doctest::Approx(duration).epsilon(1e-12));
+          rank_free = op.end_s;
+        }
       }
     }
   }
+}
+
+TEST_CASE("a rank's sends leave its port one at a time (worked by hand)") {
+  // p = 2, m = 3, F = 1, B = 2 on both stages, every transfer 3 (longer than any op).
+  // GPipe. Rank 0: F0 [0,1], F1 [1,2], F2 [2,3]; its activations leave at 1, 4, 7 (each after
+  // the previous one arrived) and arrive at 4, 7, 10. Rank 1: F0 [4,5], F1 [7,8], F2 [10,11],
+  // B0 [11,13], B1 [13,15], B2 [15,17]; gradients leave at 13, 16, 19, arrive at 16, 19, 22.
+  // Rank 0: B0 [16,18], B1 [19,21], B2 [22,24]: 24. Without the queue the activations would
+  // arrive at 4, 5, 6 and the iteration take 18.
+  const StageDurations d = uniform(2, 1.0, 2.0, 3.0);
+  const Timeline g = execute_schedule(make_schedule(ScheduleKind::kGPipe, 2, 3, 1), d);
+  CHECK(g.makespan_s == doctest::Approx(24.0));
+  const std::vector<double> rank1_starts{4, 7, 10, 11, 13, 15}, rank0_backward_starts{16, 19, 22};
+  for (int j = 0; j < 6; ++j) CHECK(g.per_rank[1][j].start_s == doctest::Approx(rank1_starts[j]));
+  for (int j = 0; j < 3; ++j) {
+    CHECK(g.per_rank[0][3 + j].start_s == doctest::Approx(rank0_backward_starts[j]));
+    CHECK(g.per_rank[1][3 + j].arrive_s == doctest::Approx(16.0 + 3 * j));
+  }
+  CHECK(time_schedule(ScheduleKind::kGPipe, 2, 3, 1, d).makespan_s == doctest::Approx(24.0));
+  // 1F1B interleaves the directions; its cycle already waits for every transfer, so the port
+  // never queues here. Rank 0: F0 [0,1], F1 [1,2], B0 [10,12], F2 [12,13], B1 [13,15],
+  // B2 [22,24]; rank 1: F0 [4,5], B0 [5,7], F1 [7,8], B1 [8,10], F2 [16,17], B2 [17,19]: 24.
+  const Timeline f = execute_schedule(make_schedule(ScheduleKind::k1F1B, 2, 3, 1), d);
+  CHECK(f.makespan_s == doctest::Approx(24.0));
+  CHECK(f.per_rank[0][2].start_s == doctest::Approx(10.0));
+  CHECK(f.per_rank[1][4].start_s == doctest::Approx(16.0));
 }
 
 TEST_CASE("time_schedule matches the full timeline for random durations") {
@@ -264,7 +307,7 @@ TEST_CASE("time_schedule matches the full timeline for random durations") {
   int extended = 0, affine = 0;
   for (int p : {1, 2, 3, 4, 8}) {
     for (int m : {1, 2, 3, 7, 16, 24, 33, 48, 64}) {
-      for (double max_p2p : {0.0, 0.2, 1.0}) {
+      for (double max_p2p : {0.0, 0.2, 1.0, 4.0}) {  // 4.0: sends queue on the ports
         const StageDurations d = random_durations(rng, p, max_p2p);
         check_against_timeline(ScheduleKind::kGPipe, p, m, 1, d);
         affine += last_timing_method() == TimingMethod::kAffineExtension;
@@ -274,7 +317,7 @@ TEST_CASE("time_schedule matches the full timeline for random durations") {
     }
     for (int groups : {1, 2, 5, 8, 12, 16}) {
       for (int v : {2, 3}) {
-        for (double max_p2p : {0.0, 0.2, 1.0}) {
+        for (double max_p2p : {0.0, 0.2, 1.0, 4.0}) {
           const StageDurations d = random_durations(rng, p * v, max_p2p);
           check_against_timeline(ScheduleKind::kInterleaved1F1B, p, groups * p, v, d);
           extended += last_timing_method() == TimingMethod::kPeriodicExtension;
