@@ -15,9 +15,18 @@ double flat_time(CommKind kind, double bytes, int n, LinkLevel link, bool tree) 
   return ring_gather_s(bytes, n, link);  // all-gather, reduce-scatter, all-to-all, broadcast
 }
 
-// Slowest link of a ring that spans nodes: the inter-node share, with the larger latency.
-LinkLevel spanning_level(const HardwareModel& hw) {
+// Slowest link of a ring that spans nodes, with the larger latency. The ring visits a node's
+// k members one after another, so one of its edges leaves each node (and one enters): the
+// node's NICs carry one flow per group with members there, active / k groups when every
+// active device of the node runs such a ring at once (the data-parallel groups of its tensor
+// and pipeline ranks), not one per device. Each crossing edge gets k / active of the node's
+// NIC bandwidth: all of it for a group that fills the node (tp = 1), one device's share for
+// one member per node (k = 1, the per-device share inter_node_level gives).
+LinkLevel spanning_level(const HardwareModel& hw, const CommGroup& g) {
   LinkLevel intra = intra_node_level(hw), inter = inter_node_level(hw);
+  const int active = std::max(1, std::min(hw.node.devices, hw.num_devices));
+  const int k = std::clamp(g.ranks_per_node, 1, active);
+  inter.bandwidth_Bps *= k;
   return LinkLevel{std::min(intra.bandwidth_Bps, inter.bandwidth_Bps),
                    std::max(intra.latency_s, inter.latency_s),
                    intra.bandwidth_Bps < inter.bandwidth_Bps ? intra.spec : inter.spec};
@@ -111,9 +120,13 @@ CollectiveChoice collective_time(CommKind kind, double bytes, const CommGroup& g
   if (kind == CommKind::kAllToAll) return {all_to_all_s(bytes, g, hw), CollectiveAlgorithm::kRing};
   if (kind == CommKind::kHaloExchange) return {halo_exchange_s(bytes, g, hw), CollectiveAlgorithm::kRing};
   const bool one_node = g.nodes() <= 1;
-  const LinkLevel level = one_node ? intra_node_level(hw) : spanning_level(hw);
+  const LinkLevel level = one_node ? intra_node_level(hw) : spanning_level(hw, g);
   const double ring = flat_time(kind, bytes, g.size, level, false);
-  const double tree = is_all_reduce(kind) ? flat_time(kind, bytes, g.size, level, true) : ring;
+  // A tree over the group's ranks has edges leaving a node at many of its members: each
+  // gets one device's share of the NICs.
+  const LinkLevel tree_level = one_node ? level : spanning_level(hw, CommGroup{g.kind, g.size, 1});
+  const double tree =
+      is_all_reduce(kind) ? flat_time(kind, bytes, g.size, tree_level, true) : ring;
   const double hier = one_node || g.ranks_per_node <= 1 ? ring : hierarchical_time(kind, bytes, g, hw);
   switch (algorithm) {
     case CollectiveAlgorithm::kRing: return {ring, algorithm};

@@ -42,6 +42,7 @@ double Simulation::ring(const RingSpec& r, int rank, int replica, const char* wh
   const double start = *std::max_element(entry.at_s.begin(), entry.at_s.end());
   const double mine = entry.at_s[r.position];
   if (--entry.left == 0) ring_entry_.erase(r.tag);
+  if (r.quiet) return sg4::Engine::get_clock() - start;
   if (serial) sync_wait_s_[r.members[r.position]] += std::max(0.0, start - mine);
   if (start > mine) record(rank, replica, EventKind::kIdle, -1, 0, mine, "wait for peers", start);
   record(rank, replica, EventKind::kComm, -1, 0, start, what, -1, r.step_bytes * r.steps);
@@ -70,7 +71,57 @@ double Simulation::collective(const CollectiveSpec& c, int rank, int replica) {
   if (a == CollectiveAlgorithm::kTree && all_reduce) return tree(scaled, rank, replica);
   RingSpec r{c.tag, c.members, c.position, scaled.bytes / c.repeats / n,
              c.repeats * (all_reduce ? 2 : 1) * (n - 1)};
-  return ring(r, rank, replica, c.what, c.serial);
+  const int channels = one_node ? 1 : ring_channels(c.members);
+  if (channels <= 1) return ring(r, rank, replica, c.what, c.serial);
+  return channel_rings(r, channels, rank, replica, c.what, c.serial);
+}
+
+// Channels of a ring that crosses rail-optimized nodes: NCCL runs one ring per channel, each
+// leaving a node through another NIC, so together they use every NIC of the node. Here
+// min(members per node, NICs per node); 1 elsewhere (a fat-tree node's NIC link is already
+// the node's NICs together, collective_cost.h spanning_level).
+int Simulation::ring_channels(const std::vector<int>& members) const {
+  const HardwareModel& hw = plan_.hardware;
+  if (hw.network.topology != NetworkTopology::kRailOptimized) return 1;
+  int per_node = 0;
+  for (int h : members) per_node += host_node_[h] == host_node_[members.front()];
+  return std::clamp(std::min(per_node, hw.node.nics), 1, 64);
+}
+
+// The ring as `channels` rings of 1/channels of its bytes side by side: in channel c each
+// node's members (consecutive in the ring) start at their c-th, so channel c leaves a node
+// from its (c - 1)-th member's rail and enters the next at its c-th. Channel 0 runs here
+// (and records), the others in actors of their own on this host.
+double Simulation::channel_rings(const RingSpec& r, int channels, int rank, int replica,
+                                 const char* what, bool serial) {
+  std::vector<RingSpec> spec(channels, r);
+  const int n = static_cast<int>(r.members.size());
+  for (int ch = 0; ch < channels; ++ch) {
+    RingSpec& s = spec[ch];
+    s.tag = r.tag + "/ch" + std::to_string(ch);
+    s.step_bytes = r.step_bytes / channels;
+    s.quiet = ch > 0;
+    s.members.clear();
+    for (int first = 0; first < n;) {
+      int last = first;  // [first, last): one node's members
+      while (last < n && host_node_[r.members[last]] == host_node_[r.members[first]]) ++last;
+      const int k = last - first;
+      for (int j = 0; j < k; ++j) s.members.push_back(r.members[first + (j + ch) % k]);
+      first = last;
+    }
+    s.position = static_cast<int>(
+        std::find(s.members.begin(), s.members.end(), r.members[r.position]) - s.members.begin());
+  }
+  std::vector<sg4::ActorPtr> helpers;
+  for (int ch = 1; ch < channels; ++ch) {
+    helpers.push_back(sg4::Actor::create("ring-channel", hosts_[r.members[r.position]],
+                                         [this, s = spec[ch], rank, replica, what] {
+                                           ring(s, rank, replica, what, false);
+                                         }));
+  }
+  const double t = ring(spec[0], rank, replica, what, serial);
+  for (sg4::ActorPtr& a : helpers) a->join();
+  return t;
 }
 
 // Hierarchical (collective_cost.h): over the k members sharing this host's node a ring

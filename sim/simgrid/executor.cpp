@@ -281,6 +281,7 @@ void Simulation::worker(int rank, int replica) {
 // each carrying its share), each after its share of the last backward when overlapped.
 void Simulation::reduce_gradients(int rank, int replica, const IterOp& op, BucketSignal* signal) {
   const int buckets = std::clamp(op.repeats, 1, options_.max_dp_buckets);
+  const int plan_buckets = std::max(1, op.repeats);
   const bool all_reduce = op.comm == CommKind::kAllReduce;
   const bool serial = signal == nullptr;
   for (int b = 0; b < buckets; ++b) {
@@ -288,9 +289,12 @@ void Simulation::reduce_gradients(int rank, int replica, const IterOp& op, Bucke
     std::vector<int> members = members_of(op.group, rank, replica);
     const std::string group_tag = "-g" + std::to_string(members.front());
     const int position = position_in(members, rank, replica);
+    // A simulated bucket stands for `count` of the plan's buckets, run back to back: their
+    // bytes, each at its own size's bandwidth and with its own latencies.
+    const int count = (b + 1) * plan_buckets / buckets - b * plan_buckets / buckets;
     CollectiveSpec c{op.comm,
-                     op.bytes / buckets,
-                     1,
+                     op.bytes * count / plan_buckets,
+                     count,
                      std::move(members),
                      position,
                      "dp-reduce-b" + std::to_string(b) + "-r" + std::to_string(rank) + group_tag,

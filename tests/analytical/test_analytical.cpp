@@ -75,14 +75,46 @@ TEST_CASE("collectives: below NCCL's plateau the bandwidth follows the link's si
   CHECK(size_efficiency_at(LinkSpec{}, 1e6) == 1.0);
 }
 
-TEST_CASE("collectives: hierarchical beats a flat ring across nodes with many ranks per node") {
+TEST_CASE("collectives: auto picks the fastest of ring, tree and hierarchical across nodes") {
   const HardwareModel hw = cluster(64);
-  const CommGroup dp{GroupKind::kData, 64, 8};
-  const double ring = collective_time(CommKind::kAllReduce, 4e9, dp, hw, CollectiveAlgorithm::kRing).time_s;
-  const double hier =
-      collective_time(CommKind::kAllReduce, 4e9, dp, hw, CollectiveAlgorithm::kHierarchical).time_s;
-  const auto best = collective_time(CommKind::kAllReduce, 4e9, dp, hw, CollectiveAlgorithm::kAuto);
-  CHECK(best.time_s <= std::min(ring, hier));
+  for (int k : {1, 2, 8}) {
+    const CommGroup dp{GroupKind::kData, 64, k};
+    const double ring = collective_time(CommKind::kAllReduce, 4e9, dp, hw, CollectiveAlgorithm::kRing).time_s;
+    const double tree = collective_time(CommKind::kAllReduce, 4e9, dp, hw, CollectiveAlgorithm::kTree).time_s;
+    const double hier =
+        collective_time(CommKind::kAllReduce, 4e9, dp, hw, CollectiveAlgorithm::kHierarchical).time_s;
+    const auto best = collective_time(CommKind::kAllReduce, 4e9, dp, hw, CollectiveAlgorithm::kAuto);
+    CHECK(best.time_s == std::min({ring, tree, hier}));
+  }
+}
+
+TEST_CASE("collectives: a flat ring crosses each node once, its crossing edge gets k / 8 of the NICs") {
+  // DGX A100: 8 NICs of 200 Gb/s (25 GB/s) per node, at the NIC's efficiency e; 8 devices.
+  // A 64-rank ring visiting each node's k = 8 members in a row leaves a node by one edge: with
+  // every device of the node in it, that edge has the node's 8 x 25 e GB/s (NCCL's rings cross
+  // on all NICs at once). With k = 1 member per node (tp = 8), 8 such rings leave every node:
+  // 25 e GB/s each. The ring runs at its slowest edge: min(NVLink, crossing edge); at 4 GB the
+  // IB curve is at its plateau. Latency: 2 (n - 1) hops of the slower link's alpha
+  // (IB: NIC 3 us + one switch hop, against NVLink's).
+  const HardwareModel hw = cluster(512);
+  const LinkSpec& nic = hw.node.nic;
+  const LinkSpec& nv = hw.node.device_link;
+  const double S = 4e9;
+  const double node_Bps = 8 * 25e9 * nic.efficiency;
+  const double alpha = std::max(nv.latency_s, nic.latency_s + hw.network.switch_latency_s *
+                                                                 (2.0 * (hw.network.levels - 1) + 1));
+  auto ring = [&](int size, int k) {
+    return collective_time(CommKind::kAllReduce, S, CommGroup{GroupKind::kData, size, k}, hw,
+                           CollectiveAlgorithm::kRing)
+        .time_s;
+  };
+  const double edge8 = std::min(nv.bandwidth_Bps * nv.efficiency, node_Bps) *
+                       size_efficiency_at(node_Bps < nv.bandwidth_Bps * nv.efficiency ? nic : nv, S);
+  CHECK(ring(64, 8) == doctest::Approx(2.0 * 63 / 64 * S / edge8 + 2 * 63 * alpha).epsilon(1e-9));
+  const double edge1 = node_Bps / 8 * size_efficiency_at(nic, S);
+  CHECK(ring(64, 1) == doctest::Approx(2.0 * 63 / 64 * S / edge1 + 2 * 63 * alpha).epsilon(1e-9));
+  // Two members per node: 4 rings leave every node, 2 x 25 e GB/s each.
+  CHECK(ring(64, 2) == doctest::Approx(2.0 * 63 / 64 * S / (2 * edge1) + 2 * 63 * alpha).epsilon(1e-9));
 }
 
 TEST_CASE("flops: Narayanan Eq. 3, 96 B s l h^2 (1 + s/6h + V/16lh), with full recomputation") {

@@ -39,11 +39,14 @@ TEST_CASE("simgrid: expert all-to-alls as messages take the closed form's time a
   const Prediction a = predict_analytical(full);
   const Prediction g = predict_simgrid(full, layer);
   REQUIRE(ep_total_s(a) > 0);
-  // The iteration agrees to the simulator's resolution. Host 0's time inside its all-to-alls
+  // The iteration agrees within 1e-4: the data-parallel gradient ring across the 4 nodes
+  // (which auto picks now that its crossing edges get the nodes' NICs) takes alpha per step
+  // from the top of the fat tree in the closed form and along its route in the simulation,
+  // ~1e-4 of the iteration; the gate sits at 2e-4. Host 0's time inside its all-to-alls
   // is 0.56 ms (0.6%) short of the closed form's in total, whatever the micro-batch count (the
   // same at 1 and 4 per replica): a host sends and goes on, so the hosts do not enter each
   // all-to-all at once; the gate sits at 1%.
-  CHECK(std::abs(g.iteration_s - a.iteration_s) / a.iteration_s < 1e-6);
+  CHECK(std::abs(g.iteration_s - a.iteration_s) / a.iteration_s < 2e-4);
   CHECK(std::abs(ep_total_s(g) - ep_total_s(a)) / ep_total_s(a) < 0.01);
 
   // 4:1 at the leaf: a node's uplink carries a quarter of its NICs' bandwidth. Of a rank's S
