@@ -131,6 +131,21 @@ std::vector<double> last_backward_delays(const Plan& plan, const GroupViews& vie
   return delay;
 }
 
+// The rank's last pipeline send (its output to the previous stage, queued behind its earlier
+// sends: ScheduleTiming::rank_send_tail_s) is still on the wire when its gradient sync starts.
+// When both leave through the same links -- both cross nodes (the node's NICs) or both stay
+// inside it (the device's port) -- they share them: two flows on one bottleneck at half speed
+// each until the shorter is over, so the sync's exposed part e ends min(e, tail) later
+// (max-min fair sharing, as SimGrid's network model shares a link).
+double send_tail_sharing_s(const Plan& plan, const ScheduleTiming& timing, int r, double exposed_s) {
+  if (r == 0 || exposed_s <= 0 || static_cast<size_t>(r) >= timing.rank_send_tail_s.size()) return 0;
+  const double tail = timing.rank_send_tail_s[r];
+  if (tail <= 0) return 0;
+  const bool send_crosses = !pipeline_neighbours_share_node(plan, r - 1);
+  const bool sync_crosses = plan.dp_group.nodes() > 1;
+  return send_crosses == sync_crosses ? std::min(exposed_s, tail) : 0.0;
+}
+
 // The iteration ends when the slowest rank has finished its pipeline work, its exposed
 // gradient sync, the embedding sync and its optimizer step.
 // A mixed cluster's ranks sync and step on their own group's devices and links (GroupViews).
@@ -143,6 +158,7 @@ RankSync finish_iteration(Prediction& p, const Plan& plan, const ScheduleTiming&
   const std::vector<double> delay = last_backward_delays(plan, views, timing, durations);
   for (int r = 0; r < plan.pp; ++r) {
     RankSync sync = rank_sync(views.for_rank(r), r, timing.rank_last_backward_s[r], delay[r]);
+    sync.dp_exposed_s += send_tail_sharing_s(plan, timing, r, sync.dp_exposed_s);
     // A rank without buckets of its own still ends later when its neighbour delayed it.
     const bool has_reduce = std::any_of(
         plan.iteration.tail[r].begin(), plan.iteration.tail[r].end(),

@@ -133,14 +133,25 @@ BucketedReduce bucketed_reduce(const IterOp& op, const Plan& plan, double last_b
     r.exposed_s = r.total_s;
     return r;
   }
-  // The buckets but the last run during the backward and slow it (overlap_slowdown) by
-  // (1 - 1/s) x the time they overlap it; the rest follows as above, from the later end.
-  const double s = plan.hardware.device.overlap_slowdown;
-  const double window = last_backward_s * (buckets - 1) / buckets;
-  r.stretch_s = std::min((s - 1) * window, (1 - 1 / s) * (buckets - 1) * bucket_s);
+  // The buckets one after another on the comm stream, each as soon as it is ready and the
+  // previous one is over; while one runs the backward computes at 1/s of its speed
+  // (overlap_slowdown), so bucket k is ready once (k + 1)/B of the backward's compute is done
+  // at the speed it actually had. Times from the backward's start; O(B).
+  const double s = std::max(1.0, plan.hardware.device.overlap_slowdown);
+  double now = 0, progress = 0, comm_end = 0;
+  for (int k = 0; k < buckets; ++k) {
+    const double target = last_backward_s * (k + 1) / buckets;
+    if (now < comm_end && progress < target) {  // slowed while the previous bucket runs
+      const double slowed = std::min(comm_end - now, (target - progress) * s);
+      now += slowed;
+      progress += slowed / s;
+    }
+    if (progress < target) now += target - progress, progress = target;
+    comm_end = std::max(now, comm_end) + bucket_s;
+  }
+  r.stretch_s = now - last_backward_s;  // the backward ends with the last bucket's readiness
   const double delay = delay_s < 0 ? r.stretch_s : delay_s;
-  r.exposed_s = delay + std::max(bucket_s, r.total_s - (last_backward_s + r.stretch_s) *
-                                                           (buckets - 1) / buckets);
+  r.exposed_s = delay + (comm_end - now);
   return r;
 }
 

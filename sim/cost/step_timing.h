@@ -30,12 +30,13 @@ struct StepTiming {
 StepTiming time_step(const StepProgram& step, const ComputeDurations& compute, const Plan& plan);
 
 // The data-parallel gradient reduction in op.repeats buckets: total time and the part after
-// the last backward's end. Bucket k is ready after (k + 1)/B of the last backward (when the op
-// overlaps it) and the buckets run back to back: the last one ends at
-//   max_k(ready_k + (B - k) t) = end + max(t, B t - L (B - 1) / B)
-// for a last backward of length L and a bucket time t (the maximum of a linear function of k
-// sits at k = B - 1 or k = 0). The buckets that overlap the backward slow it
-// (DeviceSpec::overlap_slowdown): it ends min((s - 1) L (B-1)/B, (1 - 1/s) (B-1) t) later.
+// the last backward's scheduled end. Bucket k is ready after (k + 1)/B of the last backward's
+// compute (when the op overlaps it) and the buckets run one after another, each once ready;
+// while one runs it slows the backward (DeviceSpec::overlap_slowdown s: compute at 1/s of
+// its speed), which delays the readiness of the next ones -- the SimGrid engine's picture,
+// computed event by event (O(B)). In the limits: buckets that keep the comm stream busy from
+// the first one on end at L/B + B t, and sparse ones stretch the backward by (1 - 1/s)(B-1) t
+// and leave t + that stretch exposed, for a last backward of length L and a bucket time t.
 // `delay_s`: how much later than scheduled the last backward ends (its own stretch, or more
 // when the previous rank's stretched backward delayed its start; default: its own stretch).
 struct BucketedReduce {

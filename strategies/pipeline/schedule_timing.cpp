@@ -123,6 +123,17 @@ void run(const CompiledSchedule& cs, Scratch& s) {
   pipeline_detail::run_schedule(cs, s.tables, s.times(cs, false));
 }
 
+// Each rank's send tail (ScheduleTiming::rank_send_tail_s) in the run just timed.
+std::vector<double> send_tails(const CompiledSchedule& cs, const Scratch& s) {
+  std::vector<double> tail(cs.p, 0.0);
+  for (int r = 0; r < cs.p; ++r) {
+    if (cs.rank_ops(r) == 0) continue;
+    const int slot = cs.ops[cs.begin[r + 1] - 1].self;
+    tail[r] = std::max(0.0, s.arrive[slot] - s.done[slot]);
+  }
+  return tail;
+}
+
 double max_of(const std::vector<double>& x) {
   return x.empty() ? 0.0 : *std::max_element(x.begin(), x.end());
 }
@@ -146,23 +157,36 @@ void timing_post_validated(ScheduleKind kind, int p, int m, Scratch& s, Schedule
   const CompiledSchedule& cs = cached_schedule(kind, p, m, 1);
   pipeline_detail::run_schedule(cs, s.tables, s.times(cs, true));
   t.rank_finish_s = s.finish;
+  t.rank_send_tail_s = send_tails(cs, s);
   t.rank_start_s.resize(p);
   for (int r = 0; r < p; ++r) t.rank_start_s[r] = s.starts[cs.ops[cs.begin[r]].self];
   g_last_method = TimingMethod::kFullSimulation;
 }
 
-void timing_full(ScheduleKind kind, int p, int m, int v, Scratch& s, std::vector<double>& out) {
-  run(cached_schedule(kind, p, m, v), s);
+void timing_full(ScheduleKind kind, int p, int m, int v, Scratch& s, std::vector<double>& out,
+                 std::vector<double>& tails) {
+  const CompiledSchedule& cs = cached_schedule(kind, p, m, v);
+  run(cs, s);
   out = s.finish;
+  tails = send_tails(cs, s);
   g_last_method = TimingMethod::kFullSimulation;
 }
 
-void timing_gpipe(int p, int m, Scratch& s, std::vector<double>& out) {
-  if (m <= 2) return timing_full(ScheduleKind::kGPipe, p, m, 1, s, out);
-  run(cached_schedule(ScheduleKind::kGPipe, p, 1, 1), s);
+// The send tails grow affinely too (a port's backlog at the end gains the same each
+// micro-batch); tests check both against the full run.
+void timing_gpipe(int p, int m, Scratch& s, std::vector<double>& out, std::vector<double>& tails) {
+  if (m <= 2) return timing_full(ScheduleKind::kGPipe, p, m, 1, s, out, tails);
+  const CompiledSchedule& one = cached_schedule(ScheduleKind::kGPipe, p, 1, 1);
+  run(one, s);
   out = s.finish;
-  run(cached_schedule(ScheduleKind::kGPipe, p, 2, 1), s);
-  for (int r = 0; r < p; ++r) out[r] += (m - 1) * (s.finish[r] - out[r]);
+  tails = send_tails(one, s);
+  const CompiledSchedule& two = cached_schedule(ScheduleKind::kGPipe, p, 2, 1);
+  run(two, s);
+  const std::vector<double> tails2 = send_tails(two, s);
+  for (int r = 0; r < p; ++r) {
+    out[r] += (m - 1) * (s.finish[r] - out[r]);
+    tails[r] += (m - 1) * (tails2[r] - tails[r]);
+  }
   g_last_method = TimingMethod::kAffineExtension;
 }
 
@@ -172,12 +196,14 @@ bool structure_ok(const CompiledSchedule& cs, int k) {
 
 // Extends the run of cs (just timed) to m micro-batches with structure k; false when the run's
 // steady state does not repeat with that period.
-bool extend_run(const CompiledSchedule& cs, int k, int m, Scratch& s, std::vector<double>& out) {
+bool extend_run(const CompiledSchedule& cs, int k, int m, Scratch& s, std::vector<double>& out,
+                std::vector<double>& tails) {
   double shift = 0;
   const auto& ps = cs.periodic[k];
   if (!pipeline_detail::steady_shift(cs, ps, s.done.data(), s.arrive.data(), max_of(s.finish), &shift)) return false;
   const double periods = (m - cs.m) / ps.period;
   out = s.finish;
+  tails = send_tails(cs, s);  // the cool-down shifts as a whole: its tails stay
   for (double& f : out) f += periods * shift;
   g_last_method = TimingMethod::kPeriodicExtension;
   return true;
@@ -198,7 +224,8 @@ int repeating_period(const CompiledSchedule& cs, const Scratch& s) {
 // run repeats (schedule_periodic.cpp). m_c starts at the shortest run with the periodic
 // structure for T = p; if that run has not settled, one more try at about twice the length.
 // A run that repeats only with T = k p is redone with m_c = m mod T.
-bool timing_periodic(ScheduleKind kind, int p, int m, int v, Scratch& s, std::vector<double>& out) {
+bool timing_periodic(ScheduleKind kind, int p, int m, int v, Scratch& s, std::vector<double>& out,
+                     std::vector<double>& tails) {
   const int floor = periodic_run_floor(kind, p, v);
   if (m < floor + p) return false;
   int mc = m - (m - floor) / p * p;
@@ -207,7 +234,7 @@ bool timing_periodic(ScheduleKind kind, int p, int m, int v, Scratch& s, std::ve
   for (int attempt = 0; attempt < 2 && mc + p <= m; ++attempt, mc += step) {
     const CompiledSchedule& cs = cached_schedule(kind, p, mc, v);
     run(cs, s);
-    if (extend_run(cs, 0, m, s, out)) return true;
+    if (extend_run(cs, 0, m, s, out, tails)) return true;
     const int period = repeating_period(cs, s);
     if (period == 0) continue;
     const int mc2 = mc + (m - mc) % period;  // repeats from mc's cut on, so from mc2's too
@@ -216,19 +243,20 @@ bool timing_periodic(ScheduleKind kind, int p, int m, int v, Scratch& s, std::ve
     const int k = period / p - 1;
     if (!structure_ok(cs2, k)) return false;
     run(cs2, s);
-    return extend_run(cs2, k, m, s, out);
+    return extend_run(cs2, k, m, s, out, tails);
   }
   return false;
 }
 
 // PipeDream async: m times the per-micro-batch period of the endless 1F1B stream.
-void timing_async(int p, int m, Scratch& s, std::vector<double>& out) {
+void timing_async(int p, int m, Scratch& s, std::vector<double>& out, std::vector<double>& tails) {
   int runs = (periodic_run_floor(ScheduleKind::k1F1B, p, 1) + p - 1) / p * p;
   while (!structure_ok(cached_schedule(ScheduleKind::k1F1B, p, runs, 1), 0)) runs += p;
   double shift = 0, period = 0;
   for (int attempt = 0; attempt < 4 && period == 0; ++attempt, runs *= 2) {
     const CompiledSchedule& cs = cached_schedule(ScheduleKind::k1F1B, p, runs, 1);
     run(cs, s);
+    tails = send_tails(cs, s);  // the end of the stream, where the gradient sync follows
     for (const auto& ps : cs.periodic) {
       if (pipeline_detail::steady_shift(cs, ps, s.done.data(), s.arrive.data(), max_of(s.finish), &shift)) {
         period = ps.period;
@@ -300,22 +328,22 @@ ScheduleTiming time_schedule(ScheduleKind kind, int p, int m, int v, const Stage
     case ScheduleKind::kGPipe:
       // A last micro-batch of its own breaks the affine growth in m: the full run.
       if (d.last_backward_s.empty()) {
-        timing_gpipe(p, m, s, t.rank_finish_s);
+        timing_gpipe(p, m, s, t.rank_finish_s, t.rank_send_tail_s);
       } else {
-        timing_full(kind, p, m, v, s, t.rank_finish_s);
+        timing_full(kind, p, m, v, s, t.rank_finish_s, t.rank_send_tail_s);
       }
       break;
     case ScheduleKind::kPipeDreamAsync:
-      timing_async(p, m, s, t.rank_finish_s);
+      timing_async(p, m, s, t.rank_finish_s, t.rank_send_tail_s);
       break;
     case ScheduleKind::k1F1B:
     case ScheduleKind::kInterleaved1F1B:
-      if (!timing_periodic(kind, p, m, v, s, t.rank_finish_s)) {
-        timing_full(kind, p, m, v, s, t.rank_finish_s);
+      if (!timing_periodic(kind, p, m, v, s, t.rank_finish_s, t.rank_send_tail_s)) {
+        timing_full(kind, p, m, v, s, t.rank_finish_s, t.rank_send_tail_s);
       }
       break;
     case ScheduleKind::kZeroBubbleH1:  // O(ops) list schedule; no periodic shortcut yet
-      timing_full(kind, p, m, v, s, t.rank_finish_s);
+      timing_full(kind, p, m, v, s, t.rank_finish_s, t.rank_send_tail_s);
       break;
     case ScheduleKind::kZeroBubbleH2:
       timing_post_validated(kind, p, m, s, t);
@@ -334,6 +362,7 @@ ScheduleTiming time_schedule(ScheduleKind kind, int p, int m, int v, const Stage
           kind == ScheduleKind::kZeroBubbleV ? own : cached_schedule(kind, p, m, v);
       run(cs, s);
       t.rank_finish_s = s.finish;
+      t.rank_send_tail_s = send_tails(cs, s);
       g_last_method = TimingMethod::kFullSimulation;
       std::vector<int> last(p);
       for (int r = 0; r < p; ++r) last[r] = cs.ops[cs.begin[r + 1] - 1].dur;

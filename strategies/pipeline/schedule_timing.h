@@ -45,6 +45,9 @@ struct ScheduleTiming {
   double rank_span_s(int r) const {
     return rank_finish_s[r] - (rank_start_s.empty() ? 0.0 : rank_start_s[r]);
   }
+  // How long after each rank's last op its output arrives at the neighbour: that op's transfer,
+  // queued behind the rank's earlier sends (0 when the last op sends nothing).
+  std::vector<double> rank_send_tail_s;
   std::vector<double> rank_busy_s;       // compute time of each rank in the iteration
   std::vector<double> rank_last_backward_s;  // duration of each rank's last op (a backward, or W)
   double bubble_fraction = 0;            // idle / makespan, averaged over ranks

@@ -203,6 +203,17 @@ bool is_duplicate(const SearchSpace& space, const std::vector<int>& chosen, cons
   return false;
 }
 
+// Whether the space varies tp, pp, cp, placement devices or the cluster but not dp.
+bool fills_dp(const SearchSpace& space) {
+  bool degrees = false;
+  for (const AxisValues& a : space.axes) {
+    if (a.axis == Axis::kDp) return false;
+    degrees |= a.axis == Axis::kTp || a.axis == Axis::kPp || a.axis == Axis::kCp ||
+               a.axis == Axis::kCluster || a.axis == Axis::kDevices;
+  }
+  return degrees;
+}
+
 }  // namespace
 
 void point_at(const SearchSpace& space, uint64_t index, const Strategy& base, int base_devices,
@@ -211,6 +222,9 @@ void point_at(const SearchSpace& space, uint64_t index, const Strategy& base, in
   point.devices = base_devices;
   point.cluster = -1;
   point.duplicate = false;
+  // A space that varies the other degrees but not dp leaves dp to fill the devices (dp 0):
+  // the scenario's own dp fits only its own tp x pp x cp.
+  if (fills_dp(space)) point.strategy.dp = 0;
   thread_local std::vector<int> chosen;
   chosen.assign(space.axes.size(), 0);
   for (size_t k = space.axes.size(); k-- > 0;) {

@@ -124,25 +124,29 @@ TEST_CASE("iteration program: DDP gradient buckets and the tied-embedding sync p
     CHECK(tail[2].kind == IterOpKind::kOptimizerStep);
     CHECK(tail[2].bytes == doctest::Approx(plan.iteration.rank_params[r] * 28));
   }
-  // The buckets' closed form: B buckets of time t, the last backward L, stretched by the
-  // buckets that overlap it: d = min((s-1) L (B-1)/B, (1-1/s) (B-1) t);
-  // exposed = d + max(t, B t - (L + d) (B-1)/B).
+  // The buckets' limits: B buckets of time t over a last backward L. Buckets that keep the
+  // comm stream busy from the first one on (L = 0: all ready at once; L = t: the first ready at
+  // t/B, the rest queue) end at L/B + B t; sparse ones (L = 100 B t) stretch the backward by
+  // d = (1 - 1/s)(B - 1) t and leave d + t exposed.
   const IterOp& op = plan.iteration.tail[0][0];
   const int buckets = op.repeats;
   const double t = comm_op_s(op, plan) / buckets;
   CHECK(t == doctest::Approx(collective_time(CommKind::kAllReduce, op.bytes / buckets,
                                              plan.dp_group, plan.hardware, s.collective)
                                  .time_s));
-  for (const double last : {0.0, t, 100 * t * buckets}) {
+  const double slow = plan.hardware.device.overlap_slowdown;
+  for (const double last : {0.0, t}) {
     const BucketedReduce r = bucketed_reduce(op, plan, last);
     CAPTURE(last);
     CHECK(r.total_s == doctest::Approx(buckets * t));
-    const double s = plan.hardware.device.overlap_slowdown;
-    const double d = std::min((s - 1) * last * (buckets - 1) / buckets, (1 - 1 / s) * (buckets - 1) * t);
-    CHECK(r.stretch_s == doctest::Approx(d));
-    CHECK(r.exposed_s ==
-          doctest::Approx(d + std::max(t, buckets * t - (last + d) * (buckets - 1) / buckets)));
+    CHECK(r.exposed_s == doctest::Approx(last / buckets + buckets * t - last));
+    CHECK(r.stretch_s == doctest::Approx(std::min((slow - 1) * last * (buckets - 1) / buckets,
+                                                  (1 - 1 / slow) * (buckets - 1) * t)));
   }
+  const BucketedReduce sparse = bucketed_reduce(op, plan, 100 * t * buckets);
+  const double d = (1 - 1 / slow) * (buckets - 1) * t;
+  CHECK(sparse.stretch_s == doctest::Approx(d));
+  CHECK(sparse.exposed_s == doctest::Approx(d + t));
   // ZeRO-1: reduce-scatter, then the gather of the updated shards.
   const Plan z1 = lowered(strategy(1, 2, 1, false), 8);
   using K = IterOpKind;

@@ -58,8 +58,12 @@ void check_against_timeline(ScheduleKind kind, int p, int m, int v, const StageD
   CHECK(t.makespan_s == doctest::Approx(tl.makespan_s).epsilon(1e-9));
   REQUIRE(t.rank_finish_s.size() == static_cast<size_t>(p));
   double bubble = 0;
+  REQUIRE(t.rank_send_tail_s.size() == static_cast<size_t>(p));
   for (int r = 0; r < p; ++r) {
     CHECK(t.rank_finish_s[r] == doctest::Approx(rank_end(tl, r)).epsilon(1e-9));
+    const TimedOp& last = tl.per_rank[r].back();
+    CHECK(t.rank_send_tail_s[r] ==
+          doctest::Approx(last.arrive_s - last.end_s).epsilon(1e-9).scale(tl.makespan_s));
     CHECK(t.rank_busy_s[r] == doctest::Approx(rank_busy(tl, r)).epsilon(1e-9));
     CHECK(t.rank_last_backward_s[r] == doctest::Approx(last_backward(tl, r)).epsilon(1e-12));
     bubble += (tl.makespan_s - rank_busy(tl, r)) / tl.makespan_s / p;

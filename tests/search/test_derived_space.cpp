@@ -151,3 +151,23 @@ TEST_CASE("normalized knobs: points equal after normalization are searched once"
   CHECK(r.points == 16);
   CHECK(r.duplicates == 13);
 }
+
+TEST_CASE("search points: a space over pp without dp fills the devices with dp") {
+  // The scenario's dp 4 fits only its own pp 4 on 16 devices; searching pp 1..16 keeps
+  // tp x pp x dp = 16 by leaving dp to lower() (dp 0: devices / (tp pp cp)).
+  const SearchSpace s = space_from(R"({"pp": [1, 2, 4, 16]})");
+  Strategy base;
+  base.pp = 4, base.dp = 4;
+  SearchPoint p;
+  for (uint64_t i = 0; i < s.size(); ++i) {
+    point_at(s, i, base, 16, p);
+    CHECK(p.strategy.dp == 0);
+  }
+  // A space that names dp keeps it (and pp without dp: nothing else changes).
+  const SearchSpace with_dp = space_from(R"({"pp": [2], "dp": [8]})");
+  point_at(with_dp, 0, base, 16, p);
+  CHECK(p.strategy.dp == 8);
+  const SearchSpace knobs = space_from(R"({"micro_batch": [1, 2]})");
+  point_at(knobs, 0, base, 16, p);
+  CHECK(p.strategy.dp == 4);
+}

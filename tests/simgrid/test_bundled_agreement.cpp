@@ -1,6 +1,8 @@
 // Issue 13: both engines replay the same iteration program, so on every bundled scenario and
 // every variant the SimGrid iteration time agrees with the analytical one within 0.5% (these
-// platforms leave the replayed ops uncontended or contend only where both engines agree).
+// platforms leave the replayed ops uncontended or contend only where both engines agree), but
+// for the few listed in kContended, where the simulation shows contention the analytical
+// engine does not model.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -34,6 +36,33 @@ constexpr long long kMaxHosts = 1LL << 40;
 // ctest runs it beside the others: the base strategy only, and not under ASan.
 constexpr int kHugeDevices = 8192;
 
+// Variants whose platform contends where only SimGrid sees it, each with the bound on how much
+// slower the simulation may be and why. Anything else must agree within 0.5%; these must be
+// slower in the simulation (contention only slows), by less than the bound (about 1.5x the
+// measured gap, so that a regression in either engine fails it).
+struct Contended {
+  const char* file;
+  const char* variant;
+  double max_gap;
+  const char* why;
+};
+constexpr Contended kContended[] = {
+    {"pipedream_vgg16_16_v100.json", "4 stages, 1F1B with flushes", 0.09,
+     "measured +5.8%: in the warm-up and cool-down a GPU's port and its node's 10 GbE NIC "
+     "receive activations from the previous stage and gradients from the next one at once; the "
+     "analytical engine queues sends on the sender's port only"},
+    {"pipedream_vgg16_16_v100.json", "2 stages x 8 replicas", 0.026,
+     "measured +1.7%: the classifier stage's gradient ring and the convolution stage's "
+     "activations (inside the convolutions, 100 MB per micro-batch) arrive at the same NICs"},
+};
+
+const Contended* contended(const std::string& file, const std::string& variant) {
+  for (const Contended& c : kContended) {
+    if (std::filesystem::path(file).filename() == c.file && variant == c.variant) return &c;
+  }
+  return nullptr;
+}
+
 // Compares the engines on the bundled scenarios with more (huge) or at most kHugeDevices
 // devices, those whose index in name order is `part` modulo `parts` (ctest runs the parts
 // side by side, each within its timeout under ASan); returns the number of strategies compared.
@@ -63,6 +92,13 @@ int compare_bundled(bool huge, int part = 0, int parts = 1) {
       const double rel = std::abs(g - a) / a;
       CAPTURE(f);
       CAPTURE(name);
+      if (const Contended* c = contended(f, name)) {
+        CAPTURE(c->why);
+        CHECK(g > a);
+        CHECK(rel < c->max_gap);
+        ++compared;
+        continue;
+      }
       CHECK(rel < 0.005);
       worst = std::max(worst, rel);
       ++compared;
