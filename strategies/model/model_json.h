@@ -24,6 +24,7 @@ ModelSpec make_resnet101();
 ModelSpec make_amoebanet_d(int num_layers, int num_filters, int classes);
 ModelSpec make_vgg16(int classes);  // model_vgg.cpp
 ModelSpec make_lstm_lm(int layers, int hidden, int vocab, int steps);
+ModelSpec make_gnmt(int encoder_layers, int decoder_layers, int hidden, int vocab, int steps);  // model_lstm.cpp
 // Blur -> Sobel -> sharpen on a height x width fp32 frame, three 3x3 stencils (model_image.cpp).
 ModelSpec make_image_pipeline(int height, int width);
 

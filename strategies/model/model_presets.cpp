@@ -91,6 +91,11 @@ const std::map<std::string, std::function<ModelSpec()>>& presets() {
       {"vgg16", [] { return make_vgg16(1000); }},
       // Zaremba et al. 2014 "large" LSTM language model: 2 layers, 1500 units, 35 steps.
       {"lstm-2layer", [] { return make_lstm_lm(2, 1500, 10000, 35); }},
+      // GNMT as PipeDream (SOSP'19, Table 1) trains it on WMT16 En-De: 1024 units, a 32,320
+      // word-piece vocabulary (MLPerf's GNMT), sentences padded to 50 tokens; GNMT-8 has 4
+      // encoder and 4 decoder layers (MLPerf's), GNMT-16 8 and 8 (Wu et al. 2016).
+      {"gnmt-8", [] { return make_gnmt(4, 4, 1024, 32320, 50); }},
+      {"gnmt-16", [] { return make_gnmt(8, 8, 1024, 32320, 50); }},
       // The design documents' blur -> Sobel -> sharpen on 4K UHD (3840 x 2160) fp32 frames.
       {"image-pipeline-4k", [] { return make_image_pipeline(2160, 3840); }},
   };

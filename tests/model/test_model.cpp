@@ -92,6 +92,29 @@ TEST_CASE("model: LSTM language model parameters are 4H(in+H)+4H per layer") {
   CHECK(m.graph.repeat == 35);
 }
 
+TEST_CASE("model: GNMT's parameters, layer by layer") {
+  // An LSTM cell on input width I: 4H (I + H) + 4H. GNMT-8 with H = 1024, V = 32,320:
+  //   embeddings 2 V H; encoder layer 0 two cells on H, layer 1 on 2H, layers 2-3 on H;
+  //   attention: source-state projection H^2, query H^2 + H, scores' v H;
+  //   decoder layer 0 on H, layers 1-3 on 2H; classifier H V + V.
+  const double H = 1024, V = 32320;
+  auto cell = [&](double in) { return 4 * H * (in + H) + 4 * H; };
+  const double gnmt8 = 2 * V * H + 2 * cell(H) + cell(2 * H) + 2 * cell(H) + (H * H + H * H + H + H) +
+                       cell(H) + 3 * cell(2 * H) + H * V + V;
+  const ModelSpec m = model_preset("gnmt-8");
+  CHECK(total_params(m) == doctest::Approx(gnmt8));
+  CHECK(gnmt8 == doctest::Approx(193.7e6).epsilon(1e-3));  // 193.7M: MLPerf's ~160M and a second embedding
+  CHECK(m.graph.repeat == 50);
+  // GNMT-16: four more cells on H in the encoder, four more on 2H in the decoder.
+  CHECK(total_params(model_preset("gnmt-16")) == doctest::Approx(gnmt8 + 4 * cell(H) + 4 * cell(2 * H)));
+  // Attention per step reads all 50 source states: scores and context 2 x 50 H FLOP each.
+  double attention = 0;
+  for (const GraphOp& op : m.graph.ops) {
+    if (op.name == "attention.scores" || op.name == "attention.context") attention += op.flops;
+  }
+  CHECK(attention == doctest::Approx(2 * 2 * 50 * H));
+}
+
 TEST_CASE("model: JSON presets, overrides and errors") {
   const Json j = parse_json_text(R"({"preset": "llama3-8b", "seq_len": 4096})", "m.json");
   const ModelSpec m = read_model(JsonNode(j, "m.json", "model"));
