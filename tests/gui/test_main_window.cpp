@@ -105,6 +105,16 @@ TEST_CASE("main window: an operator graph's pipeline variants show how its ops s
   CHECK(w.table()->model()->rowCount() == 8);
 }
 
+TEST_CASE("main window: PipeDream's VGG-16 shows its layouts and marks the fastest that fits") {
+  MainWindow w;
+  w.resize(1200, 800);
+  REQUIRE(wait_for_evaluation(w, QString::fromStdString(scenario_path("pipedream_vgg16_16_v100.json"))));
+  std::map<std::string, std::string> stages = stages_by_variant(w);
+  CHECK(stages["convolutions | classifier, 8 replicas each"] == "31/8");
+  CHECK(stages["base"] == "balanced");
+  CHECK(w.table()->model()->rowCount() == 6);  // the base and its 5 variants
+}
+
 TEST_CASE("main window: loading returns at once, the result arrives through the event loop") {
   // The evaluation runs in a worker thread and reports through a queued signal, so nothing
   // has been reported when load_scenario() returns, however fast the evaluation was.
