@@ -153,6 +153,10 @@ LayerGraph build_op_graph(const OpGraphSpec& spec, const LayerShape& sh, const s
   }
   // A spatial split (spatial_split.h): a device holds its share of each spatial tensor's rows.
   const std::vector<int> heights = sh.cp > 1 ? spatial_heights(spec) : std::vector<int>(n, 0);
+  // Channel parallelism (model_spec.h channel_split): a device holds 1/tp of each split tensor's
+  // channels, runs 1/tp of each split op and holds 1/tp of the split parameters.
+  const std::vector<char> split = sh.tp > 1 ? channel_split(spec) : std::vector<char>(n, 0);
+  auto channels = [&](int i) { return split[i] ? 1.0 / sh.tp : 1.0; };
   double input_elements = 0, input_share = 1;
   for (const GraphOp& op : spec.ops) {
     if (op.input_elements <= input_elements) continue;
@@ -162,7 +166,9 @@ LayerGraph build_op_graph(const OpGraphSpec& spec, const LayerShape& sh, const s
   g.ops.reserve(n);  // large graphs (AmoebaNet-D: 1086 ops) lowered per search point
   g.tensors.reserve(n + 1 + spec.external_inputs.size());
   g.input_tensor = add_tensor(g, input_elements * b * e * input_share);
-  for (int i = 0; i < n; ++i) add_tensor(g, spec.ops[i].output_elements * b * e * spatial_share(heights[i], sh.cp));
+  for (int i = 0; i < n; ++i) {
+    add_tensor(g, spec.ops[i].output_elements * b * e * spatial_share(heights[i], sh.cp) * channels(i));
+  }
   // A pipeline stage's inputs from earlier stages: tensors n + 1 + k; the first of them is the
   // block input when no op of the stage reads the model input.
   for (size_t k = 0; k < spec.external_inputs.size(); ++k) {
@@ -187,9 +193,9 @@ LayerGraph build_op_graph(const OpGraphSpec& spec, const LayerShape& sh, const s
     }
     // A spatial op runs its rows' share on each device of the split; an op without rows runs
     // whole on each (model FLOPs count it once over the group).
-    (compute ? op.matmul_flops : op.other_flops) = src.flops * b * spatial_share(heights[i], sh.cp);
-    op.model_flops = compute ? src.flops * b / sh.cp : 0;
-    op.weight_bytes = src.params * e;
+    (compute ? op.matmul_flops : op.other_flops) = src.flops * b * spatial_share(heights[i], sh.cp) * channels(i);
+    op.model_flops = compute ? src.flops * b / sh.cp * channels(i) : 0;
+    op.weight_bytes = src.params * e * (sh.tp > 1 && params_split(spec, split, i) ? 1.0 / sh.tp : 1.0);
     op.saves = src.kind == GraphOpKind::kElementwise ? kSaveOutput : kSaveInput0;
     op.rereads_input = src.kind == GraphOpKind::kNorm;  // batch statistics, then normalize
     // Epilogue fusion: a norm or elementwise op whose single input has no other consumer

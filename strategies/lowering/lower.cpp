@@ -9,6 +9,7 @@
 #include "strategies/lowering/mixed_cluster.h"
 #include "strategies/lowering/op_graph_stages.h"
 #include "strategies/lowering/placement.h"
+#include "strategies/lowering/channel_split.h"
 #include "strategies/lowering/spatial_split.h"
 
 namespace stratasim {
@@ -308,8 +309,10 @@ Expected<Plan> lower(const ModelSpec& model, const Strategy& requested,
                                             dtype_bytes(storage_dtype(strategy.dtype)))) {
       return *bad;
     }
+    insert_channel_exchanges(block->graph, model.graph, strategy.tp, strategy.micro_batch,
+                             dtype_bytes(storage_dtype(strategy.dtype)));
     lower_block(*block, strategy.recompute, strategy.workload == Workload::kInference);
-    block->params = total_params(model);
+    block->params = channel_split_params(model.graph, strategy.tp);
     if (!devices.empty()) {
       plan.mp = strategy.placement_devices();
       plan.placed = placed_devices(*block, model.graph, strategy.recompute, plan.mp);

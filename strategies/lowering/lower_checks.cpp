@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "strategies/lowering/channel_split.h"
 #include "strategies/lowering/spatial_split.h"
 #include "strategies/pipeline/schedules.h"
 
@@ -221,10 +222,11 @@ std::optional<Infeasible> check_model_split(const ModelSpec& m, const Strategy& 
                         "stage_layers splits an operator graph's ops over pipeline stages; pp is 1",
                         "stage_layers"};
     }
-    if (s.tp > 1 || s.sequence_parallel) {
+    if (auto bad = check_channel_split(s)) return bad;
+    if (s.sequence_parallel) {
       return Infeasible{InfeasibleReason::kModel,
-                        "operator-graph models split by data, pipeline (pp) and placement parallelism; got tp=" +
-                            str(s.tp), "tp"};
+                        "sequence parallelism splits a transformer's norms and dropouts by token; an operator "
+                        "graph splits by tp (channels), cp (rows), pp and placement", "sequence_parallel"};
     }
     return check_op_graph_pipeline(s);
   }

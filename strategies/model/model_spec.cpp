@@ -49,6 +49,29 @@ std::vector<int> spatial_heights(const OpGraphSpec& g) {
   return h;
 }
 
+bool holds_filters(const GraphOp& op) {
+  return (op.kind == GraphOpKind::kConv || op.kind == GraphOpKind::kMatmul) && op.params > 0;
+}
+
+std::vector<char> channel_split(const OpGraphSpec& g) {
+  const int n = static_cast<int>(g.ops.size());
+  std::vector<char> split(n, 0);
+  for (int i = 0; i < n; ++i) {
+    const GraphOp& op = g.ops[i];
+    if (op.kind == GraphOpKind::kLoss) continue;
+    if (holds_filters(op)) {
+      split[i] = 1;
+      continue;
+    }
+    for (int in : op.inputs) split[i] |= in >= 0 && split[in];
+  }
+  return split;
+}
+
+bool params_split(const OpGraphSpec& g, const std::vector<char>& split, int i) {
+  return holds_filters(g.ops[i]) || (split[i] && g.ops[i].params > 0);
+}
+
 std::string_view family_name(ModelFamily f) {
   switch (f) {
     case ModelFamily::kDecoder: return "decoder";

@@ -172,4 +172,15 @@ std::vector<int> spatial_heights(const OpGraphSpec& g);
 // or the part's external input -1 - in.
 int input_rows(const OpGraphSpec& g, const std::vector<int>& heights, int in);
 
+// Channel (filter) parallelism over tp devices (Dryden et al., "Channel and Filter Parallelism
+// for Large-Scale CNN Training", SC'19, Sec. III): which ops' outputs are split by channel. A
+// convolution or matmul with parameters splits its filters (output channels); ops without
+// weights of their own (elementwise, pooling, norms, stencils, tasks) keep the split of what
+// they read; a loss mixes every class and runs whole. The model input is whole.
+std::vector<char> channel_split(const OpGraphSpec& g);
+// Whether op i's own parameters are split over the tp devices: the filters of a split
+// convolution or matmul, a norm's per-channel scale and shift on a split input.
+bool params_split(const OpGraphSpec& g, const std::vector<char>& split, int i);
+bool holds_filters(const GraphOp& op);  // a convolution or matmul with parameters
+
 }  // namespace stratasim

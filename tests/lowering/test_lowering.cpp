@@ -185,12 +185,18 @@ TEST_CASE("lowering: ResNet-50 with epilogue fusion groups conv+BN+ReLU into one
   CHECK(fused->layer->forward[0].fused_ops == 3);
   CHECK(plain->layer->forward[0].fused_ops == 1);
   CHECK(fused->layer->forward.size() < plain->layer->forward.size());
+  // tp on a graph splits its filters (tests/lowering/test_channel_split.cpp), on one stage.
   Strategy tp = s;
   tp.tp = 2;
+  Expected<Plan> split = lower(model_preset("resnet50"), tp, cluster(8));
+  REQUIRE(split.has_value());
+  CHECK(split->tp_group.size == 2);
+  tp.pp = 2;
   Expected<Plan> bad = lower(model_preset("resnet50"), tp, cluster(8));
   REQUIRE_FALSE(bad.has_value());
   CHECK(bad.error().detail ==
-        "operator-graph models split by data, pipeline (pp) and placement parallelism; got tp=2");
+        "tp=2 splits an operator graph's channels (filter parallelism) on one pipeline stage only: use pp=1 "
+        "with tp > 1");
 }
 
 TEST_CASE("lowering: identical block shapes share one lowered block; different ones do not") {
