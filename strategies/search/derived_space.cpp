@@ -86,6 +86,13 @@ SearchSpace graph_space(const OpGraphSpec& graph, const HardwareModel& hw, const
   if (base.placement.empty() && hw.num_devices > 1 && std::any_of(rows.begin(), rows.end(), [](int h) { return h > 0; })) {
     add(space, axis(Axis::kCp, powers_of_two(std::min(hw.num_devices, 16), [](int) { return true; })));
   }
+  // Filters over a node's devices (channel parallelism, channel_split.h): 1, 2, 4 -- wider
+  // splits gather every layer's input over more devices and rarely pay on a CNN.
+  const bool filters = std::any_of(graph.ops.begin(), graph.ops.end(), holds_filters);
+  if (base.placement.empty() && filters && hw.node.devices > 1 && hw.num_devices > 1) {
+    add(space, axis(Axis::kTp, powers_of_two(std::min({hw.node.devices, hw.num_devices, 4}),
+                                             [](int) { return true; })));
+  }
   if (training) {
     add(space, axis(Axis::kZeroStage, {0, 1, 2, 3}));
     add(space, axis(Axis::kOverlapDp, {0, 1}));

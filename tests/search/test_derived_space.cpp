@@ -64,12 +64,13 @@ TEST_CASE("derived space: long sequences add cp, mixtures of experts add ep and 
   CHECK(find_axis(moe, Axis::kFusion) == nullptr);  // kept as the scenario sets it
 }
 
-TEST_CASE("derived space: an operator graph searches data and pipeline parallelism, no tensor split") {
+TEST_CASE("derived space: an operator graph searches data, pipeline, spatial and channel parallelism") {
   Strategy base;
   base.global_batch = 2048;  // 256 samples per device on 8
   base.micro_batch = 96;
   const SearchSpace s = derive_search_space(model_preset("resnet50"), h100s(8), base);
-  CHECK(find_axis(s, Axis::kTp) == nullptr);
+  // Its filters over 1, 2 or 4 of a node's devices (channel parallelism).
+  CHECK(values(s, Axis::kTp) == std::vector<int>{1, 2, 4});
   // Pipeline stages over the op list (issue 16), GPipe's or 1F1B's order, stage inputs
   // checkpointed or not.
   CHECK(values(s, Axis::kPp) == std::vector<int>{1, 2, 4, 8});
@@ -86,7 +87,7 @@ TEST_CASE("derived space: an operator graph searches data and pipeline paralleli
   // Fusion: none, all, whole chains. ResNet-50's convolutions have rows: its spatial split, cp 1..8.
   CHECK(values(s, Axis::kFusion) == std::vector<int>{0, 3, 4});
   CHECK(values(s, Axis::kCp) == std::vector<int>{1, 2, 4, 8});
-  CHECK(s.size() == 3 * 10 * 4 * 4 * 2 * 2 * 4 * 4 * 2 * 3);
+  CHECK(s.size() == 3 * 10 * 4 * 4 * 2 * 2 * 4 * 3 * 4 * 2 * 3);
   // The image pipeline's stencils have rows: cp 1..8 on 8 devices. Streamed forward (inference),
   // it has no schedule, recomputation, ZeRO or gradient overlap to search.
   Strategy stream = base;
