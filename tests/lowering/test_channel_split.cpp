@@ -9,8 +9,10 @@
 #include "sim/simgrid/simgrid_engine.h"
 #include "strategies/lowering/lower.h"
 #include "strategies/model/model_json.h"
+#include "tests/support/plan_kernels.h"
 
 using namespace stratasim;
+using stratasim::testing::collectives;
 
 namespace {
 
@@ -34,14 +36,6 @@ ModelSpec small_cnn() {
               .params = 64.0 * 10, .inputs = {4}},
       GraphOp{.name = "loss", .kind = GraphOpKind::kLoss, .flops = 50, .output_elements = 1, .inputs = {5}}};
   return m;
-}
-
-std::vector<const Kernel*> collectives(const std::vector<Kernel>& ks) {
-  std::vector<const Kernel*> out;
-  for (const Kernel& k : ks) {
-    if (k.cls == OpClass::kCollective) out.push_back(&k);
-  }
-  return out;
 }
 
 Plan channel_plan(int tp, int devices) {

@@ -12,8 +12,10 @@
 #include "strategies/lowering/lower.h"
 #include "strategies/lowering/spatial_split.h"
 #include "strategies/model/model_json.h"
+#include "tests/support/plan_kernels.h"
 
 using namespace stratasim;
+using stratasim::testing::collectives;
 
 namespace {
 
@@ -38,14 +40,6 @@ ModelSpec conv_then_classifier() {
               .params = 64.0 * 1000, .inputs = {1}},
       GraphOp{.name = "loss", .kind = GraphOpKind::kLoss, .flops = 5000, .output_elements = 1, .inputs = {2}}};
   return m;
-}
-
-std::vector<const Kernel*> collectives(const std::vector<Kernel>& ks) {
-  std::vector<const Kernel*> out;
-  for (const Kernel& k : ks) {
-    if (k.cls == OpClass::kCollective) out.push_back(&k);
-  }
-  return out;
 }
 
 Strategy spatial(int cp, int micro_batch, int global_batch) {
