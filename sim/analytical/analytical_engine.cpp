@@ -190,8 +190,8 @@ void add_send(Prediction& p, const Plan& plan, const PipelineSchedule& schedule,
   if (boundary >= costs.transfer_s.size() || costs.transfer_s[boundary] <= 0) return;
   const double t = costs.transfer_s[boundary];
   const bool blocking = costs.durations.p2p_s[boundary] <= 0;
-  // A non-blocking send leaves when the link to the peer is free (the rank's earlier sends to
-  // it have arrived): it ends when its output arrives.
+  // A non-blocking send leaves when the rank's port is free (its earlier sends have arrived):
+  // it ends when its output arrives.
   const double end = blocking ? op.end_s : std::max(op.arrive_s, op.end_s + t);
   const double start = blocking ? std::max(op.start_s, op.end_s - t) : end - t;
   const std::string id = std::to_string(op.op.micro_batch);
