@@ -17,6 +17,7 @@
 #include "apps/commands.h"
 #include "hardware_models/src/hardware_json.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/huge_pages.h"
 #include "kernels/kernel_cases.h"
 #include "kernels/microbench.h"
 #include "kernels/threads.h"
@@ -114,6 +115,9 @@ int cmd_calibrate(int argc, char** argv) {
     info.cpu = cpu_model_name();
     info.threads = kernels::kernel_threads();
     info.memory_B = installed_memory_B();
+    // The timed arrays ask for 2 MiB pages (kernels/huge_pages.h); the record says whether the
+    // system grants them.
+    info.what += ", transparent huge pages: " + kernels::huge_page_mode();
     progress("microbenchmarks (" + std::to_string(info.threads) + " threads, " + info.cpu + ")");
     micro = kernels::run_microbenchmarks(quick, progress);
     progress("kernel families at the calibration shapes");

@@ -12,6 +12,7 @@
 #include "kernels/conv_bn_relu.h"
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
+#include "kernels/huge_pages.h"
 #include "kernels/image_pipeline.h"
 #include "kernels/layernorm.h"
 #include "kernels/lstm_cell.h"
@@ -23,7 +24,7 @@ namespace {
 
 constexpr double kF = 4.0;  // bytes per fp32 element
 
-using Vec = std::vector<float>;
+using Vec = BenchVec;  // on huge pages: kernels/huge_pages.h
 
 // Uniform values in [lo, hi) from a counter hash: fast enough for 100M-element fills.
 Vec values(std::size_t n, std::uint32_t seed, float lo = -1.0f, float hi = 1.0f) {

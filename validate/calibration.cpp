@@ -1,16 +1,20 @@
 #include "validate/calibration.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <filesystem>
 #include <functional>
 #include <map>
 
 #include "hardware_models/src/hardware_json.h"
+#include "sim/analytical/analytical_engine.h"
 #include "sim/cost/kernel_cost.h"
 #include "sim/core/atomic_file.h"
 #include "sim/core/error.h"
 #include "sim/core/units.h"
+#include "strategies/lowering/lower.h"
+#include "strategies/model/model_json.h"
 
 namespace stratasim {
 namespace {
@@ -216,11 +220,16 @@ Calibration fit_calibration(const std::vector<Measurement>& micro,
 
   // Per family and form: mean of measured / roofline over the calibration shapes. A shape
   // whose time does not exceed its launch overheads (tiny sizes on a loaded machine) says
-  // nothing about the rest and is left out; a family with no such shape keeps factor 1.
+  // nothing about the rest and is left out; a family with no such shape keeps factor 1. The
+  // roofline is the one the prediction scales: a workload family's (the image pipeline) is its
+  // operator graph's prediction on this hardware before any factor is set (a sum of per-op
+  // rooflines, not the roofline of the summed work), so a calibration shape predicts back its
+  // own measured time.
   std::map<std::pair<std::string, std::string>, std::pair<double, FamilyFactor>> sums;
   for (const Measurement& m : kernel_calibration) {
     const double launches_s = m.launches * overhead_s;
-    const double roof = roofline_kernel_s(d, m) - launches_s;
+    const std::optional<double> workload = predict_workload_kernel_s(c.hardware, m);
+    const double roof = (workload ? *workload : roofline_kernel_s(d, m)) - launches_s;
     auto& [sum, f] = sums[{m.family, m.form}];
     f.family = m.family, f.form = m.form;
     if (time_of(m) > launches_s && roof > 0) {
@@ -251,6 +260,22 @@ double roofline_kernel_s(const DeviceSpec& d, const Measurement& work) {
   k.launches = std::max(work.launches, 1);
   return kernel_time(k, d, DType::kFp32).total_s -
          d.kernel_overhead_s * (k.launches - work.launches);
+}
+
+std::optional<double> predict_workload_kernel_s(const HardwareModel& hw, const Measurement& m) {
+  int h = 0, w = 0;
+  if (m.family != "image_pipeline" || std::sscanf(m.shape.c_str(), "%dx%d", &h, &w) != 2 || h < 1 ||
+      w < 1) {
+    return std::nullopt;
+  }
+  Strategy s;
+  s.workload = Workload::kInference;
+  s.dtype = DType::kFp32;
+  s.micro_batch = s.global_batch = 1;
+  fusion_preset(m.form == "fused" ? "chains" : "none", &s.fusion);
+  const Expected<Plan> plan = lower(make_image_pipeline(h, w), s, hw);
+  if (!plan) return std::nullopt;
+  return predict_analytical(*plan).iteration_s;
 }
 
 const FamilyFactor* find_factor(const Calibration& c, const std::string& family,

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <span>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,12 @@ Calibration fit_calibration(const std::vector<kernels::Measurement>& micro,
 
 // Roofline time of one measured kernel's counted work on `d` (sim/analytical kernel_time, fp32).
 double roofline_kernel_s(const DeviceSpec& d, const kernels::Measurement& work);
+// A family that is a workload of its own is predicted as any scenario is: its operator graph
+// lowered on `hw` and run by the analytical engine (one sample streamed forward, fp32, fused as
+// one chain or op by op; kernel_time applies hw's family factors). nullopt for the other
+// families, whose measured kernels are a single kernel's work (roofline_kernel_s).
+std::optional<double> predict_workload_kernel_s(const HardwareModel& hw,
+                                                const kernels::Measurement& m);
 // The same scaled by the family/form factor (1 when the calibration has none for it).
 double predict_kernel_s(const Calibration& c, const kernels::Measurement& work);
 const FamilyFactor* find_factor(const Calibration& c, const std::string& family,

@@ -4,10 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "sim/analytical/analytical_engine.h"
 #include "sim/core/units.h"
-#include "strategies/lowering/lower.h"
-#include "strategies/model/model_json.h"
 
 namespace stratasim {
 namespace {
@@ -33,29 +30,10 @@ Json case_results_json(const std::vector<KernelCaseResult>& cases) {
   return out;
 }
 
-// A family that is a workload of its own is predicted as any scenario is: its operator graph
-// lowered on the calibrated hardware and run by the analytical engine (one sample streamed
-// forward, fp32, fused as one chain or op by op). nullopt for the other families, whose
-// measured kernels are a single kernel's work (predict_kernel_s).
-std::optional<double> predict_as_workload(const Calibration& cal, const kernels::Measurement& m) {
-  int h = 0, w = 0;
-  if (m.family != "image_pipeline" || std::sscanf(m.shape.c_str(), "%dx%d", &h, &w) != 2 || h < 1 || w < 1) {
-    return std::nullopt;
-  }
-  Strategy s;
-  s.workload = Workload::kInference;
-  s.dtype = DType::kFp32;
-  s.micro_batch = s.global_batch = 1;
-  fusion_preset(m.form == "fused" ? "chains" : "none", &s.fusion);
-  const Expected<Plan> plan = lower(make_image_pipeline(h, w), s, cal.hardware);
-  if (!plan) return std::nullopt;
-  return predict_analytical(*plan).iteration_s;
-}
-
 }  // namespace
 
 double predict_measured_kernel_s(const Calibration& cal, const kernels::Measurement& m) {
-  if (auto t = predict_as_workload(cal, m)) return *t;
+  if (auto t = predict_workload_kernel_s(cal.hardware, m)) return *t;
   return predict_kernel_s(cal, m);
 }
 

@@ -446,23 +446,36 @@ TEST_CASE("calibration: an implausible model is reported, not written") {
 // it writes, so every scenario naming that file predicts a kernel of a calibrated family with its
 // measured factor; the image pipeline's validation cases go through that generic scenario path.
 TEST_CASE("calibration: the family factors travel in the hardware model into every scenario's prediction") {
-  // image_pipeline fused 1.5x its roofline, unfused 1.2x (3 launches), on the synthetic device.
-  auto image_kernel = [](const std::string& form, double pixels, double factor) {
+  // image_pipeline fused 1.5x its roofline, unfused 1.2x (3 launches), on the synthetic device,
+  // each roofline the one the scenario path scales (calibration.cpp): the fused chain is one
+  // kernel, the larger of its bytes' time and its 48 FLOP a pixel at the vector rate; the
+  // unfused form is three kernels, each the larger of its own 8 B and its 17, 26 or 5 FLOP a
+  // pixel, with the memory curve's half size once per pass.
+  auto pass_s = [](double pixels, double flop_per_pixel) {
+    return std::max((8 * pixels + kBwHalf) / kBw, flop_per_pixel * pixels / kVector);
+  };
+  auto roofline = [&](const std::string& form, double pixels) {
+    if (form == "fused") return std::max((8 * pixels + kBwHalf) / kBw, 48 * pixels / kVector);
+    return pass_s(pixels, 17) + pass_s(pixels, 26) + pass_s(pixels, 5);
+  };
+  auto image_kernel = [&](const std::string& form, double pixels, double factor, std::string shape) {
     const bool fused = form == "fused";
-    const double bytes = 4 * pixels * (fused ? 2 : 6);
     const int launches = fused ? 1 : 3;
-    // Roofline: the larger of the bytes' time and the 48 FLOP a pixel at the vector rate.
-    const double roof = std::max((bytes + kBwHalf) / kBw, 48 * pixels / kVector);
-    Measurement m = timed("image_pipeline", "fp32", "1000x2000", launches * kOverhead + factor * roof);
+    Measurement m = timed("image_pipeline", "fp32", std::move(shape), launches * kOverhead + factor * roofline(form, pixels));
     m.form = form;
-    m.bytes = bytes;
+    m.bytes = 4 * pixels * (fused ? 2 : 6);
     m.vector_flop = 48 * pixels;
     m.launches = launches;
     return m;
   };
-  const Calibration c = fit_calibration(
-      synthetic_microbenchmarks(), {image_kernel("fused", 2e6, 1.5), image_kernel("unfused", 2e6, 1.2)},
-      test_info("synthetic"));
+  // 2e6 pixels: every unfused pass is memory-bound, (1.6e7 + 2e6) B / 8e9 B/s = 2.25 ms
+  // (Sobel's 26 FLOP a pixel take 2.08 ms), 6.75 ms in all, where the roofline of the summed
+  // work, (4.8e7 + 2e6) / 8e9 = 6.25 ms, would fit 1.2 x 6.75 / 6.25 = 1.296.
+  CHECK(roofline("unfused", 2e6) == doctest::Approx(6.75e-3).epsilon(1e-12));
+  const Calibration c = fit_calibration(synthetic_microbenchmarks(),
+                                        {image_kernel("fused", 2e6, 1.5, "1000x2000"),
+                                         image_kernel("unfused", 2e6, 1.2, "1000x2000")},
+                                        test_info("synthetic"));
   const int f = kernel_family_index("image_pipeline");
   REQUIRE(f >= 0);
   CHECK(c.hardware.device.family_factors[f][0] == doctest::Approx(1.5).epsilon(1e-6));
@@ -477,26 +490,16 @@ TEST_CASE("calibration: the family factors travel in the hardware model into eve
   const Calibration back = read_calibration(dir + "/local.json");
   CHECK(back.hardware.device.family_factors == c.hardware.device.family_factors);
   std::filesystem::remove_all(dir);
-  // A validation shape (1200 x 2500 = 3e6 pixels): the scenario path (image pipeline op graph,
-  // inference, analytical engine) against the family formula predict_kernel_s. Fused: one kernel,
-  // 4 us + 1.5 x its 1.44e8 FLOP at the vector rate (5.76 ms; its 2.4e7 B take 3.25 ms); unfused:
-  // three kernels of 2.4e7 B (17, 26, 5 FLOP a pixel), each at 1.2x its own roofline.
-  for (const char* form : {"fused", "unfused"}) {
-    Measurement probe = image_kernel(form, 3e6, 1.0);
-    probe.shape = "1200x2500";
-    const double formula = predict_kernel_s(back, probe);
-    const double scenario = predict_measured_kernel_s(back, probe);
-    CAPTURE(form);
-    // The unfused sum of three rooflines differs from one roofline of their total: the memory
-    // curve's half size per pass (3 x 2e6 B vs 2e6 over 7.2e7 B) and Sobel's 26 FLOP a pixel
-    // just above its 8 B (1.04 vs 1 ns a pixel).
-    CHECK(scenario == doctest::Approx(formula).epsilon(form == std::string("fused") ? 1e-6 : 0.06));
-  }
+  // A validation shape (1200 x 2500 = 3e6 pixels) through the scenario path (image pipeline op
+  // graph, inference, analytical engine). Fused: 4 us + 1.5 x its 1.44e8 FLOP at the vector rate
+  // (5.76 ms; its 2.4e7 B take 3.25 ms). Unfused: 12 us + 1.2 x 3 passes of (2.4e7 + 2e6) B at
+  // 8 GB/s (3.25 ms each; Sobel's 7.8e7 FLOP take 3.12 ms) = 11.712 ms.
   const DeviceSpec& d = back.hardware.device;
-  Measurement fused = image_kernel("fused", 3e6, 1.0);
-  fused.shape = "1200x2500";
-  CHECK(predict_measured_kernel_s(back, fused) == doctest::Approx(kOverhead + 1.5 * 1.44e8 / d.vector_flops).epsilon(1e-6));
   CHECK(d.vector_flops == doctest::Approx(kVector).epsilon(1e-9));
+  Measurement fused = image_kernel("fused", 3e6, 1.0, "1200x2500");
+  CHECK(predict_measured_kernel_s(back, fused) == doctest::Approx(kOverhead + 1.5 * 5.76e-3).epsilon(1e-6));
+  Measurement unfused = image_kernel("unfused", 3e6, 1.0, "1200x2500");
+  CHECK(predict_measured_kernel_s(back, unfused) == doctest::Approx(3 * kOverhead + 1.2 * 3 * 3.25e-3).epsilon(1e-6));
 }
 
 TEST_CASE("calibration: a device's kernel_factors name known families and sane values") {
