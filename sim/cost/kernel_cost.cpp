@@ -98,12 +98,15 @@ double fp8_cast_bytes(const Kernel& k, Fp8Scaling scaling) {
                    : kRowwiseInputBackwardB * m * kk + kRowwiseWeightBackwardB * kk * n +
                          kRowwiseGradOutputB * m * n;
   }
-  return forward ? 6 * m * kk + 5 * kk * n : 6 * m * n + 3 * kk * n;
+  // An input cast before the tensor-parallel all-gather (Kernel::fp8_input_precast) is not
+  // cast again: the forward casts only the weight.
+  const double input = k.fp8_input_precast ? 0 : 6 * m * kk;
+  return forward ? input + 5 * kk * n : 6 * m * n + 3 * kk * n;
 }
 
 int fp8_cast_launches(const Kernel& k, Fp8Scaling scaling) {
   switch (scaling) {
-    case Fp8Scaling::kTensorwise: return 4;
+    case Fp8Scaling::kTensorwise: return k.fp8_input_precast && k.phase == Phase::kForward ? 2 : 4;
     case Fp8Scaling::kRowwise: return k.phase == Phase::kForward ? 2 : 5;
     case Fp8Scaling::kDelayed: return 1;
     case Fp8Scaling::kCurrent: return 2;

@@ -13,7 +13,7 @@ struct BlockKey {
   TransformerSpec t;
   int micro_batch, tp, cp, ep, pp_gt_1;
   CpComm cp_comm;
-  bool sp, causal, fp8_saved_inputs, forward_only;
+  bool sp, sp_reorder_copies, fp8_tp_gather, tp_micro_pipeline, causal, fp8_saved_inputs, forward_only;
   double element_bytes;
   FusionPlan fusion;  // compared whole (its defaulted ==), so a new field cannot be missed
   Recompute recompute;
@@ -22,7 +22,7 @@ struct BlockKey {
     return t == o.t && micro_batch == o.micro_batch && tp == o.tp && cp == o.cp && ep == o.ep &&
            cp_comm == o.cp_comm &&
            pp_gt_1 == o.pp_gt_1 &&
-           sp == o.sp && causal == o.causal && fp8_saved_inputs == o.fp8_saved_inputs &&
+           sp == o.sp && sp_reorder_copies == o.sp_reorder_copies && fp8_tp_gather == o.fp8_tp_gather && tp_micro_pipeline == o.tp_micro_pipeline && causal == o.causal && fp8_saved_inputs == o.fp8_saved_inputs &&
            forward_only == o.forward_only &&
            element_bytes == o.element_bytes &&
            fusion == o.fusion && recompute == o.recompute;
@@ -46,7 +46,7 @@ struct BlockKeyHash {
     mix(k.ep | static_cast<long long>(k.t.moe.experts) << 24 | static_cast<long long>(k.t.moe.top_k) << 44);
     mix(k.t.head_dim_override);
     mix(k.pp_gt_1 | k.sp << 1 | k.causal << 2 | static_cast<int>(k.recompute) << 3 |
-        k.fp8_saved_inputs << 8 | k.forward_only << 9);
+        k.fp8_saved_inputs << 8 | k.forward_only << 9 | k.sp_reorder_copies << 10 | k.fp8_tp_gather << 11 | k.tp_micro_pipeline << 12);
     mix(static_cast<long long>(k.element_bytes));
     const FusionPlan& f = k.fusion;  // the hash may leave fields out; equality may not
     mix(f.elementwise_epilogue | f.bias_dropout_residual << 1 | f.norm_residual << 2 |
@@ -99,7 +99,7 @@ TransformerBlocks build(const TransformerSpec& t, const LayerShape& shape, Recom
 TransformerBlocks transformer_blocks(const TransformerSpec& t, const LayerShape& shape,
                                      Recompute recompute, int pp) {
   BlockKey key{t,      shape.micro_batch, shape.tp,           shape.cp, shape.ep,    pp > 1, shape.cp_comm,
-               shape.sequence_parallel, shape.causal, shape.fp8_saved_inputs, shape.forward_only,
+               shape.sequence_parallel, shape.sp_reorder_copies, shape.fp8_tp_gather, shape.tp_micro_pipeline, shape.causal, shape.fp8_saved_inputs, shape.forward_only,
                shape.element_bytes,
                shape.fusion, recompute};
   thread_local std::unordered_map<BlockKey, TransformerBlocks, BlockKeyHash> cache;

@@ -90,6 +90,7 @@ Kernel make_kernel(const LayerGraph& g, const Usage& u, const std::vector<bool>&
     if (op.cls == OpClass::kMatmul || op.cls == OpClass::kFlashAttention) k.cls = op.cls;
     if (op.cls == OpClass::kMatmul && !op.high_precision) {
       k.fp8_eligible = true;
+      if (op.inputs[0] >= 0 && g.tensors[op.inputs[0]].fp8) k.fp8_input_precast = true;
     }
     k.mm_calls = static_cast<uint8_t>(std::max<int>(k.mm_calls, mm_calls(op)));
     if (op.gemm_m > 0) {
@@ -147,8 +148,10 @@ Kernel backward_of(const LayerGraph& g, const Kernel& f) {
   b.model_flops = f.model_flops * 2;  // model FLOPs: backward = 2x forward (Narayanan Eq. 3)
   b.other_flops = f.other_flops * 2;
   // Backward reads the output gradient and the saved inputs and writes the input gradient
-  // (and weight gradient): about twice the forward traffic.
-  b.bytes = f.bytes * 2;
+  // (and weight gradient): about twice the forward traffic (LayerOp::backward_bytes_factor).
+  double bytes_factor = 0;
+  for (int i = f.first_op; i <= f.last_op; ++i) bytes_factor = std::max(bytes_factor, g.ops[i].backward_bytes_factor);
+  b.bytes = f.bytes * bytes_factor;
   b.launches = f.cls == OpClass::kMatmul ? 2 * f.launches : f.launches;  // dgrad + wgrad
   // The weight gradient of a linear layer costs what its forward GEMM does (2 m n k).
   for (int i = f.first_op; i <= f.last_op; ++i) {
@@ -310,12 +313,11 @@ void lower_block(Block& block, Recompute mode, bool forward_only) {
   // Inference keeps nothing for a backward: a fused kernel writes only what leaves it.
   const std::vector<bool> saved = forward_only ? std::vector<bool>(g.tensors.size(), false) : saved_with(g, u, mode);
   std::vector<Kernel> all = fuse_with(g, u, saved, mode);
-  // Backward-only collectives have no forward cost: the backward is built from the full list,
-  // the forward (and the recomputation copied from it) leaves them out.
+  // Backward-only kernels (collectives, a layout copy only the backward makes) have no forward
+  // cost: the backward is built from the full list, the forward (and the recomputation copied
+  // from it) leaves them out.
   block.backward = backward_kernels(g, all, mode);
-  std::erase_if(all, [](const Kernel& k) {
-    return k.cls == OpClass::kCollective && k.comm_phases == CommPhases::kBackwardOnly;
-  });
+  std::erase_if(all, [](const Kernel& k) { return k.comm_phases == CommPhases::kBackwardOnly; });
   block.forward = std::move(all);
   block.saved_activation_B = saved_bytes_with(g, saved, mode);
   // While one block runs its backward, what recomputation rebuilt is live as well, and the

@@ -42,6 +42,7 @@ enum class FusionRule : uint8_t {
 struct TensorInfo {
   double bytes = 0;          // bytes as read/written by the ops (after sharding)
   double saved_bytes = 0;    // bytes kept for backward when saved (may be sharded under SP)
+  bool fp8 = false;          // already cast to FP8 (a GEMM reading it skips its input cast)
 };
 
 inline constexpr int kMaxOpInputs = 3;
@@ -92,6 +93,9 @@ struct LayerOp {
   bool overlaps_attention = false;        // for kCollective: hidden behind the attention beside it
   double backward_comm_factor = 1;        // for kCollective: backward bytes / forward bytes
   double backward_flops_factor = 2;       // backward FLOP / forward FLOP
+  // Memory-bound ops: backward bytes / forward bytes (reading the output gradient and the saved
+  // input, writing the input gradient: about 2); a pure copy's backward is a copy (1).
+  double backward_bytes_factor = 2;
   // GEMM shape for kMatmul ops: C[m x n] = A[m x k] B[k x n], `batch` independent GEMMs.
   double gemm_m = 0, gemm_n = 0, gemm_k = 0, gemm_batch = 1;
 };

@@ -18,6 +18,10 @@ namespace {
 LayerShape shape_of(const Strategy& s, bool causal) {
   return LayerShape{.micro_batch = s.micro_batch, .tp = s.tp, .cp = s.cp, .cp_comm = s.cp_comm, .ep = s.ep,
                     .sequence_parallel = s.sequence_parallel,
+                    .sp_reorder_copies = s.sequence_parallel && s.sp_reorder_copies,
+                    .fp8_tp_gather = s.sequence_parallel && s.tp > 1 && s.fp8_tp_all_gather &&
+                                     s.dtype == DType::kFp8 && s.fp8_scaling == Fp8Scaling::kTensorwise,
+                    .tp_micro_pipeline = s.overlap_tp && s.tp_overlap == TpOverlap::kMicroPipeline,
                     .element_bytes = dtype_bytes(storage_dtype(s.dtype)),
                     .fp8_saved_inputs = s.dtype == DType::kFp8 && s.fp8_saved_inputs, .causal = causal,
                     .forward_only = s.workload == Workload::kInference, .fusion = s.fusion};

@@ -50,6 +50,8 @@ struct Kernel {
   // A linear layer's GEMM: runs in fp8 when the strategy's dtype is fp8 (attention's batched
   // GEMMs and the output projection stay in 16 bit, as Transformer Engine and torchao do).
   bool fp8_eligible = false;
+  // Its forward input arrives already cast to FP8 (Strategy::fp8_tp_all_gather): no input cast.
+  bool fp8_input_precast = false;
   // Separate matrix multiplies the kernel's GEMM runs as under eager model code (LayerOp::
   // mm_split: q, k, v or gate and up as one nn.Linear each); 0 for a kernel without one.
   uint8_t mm_calls = 0;

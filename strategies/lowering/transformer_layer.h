@@ -15,6 +15,13 @@ struct LayerShape {
   CpComm cp_comm = CpComm::kRing;
   int ep = 1;  // expert parallel: this rank holds experts / ep of each MoE layer's experts
   bool sequence_parallel = false;
+  bool sp_reorder_copies = false;  // Strategy::sp_reorder_copies (applies only with SP)
+  bool fp8_tp_gather = false;      // Strategy::fp8_tp_all_gather, in force (SP, tp > 1, fp8 tensorwise)
+  // Async TP's micro-pipeline (overlap_tp with TpOverlap::kMicroPipeline) fuses each
+  // all-gather with the matmuls reading it and each reduce-scatter with the one matmul
+  // producing it, in the layout they need: of the layout copies only the backward's before the
+  // unmatched reduce-scatters of the column-parallel layers' input gradients remain.
+  bool tp_micro_pipeline = false;
   double element_bytes = 2;  // activation dtype
   bool fp8_saved_inputs = false;  // LayerGraph::fp8_saved_fraction: FP8 training saving FP8 inputs
   bool causal = true;        // decoder: causal attention (flash skips masked blocks)

@@ -185,6 +185,19 @@ struct Strategy {
   // Gradients reduced (and their shards kept) in fp32: FSDP2's reduce_dtype float32
   // (TorchTitan's default), Megatron's grad_reduce_in_fp32.
   bool grad_reduce_fp32 = false;
+  // Sequence-parallel collectives gather and scatter on the sequence dim of batch-first
+  // activations, which NCCL cannot do in place: each all-gather is followed, and each
+  // reduce-scatter preceded, by a copy of the whole (gathered) tensor into the other layout
+  // (PyTorch functional collectives' all_gather_tensor / reduce_scatter_tensor with
+  // gather_dim 1: torch.cat of the chunks; TorchTitan's DTensor SequenceParallel). Fused
+  // collective matmuls (async TP) write the layout directly.
+  bool sp_reorder_copies = false;
+  // FP8 training with tensorwise scaling: the sequence-parallel all-gather before each
+  // column-parallel linear layer moves its input already cast to FP8, 1 B an element (torchao's
+  // PrepareFloat8ModuleInput / Float8ColwiseParallel: the cast runs on the rank's shard, then
+  // the all-gather; the GEMMs find their input cast). The backward's reduce-scatter of the
+  // input gradient stays 16-bit.
+  bool fp8_tp_all_gather = false;
   // Host (CPU) time the framework spends issuing one kernel: eager PyTorch's Python call,
   // dispatcher, autograd recording or backward node, and the CUDA launch. The CPU runs ahead of
   // the device, so it costs nothing while kernels are longer; a block whose kernels are shorter
