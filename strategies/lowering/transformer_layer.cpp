@@ -235,21 +235,70 @@ int rotary(Builder& B, const Dims& d, const LayerShape& sh, int qkv) {
   return rotated;
 }
 
+// The width of one token's K and V as the attention kernel reads them: the K/V heads', or the
+// query heads' when the model code repeats them (Strategy::kv_repeat; MLA never does).
+double kv_width(const Dims& d, const LayerShape& sh) {
+  return sh.kv_repeat && d.kv < d.q && d.kw == d.kv ? 2 * d.q : d.kw + d.vw;
+}
+
 // Ring attention over the cp ranks (Liu et al. 2023; Megatron-Core / Transformer Engine's
 // p2p context parallelism): each rank's K and V blocks (its n tokens) travel around the ring
 // in cp - 1 steps, each step's transfer beside the attention on the block that arrived before
 // it. In the forward a rank receives (cp - 1)/cp of the whole sequence's K and V, an
 // all-gather's volume; the backward passes K, V again and the partial dK, dV: twice that.
-void ring_exchange(Builder& B, const Dims& d, int qkv) {
-  const double sequence_kv = d.b * d.s * (d.kw + d.vw) / d.t * d.e;  // K and V of all s tokens
+// PyTorch's ring (CpMerge::kEagerFp32) passes dK, dV in fp32: K, V again (16-bit) and their
+// gradients (32-bit) are three times the forward's bytes.
+void ring_exchange(Builder& B, const Dims& d, const LayerShape& sh, int qkv) {
+  const double sequence_kv = d.b * d.s * (kv_width(d, sh)) / d.t * d.e;  // K and V of all s tokens
   int gathered = B.tensor(0, 0);  // blocks consumed as they arrive, kept by no one
   LayerOp& ring = B.op("cp_ring_kv", OpClass::kCollective, {qkv}, gathered);
   ring.comm = CommKind::kAllGather;
   ring.comm_bytes = sequence_kv;
   ring.group = GroupKind::kContext;
   ring.overlaps_attention = true;
-  ring.backward_comm_factor = 2;
+  ring.backward_comm_factor = sh.cp_merge == CpMerge::kEagerFp32 ? 3 : 2;
   ring.attention_core = true;  // recomputing the attention runs the ring again
+}
+
+// Ring attention's per-step merges (Strategy::cp_merge), on the rank whose every step takes
+// all its queries (the last: with load-balanced chunks the others halve some steps' queries
+// instead of their keys, same FLOP, less merging), for E output elements and K, V elements
+// E_kv = E_k + E_v per step, cp - 1 steps after the first:
+//   kFused (Transformer Engine): forward one kernel a step, out += out_step * exp(lse_step -
+//   lse) in 16 bit: read 2 + 2, write 2 B, 6E; backward dq += dq_step and dkv += dkv_step in
+//   place, 6E + 6E_kv, two kernels.
+//   kEagerFp32 (PyTorch _SDPAMerger, convert_to_f32): forward a step casts the step's output
+//   to fp32 (read 2, write 4), out - block_out (8, 4), sigmoid(lse diff) * that (4, 4), out -
+//   that (8, 4): 38E, and concatenates K, V for the next step (read 2, write 2: 4E_kv); 4
+//   kernels and 4 small ones on the log-sum-exps; once: the first step's cast and the final
+//   cast back, 12E. Backward a step: grad_query += (fp32 += 16 bit: read 4 + 2, write 4:
+//   10E); dK, dV partial updates (half added: 5, then the whole concatenated: 8, 13E_kv),
+//   their fp32 concatenation for the rotation (8E_kv) and K, V's (4E_kv): 10E + 25E_kv; once:
+//   three zeroed fp32 accumulators (4E + 4E_kv) and the final casts (6E + 6E_kv).
+void ring_merge(Builder& B, const Dims& d, const LayerShape& sh) {
+  const double steps = sh.cp - 1, e = d.n * d.q / d.t, ekv = d.n * kv_width(d, sh) / d.t;
+  const bool eager = sh.cp_merge == CpMerge::kEagerFp32;
+  const double forward = eager ? steps * (38 * e + 4 * ekv) + 12 * e : steps * 6 * e;
+  const double backward =
+      eager ? steps * (10 * e + 25 * ekv) + 10 * e + 10 * ekv : steps * (6 * e + 6 * ekv);
+  LayerOp& merge = B.op("cp_merge", OpClass::kMemoryBound, {}, B.tensor(0, 0));
+  merge.eager_bytes = forward;
+  merge.eager_launches = static_cast<int16_t>(eager ? steps * 8 + 1 : steps - 1);
+  merge.backward_bytes_factor = backward / forward;
+  merge.attention_core = true;  // recomputed with the attention
+}
+
+// TorchTitan's repeat_kv (Strategy::kv_repeat): K and V copied from the K/V heads up to the
+// query heads, one kernel each (read the K/V heads' 2 B, write the query heads'); the
+// backward sums each group's gradients back (the same bytes).
+int repeat_kv(Builder& B, const Dims& d) {
+  const int expanded = B.tensor(d.n * 2 * d.q / d.t * d.e);
+  LayerOp& copy = B.op("repeat_kv", OpClass::kMemoryBound, {}, expanded);
+  copy.eager_bytes = d.n * (d.kw + d.vw) / d.t * d.e;
+  copy.eager_launches = 1;
+  copy.backward_bytes_factor = 1;
+  copy.attention_core = true;
+  return expanded;
 }
 
 int ulysses_all_to_all(Builder& B, std::string_view name, int in, double bytes) {
@@ -272,18 +321,22 @@ int attention_core(Builder& B, const Dims& d, const LayerShape& sh, bool dropout
   int context = B.tensor(d.n * d.q / d.t * d.e);
   if (sh.fusion.flash_attention) {
     const bool ulysses = sh.cp > 1 && sh.cp_comm == CpComm::kAllToAll;
-    if (sh.cp > 1 && !ulysses) ring_exchange(B, d, qkv);
+    const bool repeated = sh.kv_repeat && d.kv < d.q && d.kw == d.kv;
+    const int kv_in = repeated ? repeat_kv(B, d) : -1;
+    if (sh.cp > 1 && !ulysses) ring_exchange(B, d, sh, qkv);
     // Ulysses (Jacobs et al. 2023): an all-to-all over the cp ranks turns each rank's s/cp
     // tokens of every head into all s tokens of heads/cp (the same bytes, (cp-1)/cp of them
     // moved), on the critical path; the attention runs whole; a second all-to-all turns the
     // output back.
     if (ulysses) qkv = ulysses_all_to_all(B, "cp_a2a_qkv", qkv, d.n * (d.q + 2 * d.kv) / d.t * d.e);
     int attended = ulysses ? B.tensor(d.n * d.q / d.t * d.e) : context;
-    LayerOp& fa = B.op("flash_attention", OpClass::kFlashAttention, {qkv}, attended);
+    LayerOp& fa = kv_in >= 0 ? B.op("flash_attention", OpClass::kFlashAttention, {qkv, kv_in}, attended)
+                             : B.op("flash_attention", OpClass::kFlashAttention, {qkv}, attended);
     fa.model_flops = 2 * core_flops;
     fa.matmul_flops = 2 * core_flops * (sh.causal ? 0.5 : 1.0);  // causal skips masked tiles
     fa.other_flops = 5 * scores / d.e / d.cp;
     fa.saves = kSaveInput0 | kSaveOutput;          // Q, K, V and the output
+    if (kv_in >= 0) fa.saves |= kSaveInput1;       // the repeated K, V (SDPA saves its inputs)
     fa.aux_saved_bytes = d.b * d.a_local * d.s / d.cp * 4;  // fp32 log-sum-exp per row
     fa.backward_flops_factor = 2.5;  // Dao 2023: backward runs 5 GEMMs to forward's 2
     // What the kernel's efficiency depends on: the keys a query row attends per launch and
@@ -294,6 +347,7 @@ int attention_core(Builder& B, const Dims& d, const LayerShape& sh, bool dropout
     fa.attention_head_dim = d.qkd;
     // Ring attention runs one kernel per K/V block: cp launches of 1/cp of the work each.
     if (!ulysses) fa.eager_launches = static_cast<int16_t>(sh.cp - 1);
+    if (sh.cp > 1 && !ulysses) ring_merge(B, d, sh);
     if (ulysses) return ulysses_all_to_all(B, "cp_a2a_out", attended, d.n * d.q / d.t * d.e);
     return context;
   }

@@ -13,6 +13,8 @@ struct LayerShape {
   int tp = 1;
   int cp = 1;  // context parallel: this rank holds seq_len / cp tokens of each sequence
   CpComm cp_comm = CpComm::kRing;
+  CpMerge cp_merge = CpMerge::kFused;
+  bool kv_repeat = false;  // Strategy::kv_repeat
   int ep = 1;  // expert parallel: this rank holds experts / ep of each MoE layer's experts
   bool sequence_parallel = false;
   bool sp_reorder_copies = false;  // Strategy::sp_reorder_copies (applies only with SP)

@@ -50,6 +50,12 @@ struct FusionPlan {
 };
 
 enum class CpComm { kRing, kAllToAll };
+// How ring attention merges each step's partial output (its log-sum-exp rescaling) and
+// accumulates the backward's per-step gradients: kFused, one 16-bit kernel a step (Transformer
+// Engine's jit-fused out/lse corrections and in-place dq, dkv adds); kEagerFp32, PyTorch's
+// context_parallel (torch/distributed/tensor/experimental/_attention.py: _SDPAMerger in fp32
+// with convert_to_f32, torch.cat partial updates, gradients accumulated and rotated in fp32).
+enum class CpMerge { kFused, kEagerFp32 };
 // kDelayed / kCurrent: Transformer Engine's DelayedScaling (scales from an amax history) and
 // Float8CurrentScaling (an amax pass over each tensor first); both cast weights once per
 // iteration and an activation or gradient in one fused cast-transpose kernel.
@@ -108,6 +114,11 @@ struct Strategy {
   // "a2a": all-to-alls before and after the attention trade the sequence split for a head
   // split; needs heads and K/V heads per tp rank divisible by cp).
   CpComm cp_comm = CpComm::kRing;
+  CpMerge cp_merge = CpMerge::kFused;
+  // The model code repeats K and V heads up to the query heads before the attention kernel
+  // (TorchTitan's Llama: repeat_kv before SDPA): a copy per layer, the attention's K/V inputs
+  // (and a ring's K/V blocks) at the query heads' width.
+  bool kv_repeat = false;
   // Expert parallelism (mixture-of-experts models): the routed experts of each layer split over
   // ep ranks, tokens sent to their experts' ranks by an all-to-all and back by another (GShard;
   // Megatron-Core's alltoall token dispatcher). The ep ranks are folded over the tp x cp x dp

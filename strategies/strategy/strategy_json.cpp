@@ -82,7 +82,7 @@ void read_stage_layers(const JsonNode& c, Strategy& s) {
 }  // namespace
 
 Strategy read_strategy(const JsonNode& n) {
-  n.allow_keys({"tp", "pp", "dp", "cp", "cp_comm", "ep", "shard_group", "zero_stage", "zero3_reshard", "sequence_parallel", "schedule", "interleave",
+  n.allow_keys({"tp", "pp", "dp", "cp", "cp_comm", "cp_merge", "kv_repeat", "ep", "shard_group", "zero_stage", "zero3_reshard", "sequence_parallel", "schedule", "interleave",
                 "uneven_stages", "first_stage_layers", "last_stage_layers", "stage_layers", "micro_batch", "global_batch", "recompute", "recompute_last_micro_batch", "fusion",
                 "overlap_dp", "overlap_tp", "overlap_ep", "overlap_p2p", "streams", "placement", "dp_bucket", "collective", "dtype", "fp8_saved_inputs", "fp8_scaling", "tp_overlap", "async_tp_grad_reduce",
                 "master_weights_fp32", "grad_reduce_fp32", "sp_reorder_copies", "fp8_tp_all_gather", "host_overhead", "optimizer", "workload", "offload", "description"});
@@ -92,6 +92,8 @@ Strategy read_strategy(const JsonNode& n) {
   s.dp = static_cast<int>(n.integer_or("dp", 0, 1, 1 << 24));
   s.cp = static_cast<int>(n.integer_or("cp", 1, 1, 1 << 16));
   s.cp_comm = n.enum_or("cp_comm", kCpCommNames, CpComm::kRing);
+  s.cp_merge = n.enum_or("cp_merge", kCpMergeNames, CpMerge::kFused);
+  s.kv_repeat = n.bool_or("kv_repeat", false);
   s.ep = static_cast<int>(n.integer_or("ep", 1, 1, 1 << 20));
   s.shard_group = static_cast<int>(n.integer_or("shard_group", 0, 0, 1 << 24));
   s.zero_stage = static_cast<int>(n.integer_or("zero_stage", 0, 0, 3));
@@ -183,6 +185,8 @@ Json to_json(const Strategy& s) {
     j["fp8_scaling"] = std::string(enum_to_name(kFp8ScalingNames, s.fp8_scaling));
   }
   if (s.cp_comm != CpComm::kRing) j["cp_comm"] = std::string(enum_to_name(kCpCommNames, s.cp_comm));
+  if (s.cp_merge != CpMerge::kFused) j["cp_merge"] = std::string(enum_to_name(kCpMergeNames, s.cp_merge));
+  if (s.kv_repeat) j["kv_repeat"] = true;
   if (s.first_stage_layers > 0) j["first_stage_layers"] = s.first_stage_layers;
   if (s.last_stage_layers > 0) j["last_stage_layers"] = s.last_stage_layers;
   if (s.stage_split == StageSplit::kExplicit) {

@@ -24,6 +24,8 @@ inline constexpr std::array<EnumName<CollectiveAlgorithm>, 4> kAlgorithmNames = 
 inline constexpr std::array<EnumName<CpComm>, 4> kCpCommNames = {{
     {"ring", CpComm::kRing}, {"a2a", CpComm::kAllToAll}, {"p2p", CpComm::kRing},
     {"ulysses", CpComm::kAllToAll}}};
+inline constexpr std::array<EnumName<CpMerge>, 2> kCpMergeNames = {{
+    {"fused", CpMerge::kFused}, {"eager_fp32", CpMerge::kEagerFp32}}};
 inline constexpr std::array<EnumName<Zero3Reshard>, 3> kZero3ReshardNames = {{
     {"auto", Zero3Reshard::kAuto}, {"per_micro_batch", Zero3Reshard::kPerMicroBatch},
     {"per_iteration", Zero3Reshard::kPerIteration}}};

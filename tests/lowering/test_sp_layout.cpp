@@ -130,3 +130,73 @@ TEST_CASE("sp layout: a GEMM whose input arrives cast saves exactly the input's 
   const double precast = kernel_time(k, d, DType::kFp8).total_s;
   CHECK(full - precast == doctest::Approx(6 * 4096.0 * 1024 / 1e12 + 2e-6).epsilon(1e-9));
 }
+
+namespace {
+
+// The tiny layer with grouped K/V: 2 query heads of width 4, one K/V head (kv = 4 per token).
+TransformerSpec tiny_gqa() {
+  return TransformerSpec{.layers = 4, .hidden = 8, .heads = 2, .kv_heads = 1, .seq_len = 4, .vocab = 16};
+}
+
+Block lowered_gqa(LayerShape shape) {
+  shape.fusion.flash_attention = true;
+  Block b;
+  b.graph = build_transformer_layer(tiny_gqa(), shape);
+  lower_block(b, Recompute::kNone);
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("ring attention: K/V repeated to the query heads are copied once a layer and travel the ring at their width") {
+  LayerShape shape{.micro_batch = 2};
+  CHECK(named(lowered_gqa(shape), lowered_gqa(shape).forward, "repeat_kv").empty());
+  shape.kv_repeat = true;
+  const Block b = lowered_gqa(shape);
+  // n = 8 tokens: read K and V of the one K/V head (8 * 8 * 2 = 128 B), write them at both
+  // query heads' width (8 * 16 * 2 = 256 B), one kernel for each of K and V; the backward sums
+  // the groups back: the same bytes.
+  const auto fwd = named(b, b.forward, "repeat_kv");
+  REQUIRE(fwd.size() == 1);
+  CHECK(fwd[0]->bytes == 384);
+  CHECK(fwd[0]->launches == 2);
+  const auto bwd = named(b, b.backward, "repeat_kv");
+  REQUIRE(bwd.size() == 1);
+  CHECK(bwd[0]->bytes == 384);
+  // Ring attention over cp = 2: all s tokens' K and V per rank, b s (kw + vw) e = 2 * 4 * 8 * 2
+  // = 128 B, or at the query heads' width 256 B when repeated.
+  LayerShape ring{.micro_batch = 2, .cp = 2};
+  CHECK(named(lowered_gqa(ring), lowered_gqa(ring).forward, "cp_ring_kv")[0]->comm_bytes == 128);
+  ring.kv_repeat = true;
+  CHECK(named(lowered_gqa(ring), lowered_gqa(ring).forward, "cp_ring_kv")[0]->comm_bytes == 256);
+}
+
+TEST_CASE("ring attention: each step's output merge and gradient accumulation, fused (TE) and fp32 eager (PyTorch)") {
+  // cp = 2: one step after the first; the rank holds n = 2 * 4 / 2 = 4 tokens: E = 4 * 8 = 32
+  // output elements, E_kv = 4 * (4 + 4) = 32 K and V elements.
+  LayerShape shape{.micro_batch = 2, .cp = 2};
+  Block b = lowered_gqa(shape);
+  auto fwd = named(b, b.forward, "cp_merge");
+  REQUIRE(fwd.size() == 1);
+  CHECK(fwd[0]->bytes == 6 * 32);             // out += out_step * exp(lse diff), 16 bit
+  CHECK(fwd[0]->launches == 1);
+  auto bwd = named(b, b.backward, "cp_merge");
+  REQUIRE(bwd.size() == 1);
+  CHECK(bwd[0]->bytes == 6 * 32 + 6 * 32);    // dq += dq_step, dkv += dkv_step
+  CHECK(named(b, b.backward, "cp_ring_kv")[0]->comm_bytes == 2 * 128);  // K, V and dK, dV
+  shape.cp_merge = CpMerge::kEagerFp32;
+  b = lowered_gqa(shape);
+  fwd = named(b, b.forward, "cp_merge");
+  REQUIRE(fwd.size() == 1);
+  // 38 E + 4 E_kv a step, 12 E once: 1216 + 128 + 384; 8 kernels a step and 2 once.
+  CHECK(fwd[0]->bytes == doctest::Approx(1728));
+  CHECK(fwd[0]->launches == 10);
+  bwd = named(b, b.backward, "cp_merge");
+  // 10 E + 25 E_kv a step, 10 E + 10 E_kv once: 320 + 800 + 320 + 320.
+  CHECK(bwd[0]->bytes == doctest::Approx(1760));
+  // dK, dV rotated in fp32: K, V (16 bit) and their gradients (32 bit), three times 128 B.
+  CHECK(named(b, b.backward, "cp_ring_kv")[0]->comm_bytes == 3 * 128);
+  // No context parallelism, no merge.
+  CHECK(named(lowered_gqa(LayerShape{.micro_batch = 2}), lowered_gqa(LayerShape{.micro_batch = 2}).forward,
+              "cp_merge").empty());
+}
