@@ -263,11 +263,13 @@ void ring_exchange(Builder& B, const Dims& d, const LayerShape& sh, int qkv) {
 // Ring attention's per-step merges (Strategy::cp_merge), on the rank whose every step takes
 // all its queries (the last: with load-balanced chunks the others halve some steps' queries
 // instead of their keys, same FLOP, less merging), for E output elements and K, V elements
-// E_kv = E_k + E_v per step, cp - 1 steps after the first:
-//   kFused (Transformer Engine): forward one kernel a step, out += out_step * exp(lse_step -
-//   lse) in 16 bit: read 2 + 2, write 2 B, 6E; backward dq += dq_step and dkv += dkv_step in
-//   place, 6E + 6E_kv, two kernels.
-//   kEagerFp32 (PyTorch _SDPAMerger, convert_to_f32): forward a step casts the step's output
+// E_kv = E_k + E_v:
+//   kFused (Transformer Engine, AttnFuncWithCP at v1.4: flash_attn_fwd_out_correction is
+//   jit-fused): the output zeroed (2E), then for each of the cp steps one kernel out +=
+//   out_step * exp(lse_step - lse) in 16 bit: read 2 + 2, write 2 B, 6E; backward, each of
+//   the cp steps, dq.add_(dq_step) and dkv.add_(dkv_step) in place: 6E + 6E_kv, two kernels.
+//   kEagerFp32 (PyTorch _SDPAMerger, convert_to_f32), for the cp - 1 steps after the first:
+//   forward a step casts the step's output
 //   to fp32 (read 2, write 4), out - block_out (8, 4), sigmoid(lse diff) * that (4, 4), out -
 //   that (8, 4): 38E, and concatenates K, V for the next step (read 2, write 2: 4E_kv); 4
 //   kernels and 4 small ones on the log-sum-exps; once: the first step's cast and the final
@@ -278,12 +280,13 @@ void ring_exchange(Builder& B, const Dims& d, const LayerShape& sh, int qkv) {
 void ring_merge(Builder& B, const Dims& d, const LayerShape& sh) {
   const double steps = sh.cp - 1, e = d.n * d.q / d.t, ekv = d.n * kv_width(d, sh) / d.t;
   const bool eager = sh.cp_merge == CpMerge::kEagerFp32;
-  const double forward = eager ? steps * (38 * e + 4 * ekv) + 12 * e : steps * 6 * e;
+  const double cp = sh.cp;
+  const double forward = eager ? steps * (38 * e + 4 * ekv) + 12 * e : cp * 6 * e + 2 * e;
   const double backward =
-      eager ? steps * (10 * e + 25 * ekv) + 10 * e + 10 * ekv : steps * (6 * e + 6 * ekv);
+      eager ? steps * (10 * e + 25 * ekv) + 10 * e + 10 * ekv : cp * (6 * e + 6 * ekv);
   LayerOp& merge = B.op("cp_merge", OpClass::kMemoryBound, {}, B.tensor(0, 0));
   merge.eager_bytes = forward;
-  merge.eager_launches = static_cast<int16_t>(eager ? steps * 8 + 1 : steps - 1);
+  merge.eager_launches = static_cast<int16_t>(eager ? steps * 8 + 1 : cp);
   merge.backward_bytes_factor = backward / forward;
   merge.attention_core = true;  // recomputed with the attention
 }
