@@ -17,6 +17,7 @@ struct BlockKey {
   bool kv_repeat;
   bool sp, sp_reorder_copies, fp8_tp_gather, tp_micro_pipeline, causal, fp8_saved_inputs, forward_only;
   double element_bytes;
+  double fsdp_gather_element_bytes, fsdp_reduce_element_bytes;
   FusionPlan fusion;  // compared whole (its defaulted ==), so a new field cannot be missed
   Recompute recompute;
 
@@ -27,6 +28,8 @@ struct BlockKey {
            sp == o.sp && sp_reorder_copies == o.sp_reorder_copies && fp8_tp_gather == o.fp8_tp_gather && tp_micro_pipeline == o.tp_micro_pipeline && causal == o.causal && fp8_saved_inputs == o.fp8_saved_inputs &&
            forward_only == o.forward_only &&
            element_bytes == o.element_bytes &&
+           fsdp_gather_element_bytes == o.fsdp_gather_element_bytes &&
+           fsdp_reduce_element_bytes == o.fsdp_reduce_element_bytes &&
            fusion == o.fusion && recompute == o.recompute;
   }
 };
@@ -76,12 +79,15 @@ TransformerBlocks build(const TransformerSpec& t, const LayerShape& shape, Recom
   // whole on every tp rank, everything else is split over tp.
   const double experts = expert_layer_params(t), replicated = replicated_layer_params(t);
   const bool fo = shape.forward_only;
-  out.layer = make_block(build_transformer_layer(t, shape), recompute, fo,
+  LayerShape layer = shape;  // FSDP's copies move the layer's parameters on this rank
+  layer.fsdp_params = (layer_params(t) - experts - replicated) / tp + replicated + experts / shape.ep;
+  out.layer = make_block(build_transformer_layer(t, layer), recompute, fo,
                          (layer_params(t) - experts - replicated) / tp + replicated,
                          experts / shape.ep);
   if (t.moe.enabled() && t.moe.first_dense_layers > 0) {
     const TransformerSpec dense = dense_variant(t);
-    out.dense_layer = make_block(build_transformer_layer(dense, shape), recompute, fo,
+    layer.fsdp_params = (dense_layer_params(t) - replicated) / tp + replicated;
+    out.dense_layer = make_block(build_transformer_layer(dense, layer), recompute, fo,
                                  (dense_layer_params(t) - replicated) / tp + replicated);
   }
   // The embedding and head are never recomputed (Megatron checkpoints transformer layers only).
@@ -102,7 +108,7 @@ TransformerBlocks transformer_blocks(const TransformerSpec& t, const LayerShape&
                                      Recompute recompute, int pp) {
   BlockKey key{t,      shape.micro_batch, shape.tp,           shape.cp, shape.ep,    pp > 1, shape.cp_comm, shape.cp_merge, shape.kv_repeat,
                shape.sequence_parallel, shape.sp_reorder_copies, shape.fp8_tp_gather, shape.tp_micro_pipeline, shape.causal, shape.fp8_saved_inputs, shape.forward_only,
-               shape.element_bytes,
+               shape.element_bytes, shape.fsdp_gather_element_bytes, shape.fsdp_reduce_element_bytes,
                shape.fusion, recompute};
   thread_local std::unordered_map<BlockKey, TransformerBlocks, BlockKeyHash> cache;
   auto it = cache.find(key);

@@ -85,6 +85,7 @@ Kernel make_kernel(const LayerGraph& g, const Usage& u, const std::vector<bool>&
   k.group = head.group;
   k.overlaps_attention = head.overlaps_attention;
   k.reads_input_fused = head.reads_input_fused;
+  k.parameter_traffic = head.parameter_traffic;
   for (int i = first; i <= last; ++i) {
     const LayerOp& op = g.ops[i];
     if (op.cls == OpClass::kMatmul || op.cls == OpClass::kFlashAttention) k.cls = op.cls;
@@ -291,7 +292,7 @@ std::vector<Kernel> backward_kernels(const LayerGraph& g, const std::vector<Kern
   out.reserve(forward.size() * 2);
   for (const Kernel& k : forward) {
     const double share = recomputed_share(g, k, mode);
-    if (share <= 0 || k.comm_phases == CommPhases::kBackwardOnly) continue;
+    if (share <= 0 || k.comm_phases == CommPhases::kBackwardOnly || k.parameter_traffic) continue;
     Kernel r = k;
     r.phase = Phase::kRecompute;
     if (share < 1) {  // the unsaved matrix multiplies only: same rows and depth, fewer columns

@@ -144,8 +144,12 @@ std::optional<Infeasible> lower_op_graph_stages(Plan& plan, const Block& whole) 
 void build_transformer_blocks(Plan& plan) {
   const TransformerSpec& t = plan.model.transformer;
   const Strategy& s = plan.strategy;
-  const TransformerBlocks blocks = transformer_blocks(
-      t, shape_of(s, plan.model.family == ModelFamily::kDecoder), s.recompute, s.pp);
+  LayerShape shape = shape_of(s, plan.model.family == ModelFamily::kDecoder);
+  if (s.fsdp_copies && plan.zero_stage == 3 && plan.shard > 1) {
+    shape.fsdp_gather_element_bytes = plan.weight_bytes_per_param;
+    shape.fsdp_reduce_element_bytes = plan.grad_bytes_per_param;
+  }
+  const TransformerBlocks blocks = transformer_blocks(t, shape, s.recompute, s.pp);
   plan.layer = blocks.layer;
   plan.dense_layer = blocks.dense_layer;
   plan.embedding = blocks.embedding;
@@ -302,6 +306,7 @@ Expected<Plan> lower(const ModelSpec& model, const Strategy& requested,
   plan.edp = static_cast<int>(static_cast<long long>(strategy.tp) * plan.dp / strategy.ep);
   plan.micro_batches = micro_batches;
   plan.samples_per_iteration = strategy.global_batch;
+  set_state_bytes(plan);  // before the blocks: FSDP's copies (Strategy::fsdp_copies) read them
   if (model.family == ModelFamily::kOpGraph) {
     auto block = std::make_shared<Block>();
     std::vector<int> devices;
@@ -336,7 +341,6 @@ Expected<Plan> lower(const ModelSpec& model, const Strategy& requested,
   }
   assign_stages(plan);
   place_groups(plan);
-  set_state_bytes(plan);
   if (depth == LowerDepth::kFull) lower_iteration(plan);
   return plan;
 }

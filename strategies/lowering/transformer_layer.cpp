@@ -235,6 +235,26 @@ int rotary(Builder& B, const Dims& d, const LayerShape& sh, int qkv) {
   return rotated;
 }
 
+// FSDP2's copies around a layer's collectives (Strategy::fsdp_copies), over the layer's W
+// parameter elements on this rank (unsharded, after tp): forward, the all-gather output split
+// into the parameters (split_with_sizes_copy: read and write W g, g the gathered element's
+// bytes); backward, the same for the re-gather (parameters resharded after the forward), and
+// the gradients concatenated into the reduce-scatter input in its dtype (_chunk_cat: read W e,
+// write W r). One foreach kernel each; parameter traffic, not recomputed.
+void fsdp_copies(Builder& B, const LayerGraph& g, const Dims& d, const LayerShape& sh) {
+  double w = sh.fsdp_params;
+  if (w <= 0) {
+    for (const LayerOp& o : g.ops) w += o.weight_bytes / d.e;
+  }
+  if (w <= 0) return;
+  const double gather = 2 * w * sh.fsdp_gather_element_bytes;
+  const double reduce = w * (d.e + sh.fsdp_reduce_element_bytes);
+  LayerOp& copy = B.op("fsdp_copy", OpClass::kMemoryBound, {}, B.tensor(0, 0));
+  copy.eager_bytes = gather;
+  copy.backward_bytes_factor = (gather + reduce) / gather;
+  copy.parameter_traffic = true;
+}
+
 // The width of one token's K and V as the attention kernel reads them: the K/V heads', or the
 // query heads' when the model code repeats them (Strategy::kv_repeat; MLA never does).
 double kv_width(const Dims& d, const LayerShape& sh) {
@@ -572,6 +592,7 @@ LayerGraph build_transformer_layer(const TransformerSpec& t, const LayerShape& s
     g.output_tensor = reduce_and_residual(B, d, sh, t, "tp_reduce2", down, mid, 2, true);
   }
 
+  if (sh.fsdp_gather_element_bytes > 0) fsdp_copies(B, g, d, sh);
   for (LayerOp& o : g.ops) {
     if (!B.rule_on(o.fusion)) o.fusion_group = -1;
   }

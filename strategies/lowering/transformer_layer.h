@@ -24,6 +24,12 @@ struct LayerShape {
   // producing it, in the layout they need: of the layout copies only the backward's before the
   // unmatched reduce-scatters of the column-parallel layers' input gradients remain.
   bool tp_micro_pipeline = false;
+  // Strategy::fsdp_copies in force (ZeRO-3 gathering per micro-batch over more than one rank):
+  // bytes per 16-bit parameter element of the gathered weights (2: bf16; 1: FSDP's float8
+  // all-gather) and of the reduce-scatter's input (4: fp32 reduce); 0 = none.
+  double fsdp_gather_element_bytes = 0;
+  double fsdp_reduce_element_bytes = 0;
+  double fsdp_params = 0;  // the layer's parameters on this rank (0: its ops' weights)
   double element_bytes = 2;  // activation dtype
   bool fp8_saved_inputs = false;  // LayerGraph::fp8_saved_fraction: FP8 training saving FP8 inputs
   bool causal = true;        // decoder: causal attention (flash skips masked blocks)

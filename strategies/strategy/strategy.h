@@ -209,6 +209,11 @@ struct Strategy {
   // the all-gather; the GEMMs find their input cast). The backward's reduce-scatter of the
   // input gradient stays 16-bit.
   bool fp8_tp_all_gather = false;
+  // ZeRO-3 as FSDP2 runs it (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py): each
+  // layer's all-gather output is copied out into the parameters (split_with_sizes_copy), and
+  // each reduce-scatter's input is copied in from the gradients (_chunk_cat, cast to the
+  // reduce dtype): memory passes over the layer's unsharded parameters.
+  bool fsdp_copies = false;
   // Host (CPU) time the framework spends issuing one kernel: eager PyTorch's Python call,
   // dispatcher, autograd recording or backward node, and the CUDA launch. The CPU runs ahead of
   // the device, so it costs nothing while kernels are longer; a block whose kernels are shorter

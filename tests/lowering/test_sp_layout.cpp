@@ -8,6 +8,7 @@
 #include "sim/cost/kernel_cost.h"
 #include "strategies/lowering/block_lowering.h"
 #include "strategies/lowering/transformer_layer.h"
+#include "strategies/model/model_spec.h"
 
 using namespace stratasim;
 
@@ -200,4 +201,26 @@ TEST_CASE("ring attention: each step's output merge and gradient accumulation, f
   // No context parallelism, no merge.
   CHECK(named(lowered_gqa(LayerShape{.micro_batch = 2}), lowered_gqa(LayerShape{.micro_batch = 2}).forward,
               "cp_merge").empty());
+}
+
+TEST_CASE("fsdp copies: a layer's all-gather output copied into its parameters, its gradients into the reduce-scatter input") {
+  // The tiny GPT layer holds 12 h^2 + 13 h = 872 parameters (h = 8; Megatron's count: QKV,
+  // projection, two MLP matrices, their biases and two LayerNorms). bf16 gathered (2 B), fp32
+  // reduce (4 B): forward read + write of the gathered 872 x 2 B = 3488 B; backward the
+  // re-gather's 3488 B and the gradients' concatenation, read 2 and write 4 B each: 5232 B.
+  LayerShape shape{.micro_batch = 2};
+  shape.fsdp_gather_element_bytes = 2;
+  shape.fsdp_reduce_element_bytes = 4;
+  shape.fsdp_params = layer_params(tiny());
+  CHECK(shape.fsdp_params == 12 * 64 + 13 * 8);
+  Block b;
+  b.graph = build_transformer_layer(tiny(), shape);
+  lower_block(b, Recompute::kFull);
+  const auto fwd = named(b, b.forward, "fsdp_copy");
+  REQUIRE(fwd.size() == 1);
+  CHECK(fwd[0]->bytes == doctest::Approx(3488));
+  const auto bwd = named(b, b.backward, "fsdp_copy");
+  REQUIRE(bwd.size() == 1);  // full recomputation does not redo it
+  CHECK(bwd[0]->bytes == doctest::Approx(3488 + 5232));
+  CHECK(named(lowered(LayerShape{.micro_batch = 2}), lowered(LayerShape{.micro_batch = 2}).forward, "fsdp_copy").empty());
 }
