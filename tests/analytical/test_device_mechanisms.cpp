@@ -70,6 +70,17 @@ TEST_CASE("fp8: a linear layer's GEMM runs at the fp8 peak and curve, plus its c
   CHECK(kernel_time(linear_backward(), d, DType::kFp8).total_s == doctest::Approx(32e-6 + 2e-6 + 36e-6 + 4e-6));
 }
 
+TEST_CASE("fp8: a GEMM whose input arrives cast (tensor-parallel fp8 all-gather) saves exactly the input's cast") {
+  // The 1000 x 4000 input: torchao's tensorwise input cast moves 6 B an element in 2 of the
+  // forward's 4 cast kernels (kernel_cost.cpp); at 1 TB/s with 1 us launches:
+  // 6 * 4e6 / 1e12 s + 2 us = 26 us.
+  const DeviceSpec d = round_device();
+  Kernel k = linear_forward();
+  const double full = kernel_time(k, d, DType::kFp8).total_s;
+  k.fp8_input_precast = true;
+  CHECK(full - kernel_time(k, d, DType::kFp8).total_s == doctest::Approx(26e-6).epsilon(1e-9));
+}
+
 TEST_CASE("fp8: torchao's rowwise recipe casts along both dims and runs its own GEMM curve") {
   DeviceSpec d = round_device();
   d.matmul_fp8_rowwise = {0.25, 0};

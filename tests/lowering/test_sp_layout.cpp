@@ -5,7 +5,6 @@
 #include <string>
 #include <vector>
 
-#include "sim/cost/kernel_cost.h"
 #include "strategies/lowering/block_lowering.h"
 #include "strategies/lowering/transformer_layer.h"
 #include "strategies/model/model_spec.h"
@@ -107,29 +106,6 @@ TEST_CASE("sp layout: an FP8 tensor-parallel all-gather moves 1 B an element and
   }
   CHECK(linear == 4);   // qkv, attention output, fc1, fc2
   CHECK(precast == 2);  // qkv and fc1
-}
-
-TEST_CASE("sp layout: a GEMM whose input arrives cast saves exactly the input's cast (torchao tensorwise)") {
-  // m x k = 4096 x 1024 input: the tensorwise input cast moves 6 B an element in 2 kernels
-  // (kernel_cost.cpp); on a memory stream of exactly 1 TB/s with 1 us launches that is
-  // 6 * 4096 * 1024 / 1e12 s + 2 us = 27.166 us.
-  DeviceSpec d;
-  d.peak_flops[static_cast<int>(DType::kFp8)] = 1e15;
-  d.peak_flops[static_cast<int>(DType::kBf16)] = 5e14;
-  d.memory_bandwidth_Bps = 1e12;
-  d.memory = {1.0, 0};
-  d.matmul = {1.0, 0};
-  d.matmul_fp8 = {1.0, 0};
-  d.kernel_overhead_s = 1e-6;
-  Kernel k;
-  k.cls = OpClass::kMatmul;
-  k.fp8_eligible = true;
-  k.gemm_m = 4096, k.gemm_n = 2048, k.gemm_k = 1024;
-  k.matmul_flops = 2 * 4096.0 * 2048 * 1024;
-  const double full = kernel_time(k, d, DType::kFp8).total_s;
-  k.fp8_input_precast = true;
-  const double precast = kernel_time(k, d, DType::kFp8).total_s;
-  CHECK(full - precast == doctest::Approx(6 * 4096.0 * 1024 / 1e12 + 2e-6).epsilon(1e-9));
 }
 
 namespace {
