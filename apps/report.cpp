@@ -60,7 +60,7 @@ std::string kernels_with_times(const Plan& plan, const std::vector<Kernel>& ks, 
       bound.push_back("host");
     } else {
       const KernelTime t = kernel_time(k, plan.hardware.device, plan.strategy.dtype,
-                                       plan.strategy.fusion.flash_attention_version, 1.0,
+                                       plan.strategy.fusion.attention_kernel, 1.0,
                                        plan.strategy.fp8_scaling);
       bound.push_back(t.compute_s >= t.memory_s ? "compute" : "memory");
     }

@@ -2,9 +2,10 @@
 """Re-sets each validation group's gate from its measured error (after a deliberate model change).
 
     build/apps/stratasim validate --published --json /tmp/v.json
-    scripts/validation_tolerances.py /tmp/v.json "after <what changed>"
+    scripts/validation_tolerances.py /tmp/v.json "after <what changed>" [GROUP ...]
 
-For every group in validate/data/rules.json: MAPE gate = max(3%, 1.2 x measured MAPE), max gate =
+For every group in validate/data/rules.json (or only the GROUPs named, so that the others keep
+the reason their gate was last set for): MAPE gate = max(3%, 1.2 x measured MAPE), max gate =
 max(gate, 1.15 x measured max), both rounded up to 0.5%; its `why` (or `memory_why` for the
 group's memory metric) records the measured values and the change. The test requires each gate
 to stay within 1.5x the measured MAPE, so the gate fails when the model regresses. Read the diff
@@ -34,12 +35,14 @@ def why(measured, change):
 
 
 def main():
-    report, change = json.load(open(sys.argv[1])), sys.argv[2]
+    report, change, only = json.load(open(sys.argv[1])), sys.argv[2], set(sys.argv[3:])
     measured = {g["name"]: g for g in report["groups"]}
     text = open(RULES).read()
     rules = json.loads(text)
     for g in rules["groups"]:
         name = g["group"]
+        if only and name not in only:
+            continue
         if name in measured and "tolerance" in g:
             g["tolerance"] = gate(measured[name])
             g["why"] = why(measured[name], change)

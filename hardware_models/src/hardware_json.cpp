@@ -304,7 +304,8 @@ void apply(const JsonNode& n, DeviceSpec& d, bool partial, int /*depth*/) {
     d.memory_bandwidth_Bps = plausible_quantity(c, Dimension::kBandwidth);
   });
   field(n, "efficiency", partial, [&](const JsonNode& e) {
-    e.allow_keys({"matmul", "memory", "matmul_fp8", "matmul_fp8_rowwise", "flash2", "flash3"});
+    e.allow_keys({"matmul", "memory", "matmul_fp8", "matmul_fp8_rowwise", "flash2", "flash3",
+                   "cudnn"});
     field(e, "matmul", partial,
           [&](const JsonNode& c) { apply_curve(c, d.matmul, partial, Dimension::kFlops); });
     field(e, "memory", partial,
@@ -315,7 +316,8 @@ void apply(const JsonNode& n, DeviceSpec& d, bool partial, int /*depth*/) {
     optional_field(e, "matmul_fp8_rowwise", [&](const JsonNode& c) {
       apply_curve(c, d.matmul_fp8_rowwise, partial, Dimension::kFlops);
     });
-    for (auto [key, curves] : {std::pair{"flash2", &d.flash2}, std::pair{"flash3", &d.flash3}}) {
+    for (auto [key, curves] : {std::pair{"flash2", &d.flash2}, std::pair{"flash3", &d.flash3},
+                              std::pair{"cudnn", &d.cudnn}}) {
       optional_field(e, key, [&, curves = curves](const JsonNode& a) {
         a.allow_keys({"forward", "backward"});
         field(a, "forward", partial,
@@ -643,7 +645,8 @@ Json to_json(const DeviceSpec& d) {
   if (d.matmul_fp8_rowwise.max_fraction > 0) {
     j["efficiency"]["matmul_fp8_rowwise"] = curve_json(d.matmul_fp8_rowwise, Dimension::kFlops);
   }
-  for (auto [key, curves] : {std::pair{"flash2", &d.flash2}, std::pair{"flash3", &d.flash3}}) {
+  for (auto [key, curves] : {std::pair{"flash2", &d.flash2}, std::pair{"flash3", &d.flash3},
+                              std::pair{"cudnn", &d.cudnn}}) {
     if (!curves->present()) continue;
     j["efficiency"][key] = {{"forward", attention_pass_json(curves->forward)},
                             {"backward", attention_pass_json(curves->backward)}};

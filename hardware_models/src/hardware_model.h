@@ -72,7 +72,8 @@ struct DeviceSpec {
   // fp8 GEMMs with one scale per row (torchao's rowwise recipe); 0 = as matmul_fp8
   EfficiencyCurve matmul_fp8_rowwise{0, 0};
   AttentionCurves flash2;  // FlashAttention-2 (any CUDA GPU since Ampere); absent = matmul
-  AttentionCurves flash3;  // FlashAttention-3 / cuDNN fused attention (Hopper); absent = flash2
+  AttentionCurves flash3;  // FlashAttention-3 (Hopper); absent = flash2
+  AttentionCurves cudnn;   // cuDNN's fused flash attention; absent = flash3, else flash2
   double kernel_overhead_s = 0;  // fixed cost per kernel (launch, ramp-up, tail)
   int compute_units = 0;  // SMs (NVIDIA) / CUs (AMD) for GEMM wave quantization; 0 = none
   double reserved_memory_B = 0;  // runtime context, library workspaces, allocator slack

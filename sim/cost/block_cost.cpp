@@ -61,7 +61,7 @@ double micro_pipeline_exposed_s(const Kernel& gemm, double gemm_s, double comm_s
   step.bytes /= n;
   const Strategy& s = plan.strategy;
   const double c = kernel_time(step, plan.hardware.device, s.dtype,
-                               s.fusion.flash_attention_version, slowest, s.fp8_scaling)
+                               s.fusion.attention_kernel, slowest, s.fp8_scaling)
                        .total_s;
   const double pair = c + (n - 1) * std::max(c * plan.hardware.device.overlap_slowdown,
                                              comm_s / (n - 1));
@@ -201,7 +201,7 @@ std::vector<KernelTiming> kernel_timings(const std::vector<Kernel>& ks, const Pl
       times[i] = c.time_s;
       out[i].algorithm = c.algorithm;
     } else {
-      times[i] = kernel_time(k, hw.device, s.dtype, s.fusion.flash_attention_version, slowest,
+      times[i] = kernel_time(k, hw.device, s.dtype, s.fusion.attention_kernel, slowest,
                              s.fp8_scaling).total_s;
     }
   }

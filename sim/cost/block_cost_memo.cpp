@@ -25,7 +25,7 @@ double attention_checksum(const AttentionCurves& a) {
 }
 
 // Every number block_cost() reads from the plan besides the block itself.
-using Signature = std::array<double, 65>;
+using Signature = std::array<double, 66>;
 
 Signature signature_of(const Plan& plan) {
   const HardwareModel& hw = plan.hardware;
@@ -52,7 +52,8 @@ Signature signature_of(const Plan& plan) {
                    d.flash2.backward.half_keys, d.flash3.forward.max_fraction,
                    d.flash3.forward.half_keys, d.flash3.backward.max_fraction,
                    d.flash3.backward.half_keys, attention_checksum(d.flash2),
-                   attention_checksum(d.flash3), double(s.fusion.flash_attention_version),
+                   attention_checksum(d.flash3), attention_checksum(d.cudnn),
+                   double(s.fusion.attention_kernel),
                    d.overlap_slowdown, s.host_overhead_s, d.speed_variability, curve_checksum(hw.node.device_link),
                    curve_checksum(hw.node.nic)}) {
     sig.at(i++) = v;

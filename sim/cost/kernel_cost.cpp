@@ -32,29 +32,36 @@ double matmul_s(const Kernel& k, const DeviceSpec& d, double peak, const Efficie
          gemm_s(half, k.gemm_k, k.gemm_n, k.gemm_batch, d, peak, curve);
 }
 
-// A fused attention kernel at the device's measured FlashAttention efficiency (FA3 where the
-// strategy asks for it and the device has it, else FA2, else the GEMM curve) for the keys its
-// query rows attend, its masking and its head dim (hardware_model.h AttentionPass).
-const AttentionPass* attention_pass(const Kernel& k, const DeviceSpec& d, int version) {
-  const AttentionCurves& a = version >= 3 && d.flash3.present() ? d.flash3 : d.flash2;
+// A fused attention kernel at the device's measured efficiency of the kernel the strategy names
+// (cuDNN's where the device has its curve, else FlashAttention-3's; FlashAttention-3's where the
+// device has it; else FlashAttention-2's; else the GEMM curve) for the keys its query rows
+// attend, its masking and its head dim (hardware_model.h AttentionPass).
+const AttentionCurves& attention_curves(const DeviceSpec& d, AttentionKernel kernel) {
+  if (kernel == AttentionKernel::kCudnn && d.cudnn.present()) return d.cudnn;
+  if (kernel != AttentionKernel::kFlash2 && d.flash3.present()) return d.flash3;
+  return d.flash2;
+}
+
+const AttentionPass* attention_pass(const Kernel& k, const DeviceSpec& d, AttentionKernel kernel) {
+  const AttentionCurves& a = attention_curves(d, kernel);
   if (!a.present()) return nullptr;
   return k.phase == Phase::kForward ? &a.forward : &a.backward;
 }
 
-double attention_fraction(const Kernel& k, const DeviceSpec& d, int version) {
-  const AttentionPass* a = attention_pass(k, d, version);
+double attention_fraction(const Kernel& k, const DeviceSpec& d, AttentionKernel kernel) {
+  const AttentionPass* a = attention_pass(k, d, kernel);
   if (a == nullptr) return d.matmul.at(k.matmul_flops / k.launches);
   return a->at(k.attention_keys, k.attention_causal, k.attention_head_dim);
 }
 
-double attention_plateau(const Kernel& k, const DeviceSpec& d, int version) {
-  const AttentionPass* a = attention_pass(k, d, version);
+double attention_plateau(const Kernel& k, const DeviceSpec& d, AttentionKernel kernel) {
+  const AttentionPass* a = attention_pass(k, d, kernel);
   if (a == nullptr) return d.matmul.max_fraction;
   return a->plateau(k.attention_causal, k.attention_head_dim);
 }
 
-double attention_s(const Kernel& k, const DeviceSpec& d, double peak, int version) {
-  return k.matmul_flops / (peak * attention_fraction(k, d, version));
+double attention_s(const Kernel& k, const DeviceSpec& d, double peak, AttentionKernel kernel) {
+  return k.matmul_flops / (peak * attention_fraction(k, d, kernel));
 }
 
 // FP8 training casts each linear layer's operands: per torchao's tensorwise recipe (pytorch/ao
@@ -144,7 +151,7 @@ double wave_efficiency(double m, double n, double batch, int compute_units) {
   return best;
 }
 
-KernelTime kernel_time(const Kernel& k, const DeviceSpec& d, DType dtype, int flash_version,
+KernelTime kernel_time(const Kernel& k, const DeviceSpec& d, DType dtype, AttentionKernel attention,
                        double compute_slowdown, Fp8Scaling scaling) {
   KernelTime t;
   if (k.task && d.task_flops > 0) {
@@ -161,8 +168,8 @@ KernelTime kernel_time(const Kernel& k, const DeviceSpec& d, DType dtype, int fl
   const EfficiencyCurve& curve = gemm_curve(d, fp8, scaling);
   double plateau_compute = 0, plateau_memory = 0;
   if (k.cls == OpClass::kFlashAttention && k.matmul_flops > 0) {
-    t.compute_s += attention_s(k, d, peak, flash_version);
-    plateau_compute += k.matmul_flops / (peak * attention_plateau(k, d, flash_version));
+    t.compute_s += attention_s(k, d, peak, attention);
+    plateau_compute += k.matmul_flops / (peak * attention_plateau(k, d, attention));
   } else if (k.matmul_flops > 0) {
     t.compute_s += matmul_s(k, d, peak, curve);
     plateau_compute += k.matmul_flops / (peak * curve.max_fraction);

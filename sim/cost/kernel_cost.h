@@ -26,11 +26,12 @@ double wave_efficiency(double m, double n, double batch, int compute_units);
 // Roofline: compute at peak * efficiency(FLOP) * wave efficiency, memory at
 // bandwidth * efficiency(bytes). With dtype fp8, only linear-layer GEMMs (Kernel::fp8_eligible)
 // run at the fp8 peak and efficiency, plus their cast kernels; everything else runs at the
-// 16-bit storage dtype. Fused attention uses the device's FlashAttention curves of
-// `flash_version` (FusionPlan::flash_attention_version). Compute runs `compute_slowdown` times
+// 16-bit storage dtype. Fused attention uses the device's curves of the `attention` kernel
+// (FusionPlan::attention_kernel). Compute runs `compute_slowdown` times
 // longer: the slowest device of the job (device_variability.h); memory traffic does not.
 // `scaling` is the FP8 recipe (Strategy::fp8_scaling): its cast kernels and GEMM curve.
-KernelTime kernel_time(const Kernel& k, const DeviceSpec& d, DType dtype, int flash_version = 2,
+KernelTime kernel_time(const Kernel& k, const DeviceSpec& d, DType dtype,
+                       AttentionKernel attention = AttentionKernel::kFlash2,
                        double compute_slowdown = 1.0,
                        Fp8Scaling scaling = Fp8Scaling::kTensorwise);
 

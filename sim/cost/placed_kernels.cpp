@@ -35,7 +35,7 @@ Edges build(const Block& b, const std::vector<Kernel>& ks, size_t begin, size_t 
   for (int k = 0; k < n; ++k) {
     const Kernel& kernel = ks[begin + k];
     const KernelTime t = kernel_time(kernel, plan.hardware.device, plan.strategy.dtype,
-                                     plan.strategy.fusion.flash_attention_version, slowest,
+                                     plan.strategy.fusion.attention_kernel, slowest,
                                      plan.strategy.fp8_scaling);
     e.tasks[k].alone_s = t.total_s;
     e.tasks[k].demand = device_demand(t);

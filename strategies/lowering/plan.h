@@ -61,7 +61,7 @@ struct Kernel {
   double weight_grad_flops = 0;
   double gemm_m = 0, gemm_n = 0, gemm_k = 0, gemm_batch = 1;  // forward GEMM shape, if any
   // Fused attention: the keys each query row attends per launch, the query-key head dim and
-  // causal masking (DeviceSpec::flash2/flash3 efficiency by sequence length and head dim).
+  // causal masking (DeviceSpec::flash2/flash3/cudnn efficiency by sequence length and head dim).
   double attention_keys = 0, attention_head_dim = 0;
   bool attention_causal = false;
 };

@@ -18,6 +18,11 @@ namespace stratasim {
 // everything else is recomputed (torchtitan activation_checkpoint "selective", "op").
 enum class Recompute { kNone, kSelective, kFull, kOpSelective };
 enum class CollectiveAlgorithm { kAuto, kRing, kTree, kHierarchical };
+// Which fused attention kernel runs: FlashAttention-2 (PyTorch SDPA, flash-attn 2),
+// FlashAttention-3 (flash-attn's Hopper kernels), or cuDNN's fused flash attention (what
+// Transformer Engine's DotProductAttention runs on Hopper). Each is costed with the device's
+// curve of that kernel (hardware_model.h DeviceSpec::attention_curves).
+enum class AttentionKernel { kFlash2, kFlash3, kCudnn };
 enum class Optimizer { kAdam, kSgd };
 
 struct FusionPlan {
@@ -35,10 +40,7 @@ struct FusionPlan {
   // F.cross_entropy(logits.float()) casts, writes log-probabilities and, in the backward, fp32
   // gradients of the whole vocabulary.
   bool fused_loss = false;
-  // Which fused attention kernel: 2 = FlashAttention-2 (PyTorch SDPA, flash-attn 2), 3 =
-  // FlashAttention-3 / cuDNN fused attention on Hopper (Transformer Engine). Costed with the
-  // device's flash2/flash3 efficiency curves.
-  int flash_attention_version = 2;
+  AttentionKernel attention_kernel = AttentionKernel::kFlash2;  // with flash_attention
   // Operator graphs: every run of consecutive ops from a GEMM or convolution (or any op) through
   // the memory-bound ops after it (stencils, elementwise, norms, pools, softmax) that each read
   // an op of the run is one kernel: conv+BN+ReLU+pool,

@@ -6,6 +6,20 @@
 namespace stratasim {
 namespace {
 
+// `attention_kernel` ("flash2", "flash3", "cudnn"), or the older `flash_attention_version` (2 or
+// 3), which names the same choice; both at once must agree.
+AttentionKernel read_attention_kernel(const JsonNode& n, AttentionKernel preset) {
+  const AttentionKernel kernel = n.enum_or("attention_kernel", kAttentionKernelNames, preset);
+  const auto version = n.find("flash_attention_version");
+  if (!version) return kernel;
+  const AttentionKernel by_version =
+      version->as_integer(2, 3) == 3 ? AttentionKernel::kFlash3 : AttentionKernel::kFlash2;
+  if (n.has("attention_kernel") && kernel != by_version) {
+    version->fail("names another kernel than attention_kernel; give only attention_kernel");
+  }
+  return by_version;
+}
+
 FusionPlan read_fusion(const JsonNode& n) {
   FusionPlan f;
   if (n.is_string()) {
@@ -14,7 +28,7 @@ FusionPlan read_fusion(const JsonNode& n) {
   }
   n.allow_keys({"preset", "elementwise_epilogue", "bias_dropout_residual", "norm_residual",
                 "fused_softmax", "fused_norm", "fused_loss", "flash_attention",
-                "flash_attention_version", "whole_chain", "graph_groups"});
+                "flash_attention_version", "attention_kernel", "whole_chain", "graph_groups"});
   if (auto p = n.find("preset")) {
     if (!fusion_preset(p->as_string(), &f)) p->fail("is not one of: none, epilogues, megatron, all, chains");
   }
@@ -26,8 +40,7 @@ FusionPlan read_fusion(const JsonNode& n) {
   f.fused_loss = n.bool_or("fused_loss", f.fused_loss);
   f.flash_attention = n.bool_or("flash_attention", f.flash_attention);
   f.whole_chain = n.bool_or("whole_chain", f.whole_chain);
-  f.flash_attention_version = static_cast<int>(
-      n.integer_or("flash_attention_version", f.flash_attention_version, 2, 3));
+  f.attention_kernel = read_attention_kernel(n, f.attention_kernel);
   if (auto groups = n.find("graph_groups")) {
     for (size_t i = 0; i < groups->size(); ++i) {
       JsonNode g = groups->element(i);
@@ -48,7 +61,9 @@ Json fusion_to_json(const FusionPlan& f) {
          {"fused_norm", f.fused_norm},
          {"fused_loss", f.fused_loss},
          {"flash_attention", f.flash_attention}};
-  if (f.flash_attention_version != 2) j["flash_attention_version"] = f.flash_attention_version;
+  if (f.attention_kernel != AttentionKernel::kFlash2) {
+    j["attention_kernel"] = std::string(enum_to_name(kAttentionKernelNames, f.attention_kernel));
+  }
   if (f.whole_chain) j["whole_chain"] = true;
   if (!f.graph_groups.empty()) j["graph_groups"] = f.graph_groups;
   return j;

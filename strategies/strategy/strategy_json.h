@@ -24,6 +24,9 @@ inline constexpr std::array<EnumName<CollectiveAlgorithm>, 4> kAlgorithmNames = 
 inline constexpr std::array<EnumName<CpComm>, 4> kCpCommNames = {{
     {"ring", CpComm::kRing}, {"a2a", CpComm::kAllToAll}, {"p2p", CpComm::kRing},
     {"ulysses", CpComm::kAllToAll}}};
+inline constexpr std::array<EnumName<AttentionKernel>, 3> kAttentionKernelNames = {{
+    {"flash2", AttentionKernel::kFlash2}, {"flash3", AttentionKernel::kFlash3},
+    {"cudnn", AttentionKernel::kCudnn}}};
 inline constexpr std::array<EnumName<CpMerge>, 2> kCpMergeNames = {{
     {"fused", CpMerge::kFused}, {"eager_fp32", CpMerge::kEagerFp32}}};
 inline constexpr std::array<EnumName<Zero3Reshard>, 3> kZero3ReshardNames = {{

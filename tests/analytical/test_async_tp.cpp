@@ -49,8 +49,8 @@ TEST_CASE("async TP: an all-gather runs as tp steps beside 1/tp of the GEMM that
   Kernel step = ks[ag + 1];
   step.gemm_m /= 4, step.matmul_flops /= 4, step.other_flops /= 4, step.bytes /= 4;
   const double slowest = t[ag + 1].total_s /
-                         kernel_time(ks[ag + 1], p.hardware.device, p.strategy.dtype, 2).total_s;
-  const double c = kernel_time(step, p.hardware.device, p.strategy.dtype, 2, slowest).total_s;
+                         kernel_time(ks[ag + 1], p.hardware.device, p.strategy.dtype).total_s;
+  const double c = kernel_time(step, p.hardware.device, p.strategy.dtype, AttentionKernel::kFlash2, slowest).total_s;
   const double s = p.hardware.device.overlap_slowdown, comm = t[ag].total_s, m = t[ag + 1].total_s;
   CHECK(c > m / 4);  // a quarter of the GEMM runs at a lower efficiency than the whole
   CHECK(t[ag].exposed_s == doctest::Approx(c + 3 * std::max(c * s, comm / 3) - m));

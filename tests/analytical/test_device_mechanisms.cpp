@@ -85,7 +85,7 @@ TEST_CASE("fp8: torchao's rowwise recipe casts along both dims and runs its own 
   DeviceSpec d = round_device();
   d.matmul_fp8_rowwise = {0.25, 0};
   const Kernel k = linear_forward();
-  const KernelTime rw = kernel_time(k, d, DType::kFp8, 2, 1.0, Fp8Scaling::kRowwise);
+  const KernelTime rw = kernel_time(k, d, DType::kFp8, AttentionKernel::kFlash2, 1.0, Fp8Scaling::kRowwise);
   // GEMM: 1.6e10 / (2000e12 * 0.25) = 32 us + 1 us launch. Casts (kernel_cost.cpp): input
   // 5 x 3.125 = 15.625 B x 4e6 = 62.5 MB, weight 3 x 1.8 = 5.4 B x 8e6 = 43.2 MB: 105.7 us at
   // 1 TB/s, + 2 launches.
@@ -94,14 +94,14 @@ TEST_CASE("fp8: torchao's rowwise recipe casts along both dims and runs its own 
   // 100.8 MB, output gradient 8 x 1.25 = 10 B x 2e6 = 20 MB: 158.3 us, + 5 launches; the two
   // GEMMs 64 us + 2 launches.
   const Kernel b = linear_backward();
-  CHECK(kernel_time(b, d, DType::kFp8, 2, 1.0, Fp8Scaling::kRowwise).total_s ==
+  CHECK(kernel_time(b, d, DType::kFp8, AttentionKernel::kFlash2, 1.0, Fp8Scaling::kRowwise).total_s ==
         doctest::Approx(66e-6 + 158.3e-6 + 5e-6));
   // Without a rowwise curve the device's fp8 curve (0.5) runs the GEMM: 16 us + 1 us.
   d.matmul_fp8_rowwise = {0, 0};
-  CHECK(kernel_time(k, d, DType::kFp8, 2, 1.0, Fp8Scaling::kRowwise).total_s ==
+  CHECK(kernel_time(k, d, DType::kFp8, AttentionKernel::kFlash2, 1.0, Fp8Scaling::kRowwise).total_s ==
         doctest::Approx(17e-6 + 105.7e-6 + 2e-6));
   // bf16 training ignores the recipe.
-  CHECK(kernel_time(k, d, DType::kBf16, 2, 1.0, Fp8Scaling::kRowwise).total_s ==
+  CHECK(kernel_time(k, d, DType::kBf16, AttentionKernel::kFlash2, 1.0, Fp8Scaling::kRowwise).total_s ==
         doctest::Approx(21e-6));
 }
 
@@ -110,13 +110,13 @@ TEST_CASE("fp8: Transformer Engine's recipes cast activations once and weights p
   const Kernel k = linear_forward();
   // Delayed scaling: one cast-transpose of the input, 4 B x 1000 x 4000 = 16 MB = 16 us at
   // 1 TB/s, 1 launch; no weight cast beside the GEMM (17 us with its launch).
-  CHECK(kernel_time(k, d, DType::kFp8, 2, 1.0, Fp8Scaling::kDelayed).total_s ==
+  CHECK(kernel_time(k, d, DType::kFp8, AttentionKernel::kFlash2, 1.0, Fp8Scaling::kDelayed).total_s ==
         doctest::Approx(17e-6 + 16e-6 + 1e-6));
   // Current scaling reads the input once more for its amax: 6 B -> 24 us, 2 launches.
-  CHECK(kernel_time(k, d, DType::kFp8, 2, 1.0, Fp8Scaling::kCurrent).total_s ==
+  CHECK(kernel_time(k, d, DType::kFp8, AttentionKernel::kFlash2, 1.0, Fp8Scaling::kCurrent).total_s ==
         doctest::Approx(17e-6 + 24e-6 + 2e-6));
   // Backward: the output gradient, 4 B x 1000 x 2000 = 8 MB = 8 us; GEMMs 32 us + 2 launches.
-  CHECK(kernel_time(linear_backward(), d, DType::kFp8, 2, 1.0, Fp8Scaling::kDelayed).total_s ==
+  CHECK(kernel_time(linear_backward(), d, DType::kFp8, AttentionKernel::kFlash2, 1.0, Fp8Scaling::kDelayed).total_s ==
         doctest::Approx(34e-6 + 8e-6 + 1e-6));
 }
 
@@ -187,31 +187,64 @@ TEST_CASE("fp8: attention's batched GEMMs and the output projection stay in 16 b
   CHECK(plan->grad_bytes_per_param == 2);
 }
 
-TEST_CASE("attention: fused attention runs at the FlashAttention curve of its version") {
+TEST_CASE("attention: fused attention runs at the curve of its kernel") {
   DeviceSpec d = round_device();
+  d.cudnn = {{0.5, 0}, {0.4, 0}};
   Kernel fa;
   fa.cls = OpClass::kFlashAttention;
   fa.phase = Phase::kForward;
   fa.matmul_flops = 1.2e10;
-  // FA2: 1.2e10 / (1000e12 * 0.4) = 30 us; FA3: / 0.6 = 20 us; + 1 us launch.
-  CHECK(kernel_time(fa, d, DType::kBf16, 2).total_s == doctest::Approx(31e-6));
-  CHECK(kernel_time(fa, d, DType::kBf16, 3).total_s == doctest::Approx(21e-6));
+  constexpr auto fa2 = AttentionKernel::kFlash2, fa3 = AttentionKernel::kFlash3,
+                 cudnn = AttentionKernel::kCudnn;
+  // FA2: 1.2e10 / (1000e12 * 0.4) = 30 us; FA3: / 0.6 = 20 us; cuDNN: / 0.5 = 24 us; + 1 us
+  // launch.
+  CHECK(kernel_time(fa, d, DType::kBf16, fa2).total_s == doctest::Approx(31e-6));
+  CHECK(kernel_time(fa, d, DType::kBf16, fa3).total_s == doctest::Approx(21e-6));
+  CHECK(kernel_time(fa, d, DType::kBf16, cudnn).total_s == doctest::Approx(25e-6));
   // Under fp8 training attention stays bf16: same time.
-  CHECK(kernel_time(fa, d, DType::kFp8, 3).total_s == doctest::Approx(21e-6));
-  fa.phase = Phase::kBackward;  // backward curve: 0.3 and 0.5
-  CHECK(kernel_time(fa, d, DType::kBf16, 2).total_s == doctest::Approx(41e-6));
-  CHECK(kernel_time(fa, d, DType::kBf16, 3).total_s == doctest::Approx(25e-6));
-  // No FA3 on the device (A100): version 3 falls back to FA2; no curves at all: the GEMM curve.
+  CHECK(kernel_time(fa, d, DType::kFp8, fa3).total_s == doctest::Approx(21e-6));
+  fa.phase = Phase::kBackward;  // backward curves: 0.3, 0.5 and 0.4
+  CHECK(kernel_time(fa, d, DType::kBf16, fa2).total_s == doctest::Approx(41e-6));
+  CHECK(kernel_time(fa, d, DType::kBf16, fa3).total_s == doctest::Approx(25e-6));
+  CHECK(kernel_time(fa, d, DType::kBf16, cudnn).total_s == doctest::Approx(31e-6));
+  // No cuDNN curve: cuDNN falls back to FA3; no FA3 on the device (A100) either: to FA2; no
+  // curves at all: the GEMM curve.
+  d.cudnn = {};
+  CHECK(kernel_time(fa, d, DType::kBf16, cudnn).total_s == doctest::Approx(25e-6));
   d.flash3 = {};
-  CHECK(kernel_time(fa, d, DType::kBf16, 3).total_s == doctest::Approx(41e-6));
+  CHECK(kernel_time(fa, d, DType::kBf16, fa3).total_s == doctest::Approx(41e-6));
+  CHECK(kernel_time(fa, d, DType::kBf16, cudnn).total_s == doctest::Approx(41e-6));
   d.flash2 = {};
-  CHECK(kernel_time(fa, d, DType::kBf16, 3).total_s == doctest::Approx(1.2e10 / 800e12 + 1e-6));
+  CHECK(kernel_time(fa, d, DType::kBf16, fa3).total_s == doctest::Approx(1.2e10 / 800e12 + 1e-6));
 }
 
-TEST_CASE("attention: the catalog's A100 has FA2 curves only; H100 has FA2 and FA3") {
+TEST_CASE("attention: attention_kernel is read, written back, and agrees with the older key") {
+  auto strategy = [](const char* fusion) {
+    const Json j = parse_json_text(std::string(R"({"global_batch": 8, "fusion": )") + fusion + "}", "s.json");
+    return read_strategy(JsonNode(j, "s.json", "strategy"));
+  };
+  const Strategy s = strategy(R"({"preset": "all", "attention_kernel": "cudnn"})");
+  CHECK(s.fusion.attention_kernel == AttentionKernel::kCudnn);
+  CHECK(read_strategy(JsonNode(to_json(s), "rt", "strategy")) == s);
+  CHECK(strategy(R"({"flash_attention_version": 3})").fusion.attention_kernel == AttentionKernel::kFlash3);
+  CHECK(strategy(R"({"flash_attention_version": 2, "attention_kernel": "flash2"})").fusion.attention_kernel ==
+        AttentionKernel::kFlash2);
+  CHECK(strategy("{}").fusion.attention_kernel == AttentionKernel::kFlash2);
+  CHECK_THROWS_WITH_AS(strategy(R"({"flash_attention_version": 3, "attention_kernel": "cudnn"})"),
+                       doctest::Contains("s.json: strategy.fusion.flash_attention_version: 3 names "
+                                         "another kernel than attention_kernel"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(strategy(R"({"attention_kernel": "flash4"})"),
+                       doctest::Contains("strategy.fusion.attention_kernel: \"flash4\""), InputError);
+}
+
+TEST_CASE("attention: the catalog's A100 has FA2 curves only; H100 and H200 FA2, FA3, cuDNN") {
   CHECK(catalog_device("A100-SXM4-80GB").flash2.present());
   CHECK_FALSE(catalog_device("A100-SXM4-80GB").flash3.present());
+  CHECK_FALSE(catalog_device("A100-SXM4-80GB").cudnn.present());
+  CHECK(catalog_device("H200-SXM-141GB").cudnn == catalog_device("H100-SXM5-80GB").cudnn);
   const DeviceSpec h = catalog_device("H100-SXM5-80GB");
+  CHECK(h.cudnn.present());
   CHECK(h.flash3.forward.max_fraction > h.flash2.forward.max_fraction);
   CHECK(h.matmul_fp8.max_fraction < h.matmul.max_fraction);  // fp8 GEMMs reach less of peak
 }
@@ -241,7 +274,7 @@ TEST_CASE("attention: efficiency by the keys a row attends, causal masking and h
   fa.matmul_flops = 1.2e10;
   fa.attention_keys = 800, fa.attention_causal = true, fa.attention_head_dim = 128;
   // 1.2e10 / (1000e12 * 0.25) = 48 us, + 1 us launch.
-  CHECK(kernel_time(fa, d, DType::kBf16, 3).total_s == doctest::Approx(49e-6));
+  CHECK(kernel_time(fa, d, DType::kBf16, AttentionKernel::kFlash3).total_s == doctest::Approx(49e-6));
 }
 
 TEST_CASE("attention: the H100 curves reproduce the FlashAttention-3 paper's figures") {
@@ -270,6 +303,20 @@ TEST_CASE("attention: the H100 curves reproduce the FlashAttention-3 paper's fig
     CAPTURE(b.causal);
     CHECK(std::abs(tflops(*b.pass, b.keys, b.causal) / b.measured - 1) < 0.05);
   }
+  // The same figures' cuDNN bars (the kernel Transformer Engine runs on Hopper).
+  const Bar cudnn_bars[] = {
+      {&h.cudnn.forward, false, 512, 497},  {&h.cudnn.forward, false, 16384, 595},
+      {&h.cudnn.forward, true, 512, 315},   {&h.cudnn.forward, true, 4096, 518},
+      {&h.cudnn.forward, true, 16384, 539}, {&h.cudnn.backward, false, 512, 305},
+      {&h.cudnn.backward, false, 4096, 499}, {&h.cudnn.backward, false, 16384, 516},
+  };
+  for (const Bar& b : cudnn_bars) {
+    CAPTURE(b.keys);
+    CAPTURE(b.causal);
+    CHECK(std::abs(tflops(*b.pass, b.keys, b.causal) / b.measured - 1) < 0.05);
+  }
+  // cuDNN's causal plateau sits below FA3's (539 vs 616 TFLOPS at 16k): the curves differ.
+  CHECK(h.cudnn.forward.plateau(true, 128) < 0.9 * h.flash3.forward.plateau(true, 128));
   // Head dim 64 runs FA3 at about three quarters of the head-dim-128 plateau (497 vs 648).
   CHECK(h.flash3.forward.plateau(false, 64) / h.flash3.forward.plateau(false, 128) ==
         doctest::Approx(497.0 / 648).epsilon(0.02));

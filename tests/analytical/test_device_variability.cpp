@@ -73,12 +73,12 @@ TEST_CASE("device variability: the factor stretches compute, not memory traffic"
   Kernel gemm;
   gemm.cls = OpClass::kMatmul;
   gemm.matmul_flops = 1.6e10;  // 20 us at 800 TFLOP/s, + 1 us launch
-  CHECK(kernel_time(gemm, d, DType::kBf16, 2, 1.5).total_s == doctest::Approx(31e-6));
+  CHECK(kernel_time(gemm, d, DType::kBf16, AttentionKernel::kFlash2, 1.5).total_s == doctest::Approx(31e-6));
   Kernel copy;
   copy.cls = OpClass::kMemoryBound;
   copy.bytes = 1e8;           // 100 us at 1 TB/s
   copy.other_flops = 1e6;     // negligible compute
-  CHECK(kernel_time(copy, d, DType::kBf16, 2, 1.5).total_s == doctest::Approx(101e-6));
+  CHECK(kernel_time(copy, d, DType::kBf16, AttentionKernel::kFlash2, 1.5).total_s == doctest::Approx(101e-6));
 }
 
 TEST_CASE("device variability: a layer on 1024 devices computes 1 + 0.011 x 3.234 slower than on one") {

@@ -45,7 +45,7 @@ Strategy b_on_device_1(int micro_batch = 64) { return placed({{"b", 1}, {"*", 0}
 double kernel_s(const Plan& p, const std::vector<Kernel>& ks, std::string_view op) {
   for (const Kernel& k : ks) {
     if (p.model.graph.ops[p.layer->graph.ops[k.first_op].source_op].name == op) {
-      return kernel_time(k, p.hardware.device, p.strategy.dtype, 2, slowest_device_factor(p.hardware)).total_s;
+      return kernel_time(k, p.hardware.device, p.strategy.dtype, AttentionKernel::kFlash2, slowest_device_factor(p.hardware)).total_s;
     }
   }
   FAIL("no kernel for op " << op);
