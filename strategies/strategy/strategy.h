@@ -21,7 +21,8 @@ enum class CollectiveAlgorithm { kAuto, kRing, kTree, kHierarchical };
 // Which fused attention kernel runs: FlashAttention-2 (PyTorch SDPA, flash-attn 2),
 // FlashAttention-3 (flash-attn's Hopper kernels), or cuDNN's fused flash attention (what
 // Transformer Engine's DotProductAttention runs on Hopper). Each is costed with the device's
-// curve of that kernel (hardware_model.h DeviceSpec::attention_curves).
+// curve of that kernel (DeviceSpec::flash2/flash3/cudnn; sim/cost/kernel_cost.cpp
+// attention_curves picks it, falling back cuDNN -> FA3 -> FA2).
 enum class AttentionKernel { kFlash2, kFlash3, kCudnn };
 enum class Optimizer { kAdam, kSgd };
 
