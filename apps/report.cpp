@@ -158,7 +158,7 @@ std::string describe_strategy(const Strategy& s, int dp, int micro_batches) {
              "micro-batches) | recompute %s | fusion %s | overlap dp=%s tp=%s%s | %s",
              s.tp, s.pp, dp, cp.c_str(), s.interleave, s.zero_stage, s.sequence_parallel ? "on" : "off",
              std::string(schedule_name(s.schedule)).c_str(), s.micro_batch, s.global_batch,
-             micro_batches, std::string(recompute_name(s.recompute)).c_str(),
+             micro_batches, recompute_label(s).c_str(),
              describe_fusion(s.fusion).c_str(), s.overlap_dp ? "on" : "off",
              s.overlap_tp ? "on" : "off", s.ep > 1 ? (s.overlap_ep ? " ep=on" : " ep=off") : "",
              std::string(dtype_name(s.dtype)).c_str());

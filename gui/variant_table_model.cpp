@@ -56,7 +56,7 @@ QVariant sort_value(const VariantResult& v, int column) {
     case VariantTableModel::kStages:  // as lowered: "auto" resolved on a mixed cluster
       return QString::fromStdString(stage_layers_text(v.feasible() ? v.plan->strategy : v.strategy));
     case VariantTableModel::kRecompute:
-      return text(recompute_name(v.strategy.recompute));
+      return QString::fromStdString(recompute_label(v.strategy));
     case VariantTableModel::kZero:
       return v.strategy.zero_stage;
     case VariantTableModel::kSp:

@@ -234,10 +234,20 @@ Json strategy_of(const JsonNode& c, const CaseRules& rules, std::string* stack, 
     free = s->free;
   }
   if (const CaseRule* p = first_match(rules.precision, c.raw())) merge_into(strategy, p->apply);
+  Json modified = Json::object();  // what the matching modifiers set, from a source's code
   for (const CaseRule& m : rules.modifiers) {
-    if (rule_matches(m, c.raw())) merge_into(strategy, m.apply);
+    if (rule_matches(m, c.raw())) merge_into(modified, m.apply);
   }
+  merge_into(strategy, modified);
   stated_parallel(c, strategy, *search, free, s);
+  // A setting a modifier reads from the run's own code is no longer free: the knob the case
+  // file leaves null takes the modifier's value instead of being searched.
+  for (auto it = modified.begin(); it != modified.end(); ++it) {
+    if (search->contains(it.key())) {
+      search->erase(it.key());
+      strategy[it.key()] = it.value();
+    }
+  }
   if (s && !s->selective_recompute.empty() && strategy.value("recompute", "") == "selective") {
     strategy["recompute"] = s->selective_recompute;
   }

@@ -20,6 +20,7 @@ struct BlockKey {
   double fsdp_gather_element_bytes, fsdp_reduce_element_bytes;
   FusionPlan fusion;  // compared whole (its defaulted ==), so a new field cannot be missed
   Recompute recompute;
+  uint8_t recompute_modules;
 
   bool operator==(const BlockKey& o) const {
     return t == o.t && micro_batch == o.micro_batch && tp == o.tp && cp == o.cp && ep == o.ep &&
@@ -30,7 +31,8 @@ struct BlockKey {
            element_bytes == o.element_bytes &&
            fsdp_gather_element_bytes == o.fsdp_gather_element_bytes &&
            fsdp_reduce_element_bytes == o.fsdp_reduce_element_bytes &&
-           fusion == o.fusion && recompute == o.recompute;
+           fusion == o.fusion && recompute == o.recompute &&
+           recompute_modules == o.recompute_modules;
   }
 };
 
@@ -51,7 +53,8 @@ struct BlockKeyHash {
     mix(k.ep | static_cast<long long>(k.t.moe.experts) << 24 | static_cast<long long>(k.t.moe.top_k) << 44);
     mix(k.t.head_dim_override);
     mix(k.pp_gt_1 | k.sp << 1 | k.causal << 2 | static_cast<int>(k.recompute) << 3 |
-        k.fp8_saved_inputs << 8 | k.forward_only << 9 | k.sp_reorder_copies << 10 | k.fp8_tp_gather << 11 | k.tp_micro_pipeline << 12);
+        k.fp8_saved_inputs << 8 | k.forward_only << 9 | k.sp_reorder_copies << 10 | k.fp8_tp_gather << 11 | k.tp_micro_pipeline << 12 |
+        k.recompute_modules << 13);
     mix(static_cast<long long>(k.element_bytes));
     const FusionPlan& f = k.fusion;  // the hash may leave fields out; equality may not
     mix(f.elementwise_epilogue | f.bias_dropout_residual << 1 | f.norm_residual << 2 |
@@ -109,7 +112,7 @@ TransformerBlocks transformer_blocks(const TransformerSpec& t, const LayerShape&
   BlockKey key{t,      shape.micro_batch, shape.tp,           shape.cp, shape.ep,    pp > 1, shape.cp_comm, shape.cp_merge, shape.kv_repeat,
                shape.sequence_parallel, shape.sp_reorder_copies, shape.fp8_tp_gather, shape.tp_micro_pipeline, shape.causal, shape.fp8_saved_inputs, shape.forward_only,
                shape.element_bytes, shape.fsdp_gather_element_bytes, shape.fsdp_reduce_element_bytes,
-               shape.fusion, recompute};
+               shape.fusion, recompute, shape.recompute_modules};
   thread_local std::unordered_map<BlockKey, TransformerBlocks, BlockKeyHash> cache;
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;

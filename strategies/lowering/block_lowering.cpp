@@ -54,10 +54,33 @@ double op_policy_saved_share(const LayerGraph& g, int i) {
 
 bool op_saved_by_op_policy(const LayerGraph& g, int i) { return op_policy_saved_share(g, i) > 0; }
 
-bool op_state_kept(const LayerOp& op, Recompute mode) {
+// Selective recomputation by module (Strategy::recompute_modules): the modules of op, the
+// core attention's ops marked either way.
+uint8_t modules_of(const LayerOp& op) {
+  return op.module | (op.attention_core ? kModuleCoreAttn : 0);
+}
+
+// Op runs again in a module the graph's selection checkpoints normally (its forward rerun from
+// the module's saved input before the module's backward).
+bool checkpointed(const LayerGraph& g, const LayerOp& op, Recompute mode) {
+  return mode == Recompute::kSelective &&
+         (modules_of(op) & g.recompute_modules & ~kOutputDiscardingModules) != 0;
+}
+
+// Op's output is freed after its consumers' forward and recomputed from its inputs.
+bool output_discarded(const LayerGraph& g, const LayerOp& op, Recompute mode) {
+  return mode == Recompute::kSelective && !checkpointed(g, op, mode) &&
+         (modules_of(op) & g.recompute_modules & kOutputDiscardingModules) != 0;
+}
+
+bool selectively_recomputed(const LayerGraph& g, const LayerOp& op, Recompute mode) {
+  return checkpointed(g, op, mode) || output_discarded(g, op, mode);
+}
+
+bool op_state_kept(const LayerGraph& g, const LayerOp& op, Recompute mode) {
   if (mode == Recompute::kFull) return false;
   if (mode == Recompute::kOpSelective) return op.cls == OpClass::kFlashAttention;
-  return !(mode == Recompute::kSelective && op.attention_core);
+  return !checkpointed(g, op, mode);
 }
 
 bool same_group(const LayerOp& a, const LayerOp& b) {
@@ -122,7 +145,7 @@ Kernel make_kernel(const LayerGraph& g, const Usage& u, const std::vector<bool>&
     if (out >= 0 && (u.last_consumer[out] > last || saved[out] || out == g.output_tensor)) {
       k.bytes += g.tensors[out].bytes;
     }
-    if (op_state_kept(op, mode)) k.bytes += op.aux_saved_bytes;
+    if (op_state_kept(g, op, mode)) k.bytes += op.aux_saved_bytes;
   }
   return k;
 }
@@ -178,7 +201,7 @@ double recomputed_share(const LayerGraph& g, const Kernel& k, Recompute mode) {
     return 1;
   }
   for (int i = k.first_op; i <= k.last_op; ++i) {
-    if (g.ops[i].attention_core) return 1;
+    if (selectively_recomputed(g, g.ops[i], mode)) return 1;
   }
   return 0;
 }
@@ -202,15 +225,47 @@ std::vector<bool> saved_with(const LayerGraph& g, const Usage& u, Recompute mode
     }
     return saved;
   }
+  // What the ops save; under selective recomputation, a normally checkpointed module keeps
+  // only what ops outside it save of the tensors it makes (its output, read by the next
+  // module), and an output-discarding op keeps none of its output.
+  std::vector<bool> saved_outside(g.tensors.size(), false);
   for (const LayerOp& op : g.ops) {
+    const bool inside = checkpointed(g, op, mode);
     for (int j = 0; j < kMaxOpInputs; ++j) {
-      if ((op.saves & (1u << j)) && op.inputs[j] >= 0) saved[op.inputs[j]] = true;
+      if ((op.saves & (1u << j)) && op.inputs[j] >= 0) {
+        saved[op.inputs[j]] = true;
+        if (!inside) saved_outside[op.inputs[j]] = true;
+      }
     }
-    if ((op.saves & kSaveOutput) && op.output >= 0) saved[op.output] = true;
+    if ((op.saves & kSaveOutput) && op.output >= 0) {
+      saved[op.output] = true;
+      if (!inside) saved_outside[op.output] = true;
+    }
   }
-  if (mode == Recompute::kSelective) {
-    for (size_t t = 0; t < saved.size(); ++t) {
-      if (u.producer[t] >= 0 && g.ops[u.producer[t]].attention_core) saved[t] = false;
+  if (mode != Recompute::kSelective) return saved;
+  for (size_t t = 0; t < saved.size(); ++t) {
+    const int p = u.producer[t];
+    if (p < 0) continue;
+    if (output_discarded(g, g.ops[p], mode)) saved[t] = false;
+    // A sequence-parallel all-gather's output is saved as its shard, the gathered op's output:
+    // discarding that discards it.
+    const LayerOp& gather = g.ops[p];
+    if (gather.cls == OpClass::kCollective && gather.comm == CommKind::kAllGather &&
+        gather.group == GroupKind::kTensor && gather.inputs[0] >= 0 &&
+        u.producer[gather.inputs[0]] >= 0 &&
+        output_discarded(g, g.ops[u.producer[gather.inputs[0]]], mode)) {
+      saved[t] = false;
+    }
+    if (checkpointed(g, g.ops[p], mode)) saved[t] = saved_outside[t];
+  }
+  // What recomputation starts from: the inputs a recomputed op reads from an op that is not
+  // recomputed (or from the block's input) stay in memory.
+  for (const LayerOp& op : g.ops) {
+    if (!selectively_recomputed(g, op, mode)) continue;
+    for (int16_t t : op.inputs) {
+      if (t < 0) continue;
+      const int p = u.producer[t];
+      if (p < 0 || !selectively_recomputed(g, g.ops[p], mode)) saved[t] = true;
     }
   }
   return saved;
@@ -251,7 +306,7 @@ double saved_bytes_with(const LayerGraph& g, const std::vector<bool>& saved, Rec
     }
   }
   for (const LayerOp& op : g.ops) {
-    if (op_state_kept(op, mode)) bytes += op.aux_saved_bytes;
+    if (op_state_kept(g, op, mode)) bytes += op.aux_saved_bytes;
   }
   return bytes;
 }

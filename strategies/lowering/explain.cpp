@@ -77,7 +77,7 @@ std::string explain(const Plan& plan) {
               plan.tp, plan.pp, plan.data_parallel(), plan.cp, plan.chunks, s.zero_stage,
               plan.zero3_resident ? " (gathered per iteration)" : "",
               s.sequence_parallel ? "on" : "off", std::string(schedule_name(s.schedule)).c_str(),
-              plan.micro_batches, s.micro_batch, std::string(recompute_name(s.recompute)).c_str(),
+              plan.micro_batches, s.micro_batch, recompute_label(s).c_str(),
               describe_fusion(s.fusion).c_str());
   out += format_text("  groups: tp %d ranks (%d per node) | cp %d ranks (%d per node) | gradients "
               "over dp x cp = %d ranks (%d per node, %d nodes) | p2p message %s\n",

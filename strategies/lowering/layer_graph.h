@@ -80,6 +80,9 @@ struct LayerOp {
   double workspace_B = 0;
   bool high_precision = false;  // a GEMM kept 16-bit under fp8 training (attention, logits)
   bool attention_core = false;  // recomputed by selective recomputation (Korthikanti 2022)
+  // The Megatron-Core modules this op belongs to (RecomputeModule bits, strategy.h), which
+  // Recompute::kSelective recomputes when LayerGraph::recompute_modules names them.
+  uint8_t module = 0;
   // A GEMM that model code written with one nn.Linear per projection runs as several matrix
   // multiplies (q, k, v; SwiGLU's gate and up): their output widths, in order; all 0 = one. Only
   // a per-mm recomputation policy (Recompute::kOpSelective) tells them apart.
@@ -114,6 +117,9 @@ struct LayerGraph {
   // (Transformer Engine): the bytes of that saved copy per byte of the 16-bit tensor (1/2 for
   // bf16); 0 when linear layers save their 16-bit input.
   double fp8_saved_fraction = 0;
+  // The modules Recompute::kSelective recomputes (Strategy::recompute_modules; default: the
+  // core attention).
+  uint8_t recompute_modules = 1;
 };
 
 

@@ -22,6 +22,7 @@ class Builder {
     int i = 0;
     for (int t : in) o.inputs[i++] = static_cast<int16_t>(t);
     o.output = static_cast<int16_t>(out);
+    o.module = module_;
     g_.ops.push_back(o);
     return g_.ops.back();
   }
@@ -47,6 +48,8 @@ class Builder {
   }
 
   LayerOp& last() { return g_.ops.back(); }
+  // The Megatron-Core module (RecomputeModule bits) the ops made from now on belong to.
+  void set_module(uint8_t m) { module_ = m; }
   void tensor_is_fp8(int t) { g_.tensors[t].fp8 = true; }
 
   // Tensor-parallel collective: bytes are the full message per rank.
@@ -71,6 +74,7 @@ class Builder {
  private:
   LayerGraph& g_;
   const LayerShape& s_;
+  uint8_t module_ = 0;
 };
 
 struct Dims {
@@ -108,6 +112,7 @@ int norm(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSpec&
   ln.saves = kSaveInput0;  // LayerNorm input: 2sbh (/t under SP)
   ln.reads_input_fused = fused_input;
   ln.weight_bytes = 2 * d.h * d.e;
+  ln.module = kModuleLayernorm;  // Megatron-Core's input_layernorm / pre_mlp_layernorm
   if (t.norm == NormKind::kRMSNorm && !sh.fusion.fused_norm) {
     // Eager RMSNorm (torchtitan norms.py, Llama's reference RMSNorm): x.float() [read e, write
     // 4], pow(2) [4, 4], mean [4], x * rsqrt [4, 4], type_as [4, e], * weight [e, e] per
@@ -200,6 +205,7 @@ int reduce_and_residual(Builder& B, const Dims& d, const LayerShape& sh, const T
     if (!sh.sequence_parallel && input_grad_reduced) B.last().comm_phases = CommPhases::kForwardOnly;
   }
   int x = reduced;
+  B.set_module(0);  // bias, dropout and the residual add follow the module (bias_dropout_add)
   if (t.linear_bias) {
     int biased = B.tensor(region);
     B.elementwise("bias", {x}, biased, 1, FusionRule::kBiasDropoutResidual, group).weight_bytes =
@@ -334,7 +340,7 @@ int ulysses_all_to_all(Builder& B, std::string_view name, int in, double bytes) 
   return out;
 }
 
-int attention_core(Builder& B, const Dims& d, const LayerShape& sh, bool dropout, int qkv) {
+int attention_core_ops(Builder& B, const Dims& d, const LayerShape& sh, bool dropout, int qkv) {
   const double scores = d.b * d.a_local * d.s * d.s * d.e;  // per-head s x s scores
   // Each rank attends its s / cp queries to all s keys; with load-balanced chunks the causal
   // work is the same on every rank.
@@ -399,6 +405,15 @@ int attention_core(Builder& B, const Dims& d, const LayerShape& sh, bool dropout
   return context;
 }
 
+// Megatron-Core's core attention module (recompute_modules "core_attn"): from Q, K, V to the
+// context the output projection reads, context parallelism's exchanges included.
+int attention_core(Builder& B, const Dims& d, const LayerShape& sh, bool dropout, int qkv) {
+  B.set_module(kModuleCoreAttn);
+  const int context = attention_core_ops(B, d, sh, dropout, qkv);
+  B.set_module(0);
+  return context;
+}
+
 int mlp_activation(Builder& B, const Dims& d, const TransformerSpec& t, int up, double f) {
   int x = up;
   const double region = d.n * f / d.t * d.e;
@@ -460,6 +475,7 @@ int moe_mlp(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSp
   const double fe_in = t.activation == Activation::kSwiGLU ? 2 * fe : fe;
 
   int y = norm(B, d, sh, t, "norm2", mid, add_norm);
+  B.set_module(kModuleMoe);  // Megatron-Core's MoELayer: router to combine, shared experts
   int logits = B.tensor(tokens * m.experts * 4);  // fp32 router scores
   LayerOp& router = B.matmul("router", y, logits, d.h * m.experts * d.e, tokens, m.experts, d.h);
   router.high_precision = true;  // routers stay 16-bit or higher under fp8 training
@@ -484,6 +500,7 @@ int moe_mlp(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSp
   LayerOp& glu = B.elementwise(t.activation == Activation::kSwiGLU ? "expert_swiglu" : "expert_gelu",
                                {up, routes}, act, 6, FusionRule::kEpilogue, 3);
   glu.saves = kSaveInput0 | kSaveInput1;  // its input and the router weights
+  glu.module |= kModuleMoeAct;
   int down = B.tensor(received * d.h * d.e);
   LayerOp& fc2 = B.matmul("expert_fc2", act, down, local_experts * fe * d.h * d.e, rows, d.h, fe,
                           local_experts);
@@ -502,6 +519,7 @@ int moe_mlp(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSp
   int x = moe_out;
   if (m.shared_experts > 0) {
     const double fs = double(m.shared_experts) * t.shared_ffn();
+    B.set_module(kModuleMoe | kModuleSharedExperts);
     int shared = dense_mlp(B, d, t, sp_gather(B, d, sh, "sp_all_gather2", y), fs, "shared_fc1",
                            "shared_fc2");
     if (sh.tp > 1) {
@@ -509,10 +527,12 @@ int moe_mlp(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSp
                             sh.sequence_parallel ? CommKind::kReduceScatter : CommKind::kAllReduce,
                             shared, tokens * d.h * d.e, tokens * d.h * d.e, d.n * d.h * d.e);
     }
+    B.set_module(kModuleMoe);
     int sum = B.tensor(tokens * d.h * d.e);
     B.elementwise("shared_add", {moe_out, shared}, sum, 1, FusionRule::kBiasDropoutResidual, 2);
     x = sum;
   }
+  B.set_module(0);
   int out = B.tensor(tokens * d.h * d.e);
   B.elementwise("residual_add", {x, mid}, out, 1, FusionRule::kBiasDropoutResidual, 2);
   return out;
@@ -543,6 +563,7 @@ int mla_projections(Builder& B, const Dims& d, const LayerShape& sh, const Trans
   qn.weight_bytes = rq * d.e;
   LayerOp& kvn = B.elementwise("kv_norm", {down}, kv_low, 5, FusionRule::kNone, -1);
   kvn.weight_bytes = rkv * d.e;
+  B.set_module(kModuleMlaUpProj);  // recompute_modules "mla_up_proj": up projections and RoPE
   int q = B.tensor(d.n * a * (nope + dr) * d.e);
   B.matmul("q_up", q_low, q, rq * a * (nope + dr) * d.e, d.n, a * (nope + dr), rq);
   int kv = B.tensor(d.n * a * (nope + d.vd) * d.e);
@@ -551,6 +572,7 @@ int mla_projections(Builder& B, const Dims& d, const LayerShape& sh, const Trans
   int qkv = B.tensor(d.n * a * (2 * (nope + dr) + d.vd) * d.e);
   LayerOp& rope = B.op("mla_rope", OpClass::kMemoryBound, {q, kv, down}, qkv);
   rope.other_flops = 6 * d.n * (a + 1) * dr;
+  B.set_module(0);
   return qkv;
 }
 
@@ -561,6 +583,7 @@ LayerGraph build_transformer_layer(const TransformerSpec& t, const LayerShape& s
   g.tensors.reserve(32);
   g.ops.reserve(32);
   g.fp8_saved_fraction = sh.fp8_saved_inputs ? 1.0 / sh.element_bytes : 0.0;
+  g.recompute_modules = sh.recompute_modules;
   Builder B(g, sh);
   const Dims d = dims_of(t, sh);
   const bool add_norm = sh.fusion.norm_residual;
@@ -587,6 +610,7 @@ LayerGraph build_transformer_layer(const TransformerSpec& t, const LayerShape& s
   if (t.moe.enabled()) {
     g.output_tensor = moe_mlp(B, d, sh, t, mid, add_norm);
   } else {
+    B.set_module(kModuleMlp);  // the dense MLP module, its tp collectives included
     int x = norm_and_gather(B, d, sh, t, "norm2", "sp_all_gather2", "tp_input_grad2", mid, add_norm);
     int down = dense_mlp(B, d, t, x, d.f, "fc1", "fc2");
     g.output_tensor = reduce_and_residual(B, d, sh, t, "tp_reduce2", down, mid, 2, true);

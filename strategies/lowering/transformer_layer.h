@@ -35,6 +35,7 @@ struct LayerShape {
   bool causal = true;        // decoder: causal attention (flash skips masked blocks)
   bool forward_only = false; // inference: no backward kernels, nothing saved for one
   FusionPlan fusion;
+  uint8_t recompute_modules = kModuleCoreAttn;  // Strategy::recompute_modules
 };
 
 LayerGraph build_transformer_layer(const TransformerSpec& t, const LayerShape& shape);

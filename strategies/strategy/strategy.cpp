@@ -20,6 +20,23 @@ std::string_view recompute_name(Recompute r) {
   return "?";
 }
 
+std::string recompute_label(const Strategy& s) {
+  std::string out(recompute_name(s.recompute));
+  if (s.recompute != Recompute::kSelective || s.recompute_modules == kModuleCoreAttn) return out;
+  static constexpr std::pair<uint8_t, std::string_view> kNames[] = {
+      {kModuleCoreAttn, "core_attn"}, {kModuleMoeAct, "moe_act"}, {kModuleLayernorm, "layernorm"},
+      {kModuleMlaUpProj, "mla_up_proj"}, {kModuleMlp, "mlp"}, {kModuleMoe, "moe"},
+      {kModuleSharedExperts, "shared_experts"}};
+  char sep = '(';
+  for (const auto& [bit, name] : kNames) {
+    if (!(s.recompute_modules & bit)) continue;
+    out += sep;
+    out += name;
+    sep = ',';
+  }
+  return out + ")";
+}
+
 std::string_view collective_algorithm_name(CollectiveAlgorithm a) {
   switch (a) {
     case CollectiveAlgorithm::kAuto: return "auto";

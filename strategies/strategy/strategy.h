@@ -3,6 +3,7 @@
 // lower(), which returns Infeasible with a reason.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,27 @@ namespace stratasim {
 // other matrix multiply (the 1st, 3rd, ... of a layer) and of fused attention are saved,
 // everything else is recomputed (torchtitan activation_checkpoint "selective", "op").
 enum class Recompute { kNone, kSelective, kFull, kOpSelective };
+// What Recompute::kSelective recomputes: Megatron-Core's recompute_modules
+// (TransformerConfig.recompute_modules, --recompute-modules; default ["core_attn"]), as bits.
+// core_attn, mlp, moe, shared_experts use normal checkpointing: the module's forward runs again
+// before its backward, from its saved input, and keeps only what ops outside it save;
+// moe_act, layernorm, mla_up_proj discard one op's output after its consumers' forward and
+// recompute it from the op's inputs ("output-discarding checkpointing").
+//   core_attn: the core attention (scores, softmax, dropout, attention over V, or the fused
+//   kernel, with context parallelism's exchanges); moe_act: the experts' activation; layernorm:
+//   the input and pre-MLP norms; mla_up_proj: MLA's query and key/value up projections and
+//   RoPE; mlp: a dense MLP (not an MoE layer's); moe: the MoE layer (router, dispatch,
+//   experts, combine, shared experts); shared_experts: the shared experts.
+enum RecomputeModule : uint8_t {
+  kModuleCoreAttn = 1,
+  kModuleMoeAct = 2,
+  kModuleLayernorm = 4,
+  kModuleMlaUpProj = 8,
+  kModuleMlp = 16,
+  kModuleMoe = 32,
+  kModuleSharedExperts = 64,
+};
+inline constexpr uint8_t kOutputDiscardingModules = kModuleMoeAct | kModuleLayernorm | kModuleMlaUpProj;
 enum class CollectiveAlgorithm { kAuto, kRing, kTree, kHierarchical };
 // Which fused attention kernel runs: FlashAttention-2 (PyTorch SDPA, flash-attn 2),
 // FlashAttention-3 (flash-attn's Hopper kernels), or cuDNN's fused flash attention (what
@@ -151,6 +173,7 @@ struct Strategy {
   int micro_batch = 1;
   int global_batch = 1;
   Recompute recompute = Recompute::kNone;
+  uint8_t recompute_modules = kModuleCoreAttn;  // RecomputeModule bits, for kSelective
   // false: the iteration's last micro-batch keeps its activations and recomputes nothing
   // (torchgpipe's checkpoint='except_last', its default: that backward follows its forward at
   // once, so checkpointing it saves no memory). Only with recompute != none.
@@ -235,6 +258,9 @@ inline int pipeline_chunks(const Strategy& s) {
 }
 
 std::string_view recompute_name(Recompute r);
+// "selective" or, when the modules are not the default core attention,
+// "selective(core_attn,mlp)": the recomputation as a report shows it.
+std::string recompute_label(const Strategy& s);
 std::string_view collective_algorithm_name(CollectiveAlgorithm a);
 
 // Named fusion presets: "none", "epilogues", "megatron", "all".

@@ -94,11 +94,28 @@ void read_stage_layers(const JsonNode& c, Strategy& s) {
   }
 }
 
+// Megatron-Core's recompute_modules: a list of module names, for selective recomputation.
+void read_recompute_modules(const JsonNode& m, Strategy& s) {
+  if (s.recompute != Recompute::kSelective) {
+    m.fail("applies to recompute \"selective\" only (Megatron-Core's --recompute-modules); set "
+           "recompute to \"selective\" or remove recompute_modules");
+  }
+  if (!m.is_array() || m.size() < 1) m.fail("must list at least one module: core_attn, moe_act, layernorm, mla_up_proj, mlp, moe, shared_experts");
+  uint8_t bits = 0;
+  for (size_t i = 0; i < m.size(); ++i) {
+    const JsonNode e = m.element(i);
+    const uint8_t bit = e.as_enum(kRecomputeModuleNames);
+    if (bits & bit) e.fail("names a module twice");
+    bits |= bit;
+  }
+  s.recompute_modules = bits;
+}
+
 }  // namespace
 
 Strategy read_strategy(const JsonNode& n) {
   n.allow_keys({"tp", "pp", "dp", "cp", "cp_comm", "cp_merge", "kv_repeat", "ep", "shard_group", "zero_stage", "zero3_reshard", "sequence_parallel", "schedule", "interleave",
-                "uneven_stages", "first_stage_layers", "last_stage_layers", "stage_layers", "micro_batch", "global_batch", "recompute", "recompute_last_micro_batch", "fusion",
+                "uneven_stages", "first_stage_layers", "last_stage_layers", "stage_layers", "micro_batch", "global_batch", "recompute", "recompute_modules", "recompute_last_micro_batch", "fusion",
                 "overlap_dp", "overlap_tp", "overlap_ep", "overlap_p2p", "streams", "placement", "dp_bucket", "collective", "dtype", "fp8_saved_inputs", "fp8_scaling", "tp_overlap", "async_tp_grad_reduce",
                 "master_weights_fp32", "grad_reduce_fp32", "sp_reorder_copies", "fp8_tp_all_gather", "fsdp_copies", "host_overhead", "optimizer", "workload", "offload", "description"});
   Strategy s;
@@ -123,6 +140,7 @@ Strategy read_strategy(const JsonNode& n) {
   s.micro_batch = static_cast<int>(n.integer_or("micro_batch", 1, 1, 1 << 24));
   s.global_batch = static_cast<int>(n.at("global_batch").as_integer(1, 1 << 30));
   s.recompute = n.enum_or("recompute", kRecomputeNames, Recompute::kNone);
+  if (auto m = n.find("recompute_modules")) read_recompute_modules(*m, s);
   s.recompute_last_micro_batch = n.bool_or("recompute_last_micro_batch", true);
   if (auto f = n.find("fusion")) s.fusion = read_fusion(*f);
   s.overlap_dp = n.bool_or("overlap_dp", false);
@@ -172,6 +190,13 @@ Json to_json(const Strategy& s) {
          {"grad_reduce_fp32", s.grad_reduce_fp32},
          {"optimizer", s.optimizer == Optimizer::kAdam ? "adam" : "sgd"}};
   if (!s.recompute_last_micro_batch) j["recompute_last_micro_batch"] = false;
+  if (s.recompute == Recompute::kSelective && s.recompute_modules != kModuleCoreAttn) {
+    Json modules = Json::array();
+    for (const auto& [name, bit] : kRecomputeModuleNames) {
+      if (s.recompute_modules & bit) modules.push_back(std::string(name));
+    }
+    j["recompute_modules"] = modules;
+  }
   if (s.sp_reorder_copies) j["sp_reorder_copies"] = true;
   if (s.fp8_tp_all_gather) j["fp8_tp_all_gather"] = true;
   if (s.fsdp_copies) j["fsdp_copies"] = true;

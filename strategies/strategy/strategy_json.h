@@ -18,6 +18,11 @@ inline constexpr std::array<EnumName<ScheduleKind>, 10> kScheduleNames = {{
 inline constexpr std::array<EnumName<Recompute>, 4> kRecomputeNames = {{
     {"none", Recompute::kNone}, {"selective", Recompute::kSelective}, {"full", Recompute::kFull},
     {"op_selective", Recompute::kOpSelective}}};
+// Megatron-Core's --recompute-modules names, in its order.
+inline constexpr std::array<EnumName<RecomputeModule>, 7> kRecomputeModuleNames = {{
+    {"core_attn", kModuleCoreAttn}, {"moe_act", kModuleMoeAct}, {"layernorm", kModuleLayernorm},
+    {"mla_up_proj", kModuleMlaUpProj}, {"mlp", kModuleMlp}, {"moe", kModuleMoe},
+    {"shared_experts", kModuleSharedExperts}}};
 inline constexpr std::array<EnumName<CollectiveAlgorithm>, 4> kAlgorithmNames = {{
     {"auto", CollectiveAlgorithm::kAuto}, {"ring", CollectiveAlgorithm::kRing},
     {"tree", CollectiveAlgorithm::kTree}, {"hierarchical", CollectiveAlgorithm::kHierarchical}}};

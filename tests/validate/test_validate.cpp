@@ -265,3 +265,28 @@ TEST_CASE("validate: a speedup is the case's predicted samples/s over its baseli
   }
   CHECK(listed);
 }
+
+TEST_CASE("validate: a setting a modifier reads from the run's code is not searched") {
+  // rules.json: Megatron-Bridge 25.09's DeepSeek-V3 run_script.py recomputes the modules
+  // mla_up_proj and mlp. The case leaves recompute null, which the megatron-core stack would
+  // search over none, selective and full: the modifier's value is taken instead.
+  Json c = parse_json_text(kTwoCaseSource, "test").at("cases").at(1);
+  c["id"] = "mbridge2509_h100_deepseekv3_probe";
+  c["framework"] = "NeMo Megatron-Bridge 25.09 (Megatron-Core)";
+  c["parallel"]["recompute"] = nullptr;
+  c["parallel"]["zero_stage"] = nullptr;
+  const TranslatedCase t = translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules());
+  CHECK(t.stack == "megatron-core");
+  const Json& s = t.scenario.at("strategy");
+  CHECK(s.at("recompute") == "selective");
+  CHECK(s.at("recompute_modules") == Json::array({"mla_up_proj", "mlp"}));
+  CHECK(s.at("overlap_dp") == false);
+  auto searched = [](const TranslatedCase& x, const char* key) {
+    return x.scenario.contains("search") && x.scenario.at("search").contains(key);
+  };
+  CHECK_FALSE(searched(t, "recompute"));
+  // Another Megatron-Core case keeps recompute free.
+  c["id"] = "mbridge2509_h100_llama3_probe";
+  const TranslatedCase other = translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules());
+  CHECK(searched(other, "recompute"));
+}
