@@ -48,6 +48,7 @@ class Builder {
   }
 
   LayerOp& last() { return g_.ops.back(); }
+  LayerGraph& g() { return g_; }
   // The Megatron-Core module (RecomputeModule bits) the ops made from now on belong to.
   void set_module(uint8_t m) { module_ = m; }
   void tensor_is_fp8(int t) { g_.tensors[t].fp8 = true; }
@@ -222,6 +223,28 @@ int reduce_and_residual(Builder& B, const Dims& d, const LayerShape& sh, const T
   int out = B.tensor(region);
   B.elementwise("residual_add", {x, residual}, out, 1, FusionRule::kBiasDropoutResidual, group);
   return out;
+}
+
+// RMSNorm over each head's query and key (TransformerSpec::qk_norm: Qwen3, OLMo 2; Megatron-
+// Core's q_layernorm and k_layernorm, one TENorm kernel each, after the QKV projection and
+// before RoPE). It reads the projection's q and k and saves them for its backward (the
+// projection's output is otherwise not kept: n (q + kv) / t elements); v passes through (its
+// copy in this op's output is a small overcount, as in rotary below). Eager (no fused norm):
+// each of the two runs as the six kernels of an eager RMSNorm (see norm above).
+int qk_norm(Builder& B, const Dims& d, const LayerShape& sh, int qkv) {
+  const double qk_elements = d.n * (d.q + d.kv) / d.t;
+  B.g().tensors[qkv].saved_bytes = qk_elements * d.e;
+  int normed = B.tensor(d.n * (d.q + 2 * d.kv) / d.t * d.e);
+  LayerOp& norm_op = B.elementwise("qk_norm", {qkv}, normed, 0, FusionRule::kNone, -1);
+  norm_op.other_flops = 5 * qk_elements;
+  norm_op.saves = kSaveInput0;
+  norm_op.weight_bytes = 2 * d.qkd * d.e;  // the two gains, one head wide
+  norm_op.eager_launches = 1;
+  if (!sh.fusion.fused_norm) {
+    norm_op.eager_bytes = qk_elements * (2 * d.e + 28);
+    norm_op.eager_launches = 11;
+  }
+  return normed;
 }
 
 // Rotary position embedding on q and k (Su et al. 2021): the attention reads the rotated q, k
@@ -599,6 +622,7 @@ LayerGraph build_transformer_layer(const TransformerSpec& t, const LayerShape& s
     LayerOp& proj_qkv = B.matmul("qkv", x, qkv, d.h * (d.q + 2 * d.kv) / d.t * d.e, d.n,
                                  (d.q + 2 * d.kv) / d.t, d.h);  // saves its input: 2sbh
     proj_qkv.mm_split = {d.q, d.kv, d.kv};  // wq, wk, wv (TorchTitan's and HF's Llama)
+    if (t.qk_norm) qkv = qk_norm(B, d, sh, qkv);
     if (t.rotary) qkv = rotary(B, d, sh, qkv);
   }
   int context = attention_core(B, d, sh, t.dropout, qkv);

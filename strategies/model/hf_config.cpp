@@ -156,14 +156,28 @@ TransformerSpec gpt_neox(const JsonNode& n) {
   return t;
 }
 
+// Qwen3 (dense and MoE): Llama's layout plus RMSNorm on each head's query and key before RoPE
+// (transformers' Qwen3Attention: q_norm, k_norm over head_dim).
+TransformerSpec qwen3(const JsonNode& n) {
+  TransformerSpec t = llama_like(n);
+  t.qk_norm = true;
+  return t;
+}
+
+TransformerSpec qwen3_moe(const JsonNode& n) {
+  TransformerSpec t = qwen_moe(n);
+  t.qk_norm = true;
+  return t;
+}
+
 struct Family {
   std::string_view model_type;
   TransformerSpec (*read)(const JsonNode&);
 };
 constexpr Family kFamilies[] = {
     {"llama", llama_like},     {"mistral", llama_like},   {"qwen2", llama_like},
-    {"qwen3", llama_like},     {"mixtral", mixtral},      {"qwen2_moe", qwen_moe},
-    {"qwen3_moe", qwen_moe},   {"deepseek_v2", deepseek}, {"deepseek_v3", deepseek},
+    {"qwen3", qwen3},     {"mixtral", mixtral},      {"qwen2_moe", qwen_moe},
+    {"qwen3_moe", qwen3_moe},   {"deepseek_v2", deepseek}, {"deepseek_v3", deepseek},
     {"gpt2", gpt2},            {"gpt_neox", gpt_neox}};
 
 }  // namespace

@@ -75,6 +75,7 @@ void read_transformer_fields(const JsonNode& n, TransformerSpec& t) {
   t.tied_embeddings = n.bool_or("tied_embeddings", t.tied_embeddings);
   t.learned_positions = n.bool_or("learned_positions", t.learned_positions);
   t.rotary = n.bool_or("rotary", t.rotary);
+  t.qk_norm = n.bool_or("qk_norm", t.qk_norm);
   t.linear_bias = n.bool_or("linear_bias", t.linear_bias);
   t.dropout = n.bool_or("dropout", t.dropout);
   t.head_dim_override = static_cast<int>(n.integer_or("head_dim", t.head_dim_override, 0, 1000000));
@@ -236,7 +237,7 @@ ModelSpec read_model(const JsonNode& n) {
   if (n.is_string()) return preset_for(n);
   n.allow_keys({"preset", "hf_config", "name", "family", "layers", "hidden", "heads", "kv_heads",
                 "ffn_hidden", "activation", "norm", "seq_len", "vocab", "tied_embeddings",
-                "learned_positions", "rotary", "linear_bias", "dropout", "head_dim", "moe", "mla", "ops", "repeat",
+                "learned_positions", "rotary", "qk_norm", "linear_bias", "dropout", "head_dim", "moe", "mla", "ops", "repeat",
                 "description"});
   ModelSpec m;
   if (n.has("hf_config")) {
@@ -257,7 +258,7 @@ ModelSpec read_model(const JsonNode& n) {
   }
   n.allow_keys({"preset", "hf_config", "name", "family", "layers", "hidden", "heads", "kv_heads",
                 "ffn_hidden", "activation", "norm", "seq_len", "vocab", "tied_embeddings",
-                "learned_positions", "rotary", "linear_bias", "dropout", "head_dim", "moe", "mla",
+                "learned_positions", "rotary", "qk_norm", "linear_bias", "dropout", "head_dim", "moe", "mla",
                 "description"});
   read_transformer_fields(n, m.transformer);
   check_transformer(n, m.transformer);
@@ -297,6 +298,7 @@ Json to_json(const ModelSpec& m) {
             {"linear_bias", t.linear_bias},
             {"dropout", t.dropout}});
   if (t.head_dim_override > 0) j["head_dim"] = t.head_dim_override;
+  if (t.qk_norm) j["qk_norm"] = true;
   if (t.moe.enabled()) {
     const MoeSpec& m = t.moe;
     j["moe"] = Json{{"experts", m.experts}, {"top_k", m.top_k},

@@ -31,6 +31,11 @@ ModelSpec llama(std::string name, int layers, int hidden, int heads, int kv_head
   return m;
 }
 
+ModelSpec qk_normed(ModelSpec m) {
+  m.transformer.qk_norm = true;
+  return m;
+}
+
 ModelSpec moe(ModelSpec m, int experts, int top_k, int expert_ffn, int head_dim = 0) {
   m.transformer.moe = MoeSpec{.experts = experts, .top_k = top_k, .expert_ffn_hidden = expert_ffn};
   m.transformer.head_dim_override = head_dim;
@@ -59,10 +64,11 @@ const std::map<std::string, std::function<ModelSpec()>>& presets() {
        [] { return moe(llama("mixtral-8x7b", 32, 4096, 32, 8, 14336, 4096, 32000), 8, 2, 14336); }},
       // Qwen3 technical report (Yang et al. 2025), Table 2, and the Hugging Face configs:
       // 128 experts, top-8, head_dim 128, untied embeddings, vocabulary 151936.
+      // Its attention normalizes each head's query and key (q_norm, k_norm).
       {"qwen3-30b-a3b",
-       [] { return moe(llama("qwen3-30b-a3b", 48, 2048, 32, 4, 6144, 4096, 151936), 128, 8, 768, 128); }},
+       [] { return qk_normed(moe(llama("qwen3-30b-a3b", 48, 2048, 32, 4, 6144, 4096, 151936), 128, 8, 768, 128)); }},
       {"qwen3-235b-a22b",
-       [] { return moe(llama("qwen3-235b-a22b", 94, 4096, 64, 4, 12288, 4096, 151936), 128, 8, 1536, 128); }},
+       [] { return qk_normed(moe(llama("qwen3-235b-a22b", 94, 4096, 64, 4, 12288, 4096, 151936), 128, 8, 1536, 128)); }},
       // DeepSeek-V3 technical report (DeepSeek-AI 2024), Sec. 4.2 and its Hugging Face config: 61
       // layers (the first 3 dense, ffn 18432), hidden 7168, 128 heads of multi-head latent
       // attention (q rank 1536, kv rank 512, 128 + 64 RoPE query/key dims, 128 value dims), 256

@@ -118,7 +118,8 @@ double attention_and_norm_params(const TransformerSpec& t) {
   const double kv = static_cast<double>(t.kv_heads_or_heads()) * t.head_dim();
   const double bias = t.linear_bias ? 1.0 : 0.0;
   const double attention = h * (q + 2 * kv) + bias * (q + 2 * kv) + q * h + bias * h;
-  return attention + 2 * norm_params;
+  const double qk_norms = t.qk_norm ? 2.0 * t.head_dim() : 0.0;  // a gain each for q and k heads
+  return attention + 2 * norm_params + qk_norms;
 }
 
 // Router (h x experts) and shared experts: the MoE layer's parameters outside the routed experts.

@@ -63,6 +63,9 @@ struct TransformerSpec {
   bool tied_embeddings = true;
   bool learned_positions = true;  // learned position embedding table (GPT-2/3, BERT)
   bool rotary = false;            // rotary position embedding on q and k (RoPE: Llama, NeoX)
+  // RMSNorm over each head's query and key before RoPE (Qwen3, OLMo 2; Megatron-Core's
+  // qk_layernorm, Hugging Face's q_norm / k_norm).
+  bool qk_norm = false;
   bool linear_bias = true;        // biases in linear layers (GPT-3 yes, Llama no)
   bool dropout = true;            // attention and residual dropout (GPT/BERT yes, Llama no)
   // Width of one attention head; 0 = hidden / heads. Qwen3 sets it apart from hidden (kv_channels

@@ -6,6 +6,7 @@
 #include "sim/core/json_reader.h"
 #include "strategies/lowering/block_lowering.h"
 #include "strategies/lowering/transformer_layer.h"
+#include "strategies/model/model_spec.h"
 #include "strategies/strategy/strategy_json.h"
 
 using namespace stratasim;
@@ -179,4 +180,35 @@ TEST_CASE("recompute modules: read from JSON, written back, and refused where th
                        InputError);
   CHECK_THROWS_WITH_AS(strategy_from(R"("recompute": "selective", "recompute_modules": [])"),
                        doctest::Contains("must list at least one module"), InputError);
+}
+
+TEST_CASE("qk_norm: Qwen3's norms on the query and key heads, worked by hand") {
+  // The tiny layer's q and k are 8 wide each: n (q + kv) = 8 x 16 = 128 elements. The norms
+  // keep their input (the projection's q and k, 256 B) for their backward; without them the
+  // projection's output is not kept (RoPE and the unfused attention keep their own).
+  TransformerSpec t = llama_like();
+  t.rotary = true;
+  TransformerSpec normed = t;
+  normed.qk_norm = true;
+  LayerShape fused = shape(0);
+  fused.fusion.fused_norm = true;
+  CHECK(saved(normed, fused, Recompute::kNone) - saved(t, fused, Recompute::kNone) == 256);
+  // Fused (TENorm): two kernels reading q, k, v (the whole projection, 8 x 24 x 2 = 384 B),
+  // writing it (384 B) and reading two 4-wide gains (16 B).
+  auto kernel_of = [](const LayerGraph& g) {
+    for (const Kernel& k : fuse_kernels(g, Recompute::kNone)) {
+      if (g.ops[k.first_op].name == "qk_norm") return k;
+    }
+    FAIL("no qk_norm kernel");
+    return Kernel{};
+  };
+  const Kernel k = kernel_of(build_transformer_layer(normed, fused));
+  CHECK(k.bytes == 384 + 384 + 16);
+  CHECK(k.launches == 2);
+  // Eager: each norm is six kernels through fp32 (2e + 28 more bytes an element).
+  const Kernel eager = kernel_of(build_transformer_layer(normed, shape(0)));
+  CHECK(eager.bytes == 384 + 384 + 16 + 128 * (2 * 2 + 28));
+  CHECK(eager.launches == 12);
+  // Two gains of one head's width more per layer.
+  CHECK(layer_params(normed) - layer_params(t) == 2 * 4);
 }

@@ -64,6 +64,7 @@ TEST_CASE("hf config: Qwen3-30B-A3B imports with head_dim 128 apart from hidden/
   check_same_as_preset(m, "qwen3-30b-a3b");
   const TransformerSpec& t = m.transformer;
   CHECK(t.head_dim() == 128);  // 32 heads x 128 = 4096 wide attention on hidden 2048
+  CHECK(t.qk_norm);            // Qwen3Attention's q_norm and k_norm
   CHECK(t.moe.expert_ffn_hidden == 768);
   // Qwen3 technical report, Table 2: 30.5B total, 3.3B activated.
   CHECK(total_params(m) == doctest::Approx(30.5e9).epsilon(0.002));
