@@ -63,7 +63,7 @@ std::string candidate_row(int rank, const Candidate& c, const SearchOptions& o,
   return format_text("  %3d %3d %3d %5d %3d %3d %3d %2d %2d %-11s %-9s %4d %3s %-9s %-4s %-8s %10s %11.4g %6.1f%% %6.1f%% %10s %10s %12.5g  %s x%d\n",
              rank, s.tp, s.pp, c.dp, s.cp, s.ep, s.micro_batch, s.interleave, s.streams,
              std::string(schedule_name(s.schedule)).c_str(),
-             std::string(recompute_name(s.recompute)).c_str(), s.zero_stage,
+             recompute_label(s).c_str(), s.zero_stage,
              s.sequence_parallel ? "on" : "off", fusion_label(s.fusion).c_str(),
              std::string(dtype_name(s.dtype)).c_str(), overlaps(s).c_str(),
              format_seconds(c.iteration_s).c_str(), c.tokens_per_s, 100 * c.mfu,
@@ -86,18 +86,19 @@ std::string table(const std::vector<Candidate>& rows, const SearchOptions& o,
 std::string candidates_csv(const std::vector<Candidate>& rows, const SearchOptions& o,
                            const HardwareModel& hw) {
   std::string out = "rank,index,cluster,devices,tp,pp,dp,cp,ep,shard_group,micro_batch,interleave,"
-                    "schedule,recompute,zero_stage,sequence_parallel,fusion,dtype,overlap_dp,"
+                    "schedule,recompute,recompute_modules,zero_stage,sequence_parallel,fusion,dtype,overlap_dp,"
                     "overlap_tp,overlap_ep,streams,offload,stage_layers,iteration_s,tokens_per_s,mfu,bubble_fraction,"
                     "comm_exposed_s,peak_memory_B,objective\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     const Candidate& c = rows[i];
     const Strategy& s = c.strategy;
-    out += format_text("%zu,%llu,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%s,%d,%d,%s,%s,%d,%d,%d,%d,%s,%s,%.9g,%.9g,%.6f,%.6f,%.9g,%.9g,%.9g\n",
+    out += format_text("%zu,%llu,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%s,%s,%d,%d,%s,%s,%d,%d,%d,%d,%s,%s,%.9g,%.9g,%.6f,%.6f,%.9g,%.9g,%.9g\n",
                i + 1, static_cast<unsigned long long>(c.index), c.hardware.c_str(), c.devices, s.tp,
                s.pp, c.dp, s.cp, s.ep, s.shard_group, s.micro_batch, s.interleave,
                std::string(schedule_name(s.schedule)).c_str(),
-               std::string(recompute_name(s.recompute)).c_str(), s.zero_stage,
-               s.sequence_parallel ? 1 : 0, fusion_label(s.fusion).c_str(),
+               std::string(recompute_name(s.recompute)).c_str(),
+               s.recompute == Recompute::kSelective ? recompute_modules_text(s.recompute_modules).c_str() : "",
+               s.zero_stage, s.sequence_parallel ? 1 : 0, fusion_label(s.fusion).c_str(),
                std::string(dtype_name(s.dtype)).c_str(), s.overlap_dp ? 1 : 0, s.overlap_tp ? 1 : 0,
                s.overlap_ep ? 1 : 0, s.streams,
                std::string(enum_to_name(kOffloadNames, s.offload)).c_str(), stage_layers_text(s).c_str(), c.iteration_s, c.tokens_per_s, c.mfu, c.bubble_fraction,
@@ -185,7 +186,7 @@ std::string refined_table(const std::vector<Refined>& rows) {
                                 : "  not simulated: " + rows[i].failure;
     out += format_text("  %3zu %3d %3d %5d %3d %2d %-11s %-9s %13.4g %s\n", i + 1, s.tp, s.pp, c.dp,
                        s.micro_batch, s.interleave, std::string(schedule_name(s.schedule)).c_str(),
-                       std::string(recompute_name(s.recompute)).c_str(), c.tokens_per_s,
+                       recompute_label(s).c_str(), c.tokens_per_s,
                        sim.c_str());
   }
   return out;

@@ -145,10 +145,8 @@ std::string recompute_sentence(const EvaluatedStrategy& b, const EvaluatedStrate
   if (std::abs(rb - ro) < kCommShareOfIteration * b.prediction.iteration_s) return {};
   const Strategy &sb = b.strategy, &so = o.strategy;
   std::string cause;
-  if (so.recompute != sb.recompute) {
-    cause = " (recompute " + std::string(recompute_name(so.recompute)) + " -> " +
-            std::string(recompute_name(sb.recompute)) + ")";
-  }
+  if (recompute_label(so) != recompute_label(sb))
+    cause = " (recompute " + recompute_label(so) + " -> " + recompute_label(sb) + ")";
   return format_text("Recomputation %.1f -> %.1f ms per iteration%s.", ro * kMsPerS, rb * kMsPerS,
                      cause.c_str());
 }
@@ -187,10 +185,9 @@ std::string memory_saver(const EvaluatedStrategy& b, const EvaluatedStrategy& o)
   double saved = 0;
   if (std::abs(activations) >= std::abs(state)) {
     saved = activations;
-    if (so.recompute != sb.recompute) {
-      savers.push_back(sb.recompute == Recompute::kNone
-                           ? "no recomputation"
-                           : std::string(recompute_name(sb.recompute)) + " recomputation");
+    if (recompute_label(so) != recompute_label(sb)) {
+      savers.push_back(sb.recompute == Recompute::kNone ? "no recomputation"
+                                                         : recompute_label(sb) + " recomputation");
     }
     if (so.sequence_parallel != sb.sequence_parallel && so.tp > 1 && sb.tp > 1)
       savers.push_back(sb.sequence_parallel ? "sequence parallelism" : "no sequence parallelism");

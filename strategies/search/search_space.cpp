@@ -10,10 +10,11 @@
 namespace stratasim {
 namespace {
 
-constexpr std::array<std::string_view, 22> kAxisNames = {
+constexpr std::array<std::string_view, 23> kAxisNames = {
     "tp", "pp", "dp", "micro_batch", "schedule", "interleave", "recompute", "zero_stage",
     "sequence_parallel", "fusion", "overlap_dp", "overlap_tp", "dtype", "devices", "cluster",
-    "cp", "ep", "overlap_ep", "shard_group", "streams", "offload", "stage_layers"};
+    "cp", "ep", "overlap_ep", "shard_group", "streams", "offload", "stage_layers",
+    "recompute_modules"};
 
 constexpr std::array<EnumName<int>, 2> kBools = {{{"false", 0}, {"true", 1}}};
 constexpr std::array<std::string_view, 5> kFusions = {"none", "epilogues", "megatron", "all", "chains"};
@@ -87,6 +88,12 @@ AxisValues read_axis(Axis a, const JsonNode& n) {
     return axis;
   }
   AxisValues axis{a, {}, {}};
+  if (a == Axis::kRecomputeModules) {  // each value a list of module names
+    if (!n.is_array()) n.fail("must be a list of module lists, e.g. [[\"core_attn\"], [\"mlp\", \"moe_act\"]]");
+    for (size_t i = 0; i < n.size(); ++i) axis.values.push_back(read_recompute_module_list(n.element(i)));
+    if (axis.values.empty()) n.fail("gives no values");
+    return axis;
+  }
   if (n.is_object()) {
     if (is_enum_axis(a)) n.fail("must be a list of values for this axis");
     axis.values = range_values(n, a);
@@ -116,6 +123,7 @@ std::string AxisValues::value_text(int index) const {
     case Axis::kStageLayers: return std::string(enum_to_name(kStageSplitNames, static_cast<StageSplit>(v)));
     case Axis::kFusion: return std::string(kFusions[v]);
     case Axis::kCluster: return names[v];
+    case Axis::kRecomputeModules: return recompute_modules_text(static_cast<uint8_t>(v));
     case Axis::kSequenceParallel:
     case Axis::kOverlapDp:
     case Axis::kOverlapTp: return v ? "true" : "false";
@@ -137,6 +145,7 @@ void normalize_knobs(Strategy& s) {
   if (s.ep == 1) s.overlap_ep = false;
   if (s.pp == 1 && s.stage_split != StageSplit::kExplicit) s.stage_split = StageSplit::kAuto;
   if (s.workload == Workload::kInference) s.schedule = ScheduleKind::kGPipe;  // what lower() runs
+  if (s.recompute != Recompute::kSelective) s.recompute_modules = kModuleCoreAttn;
 }
 
 namespace {
@@ -166,6 +175,7 @@ void apply_axis(Axis axis, int v, SearchPoint& point) {
     case Axis::kStreams: s.streams = v; break;
     case Axis::kOffload: s.offload = static_cast<Offload>(v); break;
     case Axis::kStageLayers: s.stage_split = static_cast<StageSplit>(v), s.stage_layers.clear(); break;
+    case Axis::kRecomputeModules: s.recompute_modules = static_cast<uint8_t>(v); break;
   }
 }
 
@@ -178,6 +188,7 @@ int field_of(Axis axis, const Strategy& s, int raw) {
     case Axis::kSchedule: return static_cast<int>(s.schedule);
     case Axis::kInterleave: return s.interleave;
     case Axis::kStageLayers: return static_cast<int>(s.stage_split);
+    case Axis::kRecomputeModules: return s.recompute_modules;
     default: return raw;
   }
 }

@@ -20,21 +20,24 @@ std::string_view recompute_name(Recompute r) {
   return "?";
 }
 
-std::string recompute_label(const Strategy& s) {
-  std::string out(recompute_name(s.recompute));
-  if (s.recompute != Recompute::kSelective || s.recompute_modules == kModuleCoreAttn) return out;
+std::string recompute_modules_text(uint8_t modules, char separator) {
   static constexpr std::pair<uint8_t, std::string_view> kNames[] = {
       {kModuleCoreAttn, "core_attn"}, {kModuleMoeAct, "moe_act"}, {kModuleLayernorm, "layernorm"},
       {kModuleMlaUpProj, "mla_up_proj"}, {kModuleMlp, "mlp"}, {kModuleMoe, "moe"},
       {kModuleSharedExperts, "shared_experts"}};
-  char sep = '(';
+  std::string out;
   for (const auto& [bit, name] : kNames) {
-    if (!(s.recompute_modules & bit)) continue;
-    out += sep;
+    if (!(modules & bit)) continue;
+    if (!out.empty()) out += separator;
     out += name;
-    sep = ',';
   }
-  return out + ")";
+  return out;
+}
+
+std::string recompute_label(const Strategy& s) {
+  std::string out(recompute_name(s.recompute));
+  if (s.recompute != Recompute::kSelective || s.recompute_modules == kModuleCoreAttn) return out;
+  return out + "(" + recompute_modules_text(s.recompute_modules, ',') + ")";
 }
 
 std::string_view collective_algorithm_name(CollectiveAlgorithm a) {

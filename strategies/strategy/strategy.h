@@ -261,6 +261,8 @@ std::string_view recompute_name(Recompute r);
 // "selective" or, when the modules are not the default core attention,
 // "selective(core_attn,mlp)": the recomputation as a report shows it.
 std::string recompute_label(const Strategy& s);
+// The modules' names in Megatron-Core's order: "mlp+moe_act".
+std::string recompute_modules_text(uint8_t modules, char separator = '+');
 std::string_view collective_algorithm_name(CollectiveAlgorithm a);
 
 // Named fusion presets: "none", "epilogues", "megatron", "all".

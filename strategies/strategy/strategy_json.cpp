@@ -94,12 +94,18 @@ void read_stage_layers(const JsonNode& c, Strategy& s) {
   }
 }
 
-// Megatron-Core's recompute_modules: a list of module names, for selective recomputation.
+// Megatron-Core's recompute_modules, for selective recomputation.
 void read_recompute_modules(const JsonNode& m, Strategy& s) {
   if (s.recompute != Recompute::kSelective) {
     m.fail("applies to recompute \"selective\" only (Megatron-Core's --recompute-modules); set "
            "recompute to \"selective\" or remove recompute_modules");
   }
+  s.recompute_modules = read_recompute_module_list(m);
+}
+
+}  // namespace
+
+uint8_t read_recompute_module_list(const JsonNode& m) {
   if (!m.is_array() || m.size() < 1) m.fail("must list at least one module: core_attn, moe_act, layernorm, mla_up_proj, mlp, moe, shared_experts");
   uint8_t bits = 0;
   for (size_t i = 0; i < m.size(); ++i) {
@@ -108,10 +114,8 @@ void read_recompute_modules(const JsonNode& m, Strategy& s) {
     if (bits & bit) e.fail("names a module twice");
     bits |= bit;
   }
-  s.recompute_modules = bits;
+  return bits;
 }
-
-}  // namespace
 
 Strategy read_strategy(const JsonNode& n) {
   n.allow_keys({"tp", "pp", "dp", "cp", "cp_comm", "cp_merge", "kv_repeat", "ep", "shard_group", "zero_stage", "zero3_reshard", "sequence_parallel", "schedule", "interleave",

@@ -55,6 +55,8 @@ inline constexpr std::array<EnumName<Optimizer>, 2> kOptimizerNames = {{
     {"adam", Optimizer::kAdam}, {"sgd", Optimizer::kSgd}}};
 
 Strategy read_strategy(const JsonNode& node);
+// A list of Megatron-Core module names (recompute_modules) as RecomputeModule bits.
+uint8_t read_recompute_module_list(const JsonNode& list);
 Json to_json(const Strategy& s);
 
 // For "--set strategy.tp=4" style overrides: the JSON value of one text ("4" -> 4,

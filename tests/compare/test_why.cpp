@@ -125,6 +125,19 @@ TEST_CASE("why: recomputation time saved by a lighter recomputation") {
   CHECK(why[1] == "Recomputation 300.0 -> 40.0 ms per iteration (recompute full -> selective).");
 }
 
+TEST_CASE("why: selective recomputation by module names the modules that changed") {
+  // Both selective; A also recomputes the MLP (Megatron-Core's recompute_modules), 150 ms more of
+  // recomputation than B's attention core alone (15% of B's 1 s iteration).
+  EvaluatedStrategy a = make("A", 800, 0.32, 10), b = make("B", 1000, 0.40, 10);
+  a.strategy.recompute = b.strategy.recompute = Recompute::kSelective;
+  a.strategy.recompute_modules = kModuleCoreAttn | kModuleMlp, a.prediction.recompute_s = 0.19;
+  b.prediction.recompute_s = 0.04;
+  const std::vector<std::string> why = why_best({a, b});
+  REQUIRE(why.size() == 2);
+  CHECK(why[1] == "Recomputation 190.0 -> 40.0 ms per iteration (recompute "
+                  "selective(core_attn,mlp) -> selective).");
+}
+
 TEST_CASE("why: dropping TP is the cause, not the sequence parallelism that went with it") {
   // A: tp 2 with sequence parallelism, 0.5 ms exposed TP communication; B: tp 1 (so no SP and no
   // TP collectives), 1 GiB more weights per device. Sequence parallelism means nothing at tp 1,

@@ -53,6 +53,27 @@ TEST_CASE("search space: the product is enumerated lazily, axis 0 slowest") {
   CHECK(p.strategy.pp == 4);
 }
 
+TEST_CASE("search space: recompute_modules is an axis of module lists, searched under selective only") {
+  const SearchSpace s = space_from(
+      R"({"recompute": ["none", "selective"], "recompute_modules": [["core_attn"], ["mlp", "moe_act"]]})");
+  CHECK(s.size() == 4);
+  CHECK(s.axes[1].value_text(1) == "moe_act+mlp");
+  Strategy base;
+  SearchPoint p;
+  point_at(s, 3, base, 8, p);  // selective, mlp + moe_act
+  CHECK(p.strategy.recompute == Recompute::kSelective);
+  CHECK(p.strategy.recompute_modules == (kModuleMlp | kModuleMoeAct));
+  CHECK_FALSE(p.duplicate);
+  point_at(s, 1, base, 8, p);  // none with modules: the same strategy as index 0
+  CHECK(p.strategy.recompute_modules == kModuleCoreAttn);
+  CHECK(p.duplicate);
+  CHECK_THROWS_WITH_AS(space_from(R"({"recompute_modules": ["mlp"]})"),
+                       doctest::Contains("search.recompute_modules[0]: \"mlp\" must list at least one module"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(space_from(R"({"recompute_modules": [["attn"]]})"),
+                       doctest::Contains("search.recompute_modules[0][0]: \"attn\""), InputError);
+}
+
 TEST_CASE("search space: unknown axes and bad values are named") {
   CHECK_THROWS_WITH_AS(space_from(R"({"tpp": [1]})"),
                        doctest::Contains("space.json: search.tpp: \"tpp\" is not a search axis"),
