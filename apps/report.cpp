@@ -104,6 +104,12 @@ std::string describe_model(const ModelSpec& m) {
                format_count(total_params(m)).c_str());
   }
   const TransformerSpec& t = m.transformer;
+  // "seq 4096 (window 129 on 18 layers)"
+  const std::string window =
+      t.windowed_share() > 0
+          ? format_text(" (window %d on %d layers)", t.sliding_window,
+                        t.windowed_layers < 0 ? t.layers : t.windowed_layers)
+          : "";
   if (t.moe.enabled()) {
     const MoeSpec& e = t.moe;
     const std::string shared =
@@ -118,17 +124,17 @@ std::string describe_model(const ModelSpec& m) {
             : format_text("%d heads (%d kv, head dim %d)", t.heads, t.kv_heads_or_heads(), t.head_dim());
     const std::string first = dense > 0 ? format_text(" after %d dense layers", dense) : "";
     return format_text("%s: %s, %d layers, hidden %d, %s, MoE%s: %d experts of "
-                       "ffn %d %s, top-%d%s, seq %d, vocab %d, %s params (%s active)",
+                       "ffn %d %s, top-%d%s, seq %d%s, vocab %d, %s params (%s active)",
                m.name.c_str(), std::string(family_name(m.family)).c_str(), t.layers, t.hidden,
                attention.c_str(), first.c_str(), e.experts, t.expert_ffn(),
                std::string(activation_name(t.activation)).c_str(), e.top_k, shared.c_str(),
-               t.seq_len, t.vocab, format_count(total_params(m)).c_str(),
+               t.seq_len, window.c_str(), t.vocab, format_count(total_params(m)).c_str(),
                format_count(active).c_str());
   }
-  return format_text("%s: %s, %d layers, hidden %d, %d heads (%d kv), ffn %d %s, seq %d, vocab %d, %s params",
+  return format_text("%s: %s, %d layers, hidden %d, %d heads (%d kv), ffn %d %s, seq %d%s, vocab %d, %s params",
              m.name.c_str(), std::string(family_name(m.family)).c_str(), t.layers, t.hidden,
              t.heads, t.kv_heads_or_heads(), t.ffn_or_default(),
-             std::string(activation_name(t.activation)).c_str(), t.seq_len, t.vocab,
+             std::string(activation_name(t.activation)).c_str(), t.seq_len, window.c_str(), t.vocab,
              format_count(total_params(m)).c_str());
 }
 

@@ -60,8 +60,29 @@ double attention_plateau(const Kernel& k, const DeviceSpec& d, AttentionKernel k
   return a->plateau(k.attention_causal, k.attention_head_dim);
 }
 
+// Sliding-window layers (Kernel::attention_band_share of the FLOP) walk unmasked-tile rows of
+// attention_band_keys keys at the kernel's non-causal rate for that many keys; the rest runs at
+// the rate of its own keys and masking.
 double attention_s(const Kernel& k, const DeviceSpec& d, double peak, AttentionKernel kernel) {
-  return k.matmul_flops / (peak * attention_fraction(k, d, kernel));
+  const double band = k.matmul_flops * k.attention_band_share;
+  double s = (k.matmul_flops - band) / (peak * attention_fraction(k, d, kernel));
+  if (band > 0) {
+    const AttentionPass* a = attention_pass(k, d, kernel);
+    const double f = a != nullptr ? a->at(k.attention_band_keys, false, k.attention_head_dim)
+                                  : d.matmul.at(band / k.launches);
+    s += band / (peak * f);
+  }
+  return s;
+}
+
+double attention_plateau_s(const Kernel& k, const DeviceSpec& d, double peak, AttentionKernel kernel) {
+  const double band = k.matmul_flops * k.attention_band_share;
+  double s = (k.matmul_flops - band) / (peak * attention_plateau(k, d, kernel));
+  if (band > 0) {
+    const AttentionPass* a = attention_pass(k, d, kernel);
+    s += band / (peak * (a != nullptr ? a->plateau(false, k.attention_head_dim) : d.matmul.max_fraction));
+  }
+  return s;
 }
 
 // FP8 training casts each linear layer's operands: per torchao's tensorwise recipe (pytorch/ao
@@ -169,7 +190,7 @@ KernelTime kernel_time(const Kernel& k, const DeviceSpec& d, DType dtype, Attent
   double plateau_compute = 0, plateau_memory = 0;
   if (k.cls == OpClass::kFlashAttention && k.matmul_flops > 0) {
     t.compute_s += attention_s(k, d, peak, attention);
-    plateau_compute += k.matmul_flops / (peak * attention_plateau(k, d, attention));
+    plateau_compute += attention_plateau_s(k, d, peak, attention);
   } else if (k.matmul_flops > 0) {
     t.compute_s += matmul_s(k, d, peak, curve);
     plateau_compute += k.matmul_flops / (peak * curve.max_fraction);

@@ -123,6 +123,7 @@ Kernel make_kernel(const LayerGraph& g, const Usage& u, const std::vector<bool>&
     if (op.cls == OpClass::kFlashAttention) {
       k.attention_keys = op.attention_keys, k.attention_head_dim = op.attention_head_dim;
       k.attention_causal = op.attention_causal;
+      k.attention_band_share = op.attention_band_share, k.attention_band_keys = op.attention_band_keys;
     }
     k.matmul_flops += op.matmul_flops;
     k.model_flops += op.model_flops;

@@ -63,6 +63,9 @@ struct LayerOp {
   // Fused attention: keys each query row attends per launch, query-key head dim, causal.
   double attention_keys = 0, attention_head_dim = 0;
   bool attention_causal = false;
+  // Sliding-window layers' share of matmul_flops, run as unmasked tiles of band_keys keys per
+  // query row (TransformerSpec::sliding_window; 0: none).
+  double attention_band_share = 0, attention_band_keys = 0;
   int16_t inputs[kMaxOpInputs] = {-1, -1, -1};
   int16_t output = -1;
   uint8_t saves = 0;        // kSave* bits: tensors this op's backward needs

@@ -85,6 +85,11 @@ static std::optional<Infeasible> check_context_parallel(const ModelSpec& m, cons
                       "context parallelism runs ring attention on FlashAttention kernels; set fusion.flash_attention", "cp"};
   }
   const TransformerSpec& t = m.transformer;
+  if (t.windowed_share() > 0 && s.cp_comm != CpComm::kAllToAll) {
+    return Infeasible{InfeasibleReason::kContextParallel,
+                      "ring attention over sliding-window layers (model.sliding_window) is not modelled; "
+                      "use cp_comm a2a (Ulysses: each rank attends whole sequences of its heads)", "cp_comm"};
+  }
   if (t.mla.enabled() && s.cp_comm == CpComm::kAllToAll) {
     return Infeasible{InfeasibleReason::kContextParallel,
                       "Ulysses (cp_comm a2a) with multi-head latent attention is not modelled; use cp_comm ring", "cp_comm"};

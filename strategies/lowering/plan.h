@@ -64,6 +64,8 @@ struct Kernel {
   // causal masking (DeviceSpec::flash2/flash3/cudnn efficiency by sequence length and head dim).
   double attention_keys = 0, attention_head_dim = 0;
   bool attention_causal = false;
+  // The share of matmul_flops in sliding-window layers: tiles of band_keys keys per query row.
+  double attention_band_share = 0, attention_band_keys = 0;
 };
 
 // A block: the graph of one repeated unit and its lowered kernels for one micro-batch.

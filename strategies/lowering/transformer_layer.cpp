@@ -3,6 +3,9 @@
 // the term it saves, so the 34 and 5as/h terms can be read off this file.
 #include "strategies/lowering/transformer_layer.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace stratasim {
 namespace {
 
@@ -82,6 +85,7 @@ struct Dims {
   double e, n, nr, h, q, kv, f, a_local, s, b, t, cp;
   double qkd, vd;  // per head: query/key width scored, value width
   double kw, vw;   // K and V width per token over all heads (before tp)
+  double window, window_share;  // sliding window: keys per query (0: none), share of layers
 };
 
 Dims dims_of(const TransformerSpec& t, const LayerShape& sh) {
@@ -102,6 +106,8 @@ Dims dims_of(const TransformerSpec& t, const LayerShape& sh) {
   d.kw = t.mla.enabled() ? double(t.heads) * d.qkd : d.kv;
   d.vw = t.mla.enabled() ? double(t.heads) * d.vd : d.kv;
   d.a_local = t.heads / d.t;
+  d.window = t.sliding_window;
+  d.window_share = t.windowed_share();
   return d;
 }
 
@@ -363,6 +369,33 @@ int ulysses_all_to_all(Builder& B, std::string_view name, int in, double bytes) 
   return out;
 }
 
+// Sliding-window attention (TransformerSpec::sliding_window: w keys per query, itself
+// included) on a share of the layers, as FlashAttention's local kernels run it: the thread block
+// of query rows [m T, (m + 1) T) walks the key tiles from floor((m T - w + 1) / T) to m (Dao-AILab
+// flash-attention csrc/flash_attn/src/flash_fwd_kernel.h, n_block_min/n_block_max; T = 128 keys
+// and rows for head dim 64, flash_fwd_launch_template.h run_mha_fwd_hdim64), so each row
+// computes T (1 + ceil((w - 1) / T)) keys, unmasked but for the tiles at the band's two edges
+// (2 w - 1 keys when not causal). A band that reaches the whole sequence is full attention. The
+// windowed share of the layers' attention FLOP is computed at the kernel's non-causal rate for
+// that many keys; the model FLOP count the attended pairs (2 s w of a causal s^2 for the s^2 the
+// full-attention convention counts).
+void window_band(LayerOp& fa, const Dims& d, bool causal, double softmax_flops) {
+  constexpr double kTile = 128;
+  const double w = causal ? d.window : 2 * d.window - 1;
+  const double keys = std::min(d.s, kTile * (1 + std::ceil((w - 1) / kTile)));
+  const double full = fa.matmul_flops;                  // every layer's attention unwindowed
+  const double dense = fa.model_flops;                  // 2 core_flops: all s x s scores
+  const double band = dense * keys / d.s;               // the windowed layer's computed FLOP
+  if (band >= full) return;                             // no cheaper than full attention
+  const double share = d.window_share;
+  fa.matmul_flops = (1 - share) * full + share * band;
+  fa.attention_band_share = share * band / fa.matmul_flops;
+  fa.attention_band_keys = keys;
+  const double attended = std::min(1.0, (causal ? 2 : 1) * std::min(w, d.s) / d.s);
+  fa.model_flops = (1 - share) * dense + share * dense * attended;
+  fa.other_flops = (1 - share) * softmax_flops / d.cp + share * softmax_flops / d.cp * keys / d.s;
+}
+
 int attention_core_ops(Builder& B, const Dims& d, const LayerShape& sh, bool dropout, int qkv) {
   const double scores = d.b * d.a_local * d.s * d.s * d.e;  // per-head s x s scores
   // Each rank attends its s / cp queries to all s keys; with load-balanced chunks the causal
@@ -397,6 +430,7 @@ int attention_core_ops(Builder& B, const Dims& d, const LayerShape& sh, bool dro
     fa.attention_keys = ulysses || sh.cp == 1 ? d.s : d.s / sh.cp;
     fa.attention_causal = sh.causal && (ulysses || sh.cp == 1);
     fa.attention_head_dim = d.qkd;
+    if (d.window_share > 0 && (ulysses || sh.cp == 1)) window_band(fa, d, sh.causal, 5 * scores / d.e);
     // Ring attention runs one kernel per K/V block: cp launches of 1/cp of the work each.
     if (!ulysses) fa.eager_launches = static_cast<int16_t>(sh.cp - 1);
     if (sh.cp > 1 && !ulysses) ring_merge(B, d, sh);

@@ -1,36 +1,43 @@
 // Key names and defaults are those of the transformers library's configuration classes
 // (LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config, MixtralConfig, Qwen2MoeConfig,
-// Qwen3MoeConfig, DeepseekV3Config, GPT2Config, GPTNeoXConfig): a key left out of a
+// Qwen3MoeConfig, DeepseekV3Config, GptOssConfig, GPT2Config, GPTNeoXConfig): a key left out of a
 // config.json takes the class default, so the defaults below are those classes' defaults.
 #include "strategies/model/hf_config.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace stratasim {
 namespace {
 
 constexpr int kMaxDim = 100000000;
 
+// A key of a config.json, absent when left out or null (transformers writes None as null).
+std::optional<JsonNode> find_set(const JsonNode& n, std::string_view key) {
+  if (!n.is_object() || !n.has(key) || n.raw().at(std::string(key)).is_null()) return std::nullopt;
+  return n.at(key);
+}
+
 int dim(const JsonNode& n, std::string_view key) {
   return static_cast<int>(n.at(key).as_integer(1, kMaxDim));
 }
 int dim_or(const JsonNode& n, std::string_view key, int fallback) {
-  auto c = n.find(key);
-  if (!c || c->raw().is_null()) return fallback;
+  auto c = find_set(n, key);
+  if (!c) return fallback;
   return static_cast<int>(c->as_integer(1, kMaxDim));
 }
 int count_or(const JsonNode& n, std::string_view key, int fallback) {
-  auto c = n.find(key);
-  if (!c || c->raw().is_null()) return fallback;
+  auto c = find_set(n, key);
+  if (!c) return fallback;
   return static_cast<int>(c->as_integer(0, kMaxDim));
 }
 bool flag_or(const JsonNode& n, std::string_view key, bool fallback) {
-  auto c = n.find(key);
-  return c && !c->raw().is_null() ? c->as_bool() : fallback;
+  auto c = find_set(n, key);
+  return c ? c->as_bool() : fallback;
 }
 double number_or_null(const JsonNode& n, std::string_view key, double fallback) {
-  auto c = n.find(key);
-  return c && !c->raw().is_null() ? c->as_number() : fallback;
+  auto c = find_set(n, key);
+  return c ? c->as_number() : fallback;
 }
 
 void expect_activation(const JsonNode& n, std::string_view key, std::string_view fallback,
@@ -65,11 +72,40 @@ TransformerSpec llama_like(const JsonNode& n) {
   return t;
 }
 
+// Sliding-window attention as transformers configures it: `sliding_window` keys per query, the
+// query itself included (null: none), on the layers whose `layer_types` entry is
+// "sliding_attention" (no layer_types: every layer, as MistralConfig applies it).
+void read_sliding_window(const JsonNode& n, TransformerSpec& t) {
+  t.sliding_window = count_or(n, "sliding_window", 0);
+  auto types = find_set(n, "layer_types");
+  if (t.sliding_window == 0 || !types) return;
+  if (!types->is_array() || types->size() != static_cast<size_t>(t.layers)) {
+    types->fail("must list one type for each of the num_hidden_layers=" + std::to_string(t.layers) +
+                " layers");
+  }
+  int windowed = 0;
+  for (size_t i = 0; i < types->size(); ++i) {
+    const JsonNode e = types->element(i);
+    const std::string type = e.as_string();
+    if (type == "sliding_attention") ++windowed;
+    else if (type != "full_attention") e.fail("is not a layer type modelled (sliding_attention, full_attention)");
+  }
+  t.windowed_layers = windowed;
+}
+
+// Mistral: Llama's layout; Mistral 7B v0.1 attends a 4096-key window (MistralConfig's default
+// sliding_window), later releases set it null.
+TransformerSpec mistral(const JsonNode& n) {
+  TransformerSpec t = llama_like(n);
+  t.sliding_window = n.has("sliding_window") ? count_or(n, "sliding_window", 0) : 4096;
+  return t;
+}
+
 void every_layer_sparse(const JsonNode& n, std::string_view step_key) {
   if (dim_or(n, step_key, 1) != 1) {
     n.at(step_key).fail("must be 1: MoE layers only every k-th layer are not modelled");
   }
-  if (auto only = n.find("mlp_only_layers"); only && only->is_array() && only->size() > 0) {
+  if (auto only = find_set(n, "mlp_only_layers"); only && only->is_array() && only->size() > 0) {
     only->fail("must be empty: dense layers among the MoE layers are not modelled");
   }
 }
@@ -79,6 +115,20 @@ TransformerSpec mixtral(const JsonNode& n) {
   t.moe.experts = dim(n, "num_local_experts");
   t.moe.top_k = dim(n, "num_experts_per_tok");
   t.moe.expert_ffn_hidden = t.ffn_hidden;  // each expert is a full Mistral MLP
+  return t;
+}
+
+// GPT-OSS (OpenAI 2025; transformers' GptOssConfig and GptOssAttention): Mixtral's layout with
+// heads of head_dim 64 apart from hidden, biases in the attention and expert projections,
+// experts of intermediate_size with a clamped SwiGLU (costed as SwiGLU), and windowed layers
+// alternating with full ones (layer_types). The learned attention sinks (one logit per head
+// added to the softmax's denominator) are not modelled: a few FLOP per score.
+TransformerSpec gpt_oss(const JsonNode& n) {
+  TransformerSpec t = mixtral(n);
+  t.linear_bias = flag_or(n, "attention_bias", true);
+  const int head_dim = dim(n, "head_dim");
+  if (head_dim * t.heads != t.hidden) t.head_dim_override = head_dim;
+  read_sliding_window(n, t);
   return t;
 }
 
@@ -175,10 +225,10 @@ struct Family {
   TransformerSpec (*read)(const JsonNode&);
 };
 constexpr Family kFamilies[] = {
-    {"llama", llama_like},     {"mistral", llama_like},   {"qwen2", llama_like},
+    {"llama", llama_like},     {"mistral", mistral},   {"qwen2", llama_like},
     {"qwen3", qwen3},     {"mixtral", mixtral},      {"qwen2_moe", qwen_moe},
     {"qwen3_moe", qwen3_moe},   {"deepseek_v2", deepseek}, {"deepseek_v3", deepseek},
-    {"gpt2", gpt2},            {"gpt_neox", gpt_neox}};
+    {"gpt_oss", gpt_oss},      {"gpt2", gpt2},            {"gpt_neox", gpt_neox}};
 
 }  // namespace
 

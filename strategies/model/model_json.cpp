@@ -79,6 +79,8 @@ void read_transformer_fields(const JsonNode& n, TransformerSpec& t) {
   t.linear_bias = n.bool_or("linear_bias", t.linear_bias);
   t.dropout = n.bool_or("dropout", t.dropout);
   t.head_dim_override = static_cast<int>(n.integer_or("head_dim", t.head_dim_override, 0, 1000000));
+  t.sliding_window = static_cast<int>(n.integer_or("sliding_window", t.sliding_window, 0, 100000000));
+  t.windowed_layers = static_cast<int>(n.integer_or("windowed_layers", t.windowed_layers, 0, 100000));
   if (auto moe = n.find("moe")) t.moe = read_moe(*moe, t.moe);
   if (auto mla = n.find("mla")) t.mla = read_mla(*mla, t.mla);
 }
@@ -87,6 +89,12 @@ void check_transformer(const JsonNode& n, const TransformerSpec& t) {
   if (t.head_dim_override == 0 && t.hidden % t.heads != 0) {
     n.fail("has hidden=" + std::to_string(t.hidden) + " not divisible by heads=" +
            std::to_string(t.heads));
+  }
+  if (n.has("windowed_layers") && t.sliding_window == 0) {
+    n.at("windowed_layers").fail("needs sliding_window (the window's keys) > 0");
+  }
+  if (t.windowed_layers > t.layers) {
+    n.at("windowed_layers").fail("must be at most layers=" + std::to_string(t.layers));
   }
   const int kv = t.kv_heads_or_heads();
   if (kv > t.heads || t.heads % kv != 0) {
@@ -237,7 +245,8 @@ ModelSpec read_model(const JsonNode& n) {
   if (n.is_string()) return preset_for(n);
   n.allow_keys({"preset", "hf_config", "name", "family", "layers", "hidden", "heads", "kv_heads",
                 "ffn_hidden", "activation", "norm", "seq_len", "vocab", "tied_embeddings",
-                "learned_positions", "rotary", "qk_norm", "linear_bias", "dropout", "head_dim", "moe", "mla", "ops", "repeat",
+                "learned_positions", "rotary", "qk_norm", "linear_bias", "dropout", "head_dim",
+                "sliding_window", "windowed_layers", "moe", "mla", "ops", "repeat",
                 "description"});
   ModelSpec m;
   if (n.has("hf_config")) {
@@ -258,7 +267,8 @@ ModelSpec read_model(const JsonNode& n) {
   }
   n.allow_keys({"preset", "hf_config", "name", "family", "layers", "hidden", "heads", "kv_heads",
                 "ffn_hidden", "activation", "norm", "seq_len", "vocab", "tied_embeddings",
-                "learned_positions", "rotary", "qk_norm", "linear_bias", "dropout", "head_dim", "moe", "mla",
+                "learned_positions", "rotary", "qk_norm", "linear_bias", "dropout", "head_dim",
+                "sliding_window", "windowed_layers", "moe", "mla",
                 "description"});
   read_transformer_fields(n, m.transformer);
   check_transformer(n, m.transformer);
@@ -299,6 +309,10 @@ Json to_json(const ModelSpec& m) {
             {"dropout", t.dropout}});
   if (t.head_dim_override > 0) j["head_dim"] = t.head_dim_override;
   if (t.qk_norm) j["qk_norm"] = true;
+  if (t.sliding_window > 0) {
+    j["sliding_window"] = t.sliding_window;
+    if (t.windowed_layers >= 0) j["windowed_layers"] = t.windowed_layers;
+  }
   if (t.moe.enabled()) {
     const MoeSpec& m = t.moe;
     j["moe"] = Json{{"experts", m.experts}, {"top_k", m.top_k},

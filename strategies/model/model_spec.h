@@ -71,6 +71,13 @@ struct TransformerSpec {
   // Width of one attention head; 0 = hidden / heads. Qwen3 sets it apart from hidden (kv_channels
   // 128 with hidden 4096 and 64 heads), so q and the attention output are heads x head_dim wide.
   int head_dim_override = 0;
+  // Sliding-window attention (Mistral 7B, Gemma 2/3, GPT-OSS; Megatron-Core's window_size
+  // (w, 0)): each query attends itself and the `sliding_window` keys before it (0: the whole
+  // causal prefix), on `windowed_layers` of the layers (-1: all; GPT-OSS alternates windowed
+  // and full layers, Megatron-Core's window_attn_skip_freq 2). One block stands for every
+  // layer, so a layer's attention is costed as the windowed share's mean.
+  int sliding_window = 0;
+  int windowed_layers = -1;
   MoeSpec moe;
   MlaSpec mla;
 
@@ -82,6 +89,11 @@ struct TransformerSpec {
   int v_head_dim() const { return mla.enabled() ? mla.v_head_dim : head_dim(); }
   int attention_width() const { return heads * v_head_dim(); }  // attention output
   int expert_ffn() const { return moe.expert_ffn_hidden > 0 ? moe.expert_ffn_hidden : ffn_or_default(); }
+  // The share of layers whose attention is windowed (0 without a window).
+  double windowed_share() const {
+    if (sliding_window <= 0 || layers <= 0) return 0.0;
+    return windowed_layers < 0 ? 1.0 : static_cast<double>(windowed_layers) / layers;
+  }
   int shared_ffn() const {
     return moe.shared_ffn_hidden > 0 ? moe.shared_ffn_hidden : expert_ffn();
   }

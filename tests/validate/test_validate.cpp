@@ -101,10 +101,22 @@ TEST_CASE("validate: cases it cannot express yet are listed with the reason, not
   CHECK(reason.count("gpipe_amoebanetd_18_256_k4_m4") == 0);
   CHECK(reason.at("gpipe_amoebanetd_18_256_k2_m1") ==
         "the baseline its group's speedups divide by (predicted, not compared)");
-  CHECK(reason.at("mbridge2511_h100_gptoss120b_64gpu_tp1pp4cp1ep8") ==
-        "mixture of experts whose architecture the source does not state (gpt-oss-120b MoE "
-        "(architecture not read from a source here; use the HF config))");
+  // GPT-OSS-120B: the source leaves its dims null; a model rule fills them (sliding window).
+  CHECK(reason.count("mbridge2511_h100_gptoss120b_64gpu_tp1pp4cp1ep8") == 0);
   CHECK(reason.at("zero_fig1_7.5B_nd64_stage0").find("not a measurement") != std::string::npos);
+
+  // A mixture of experts whose dims neither the source nor a rule states is named, not dropped.
+  const std::string path = write_temp("stratasim_unstated_moe.json", R"js([
+    {"id": "moesrc_1", "source": "a test", "model": {"layers": null, "hidden": null,
+     "heads": null, "seq_len": 4096, "vocab": null, "arch": "some-moe-7b MoE (not stated)"},
+     "parallel": {"tp": 1, "pp": 1, "dp": 8, "ep": 8, "micro_batch": 1, "global_batch": 8},
+     "hardware": {"gpu": "H100-SXM5-80GB", "gpus_per_node": 8, "num_gpus": 8},
+     "framework": "Megatron-Core", "precision": "bf16",
+     "measured": {"tokens_per_s_per_gpu": 6000}}])js");
+  const ValidationReport unstated = validate_published(load_validation_set({path}, false));
+  REQUIRE(unstated.unsupported.size() == 1);
+  CHECK(unstated.unsupported[0].reason ==
+        "mixture of experts whose architecture the source does not state (some-moe-7b MoE (not stated))");
 }
 
 TEST_CASE("validate: a malformed case names the file, the JSON path and the rule") {
