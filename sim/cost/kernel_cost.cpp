@@ -15,21 +15,24 @@ struct Tile {
 // tiles' per-SM throughput is a modelling estimate.
 constexpr Tile kTiles[] = {{256, 128, 1.0}, {128, 256, 1.0}, {128, 128, 0.93}};
 
-// Time of one GEMM launch of `flops` producing an m x n output `batch` times.
+// Time of a GEMM of `flops` producing an m x n output `batch` times, in `rounds` launches one
+// after another (per-expert GEMMs on concurrent streams): each round pays the size curve's
+// fixed cost (the curve at the round's FLOP).
 double gemm_s(double flops, double m, double n, double batch, const DeviceSpec& d, double peak,
-              const EfficiencyCurve& curve) {
-  return flops / (peak * curve.at(flops) * wave_efficiency(m, n, batch, d.compute_units));
+              const EfficiencyCurve& curve, double rounds = 1) {
+  return flops / (peak * curve.at(flops / rounds) * wave_efficiency(m, n, batch, d.compute_units));
 }
 
 double matmul_s(const Kernel& k, const DeviceSpec& d, double peak, const EfficiencyCurve& curve) {
   if (k.gemm_m <= 0) return k.matmul_flops / (peak * curve.at(k.matmul_flops / k.launches));
+  const double r = k.gemm_rounds;
   if (k.phase != Phase::kBackward) {
-    return gemm_s(k.matmul_flops, k.gemm_m, k.gemm_n, k.gemm_batch, d, peak, curve);
+    return gemm_s(k.matmul_flops, k.gemm_m, k.gemm_n, k.gemm_batch, d, peak, curve, r);
   }
   // Backward of C = A B: dA = dC B^T (an m x k output) and dB = A^T dC (k x n), half each.
   const double half = k.matmul_flops / 2;
-  return gemm_s(half, k.gemm_m, k.gemm_k, k.gemm_batch, d, peak, curve) +
-         gemm_s(half, k.gemm_k, k.gemm_n, k.gemm_batch, d, peak, curve);
+  return gemm_s(half, k.gemm_m, k.gemm_k, k.gemm_batch, d, peak, curve, r) +
+         gemm_s(half, k.gemm_k, k.gemm_n, k.gemm_batch, d, peak, curve, r);
 }
 
 // A fused attention kernel at the device's measured efficiency of the kernel the strategy names

@@ -119,6 +119,7 @@ Kernel make_kernel(const LayerGraph& g, const Usage& u, const std::vector<bool>&
     k.mm_calls = static_cast<uint8_t>(std::max<int>(k.mm_calls, mm_calls(op)));
     if (op.gemm_m > 0) {
       k.gemm_m = op.gemm_m, k.gemm_n = op.gemm_n, k.gemm_k = op.gemm_k, k.gemm_batch = op.gemm_batch;
+      k.gemm_rounds = op.gemm_rounds;
     }
     if (op.cls == OpClass::kFlashAttention) {
       k.attention_keys = op.attention_keys, k.attention_head_dim = op.attention_head_dim;

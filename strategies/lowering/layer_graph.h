@@ -66,6 +66,9 @@ struct LayerOp {
   // Sliding-window layers' share of matmul_flops, run as unmasked tiles of band_keys keys per
   // query row (TransformerSpec::sliding_window; 0: none).
   double attention_band_share = 0, attention_band_keys = 0;
+  // A GEMM issued as one launch per local expert, those launches spread over streams
+  // (LayerShape::expert_gemm_streams): the rounds of concurrent launches (1: one launch).
+  double gemm_rounds = 1;
   int16_t inputs[kMaxOpInputs] = {-1, -1, -1};
   int16_t output = -1;
   uint8_t saves = 0;        // kSave* bits: tensors this op's backward needs

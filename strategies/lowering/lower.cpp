@@ -26,7 +26,8 @@ LayerShape shape_of(const Strategy& s, bool causal) {
                     .element_bytes = dtype_bytes(storage_dtype(s.dtype)),
                     .fp8_saved_inputs = s.dtype == DType::kFp8 && s.fp8_saved_inputs, .causal = causal,
                     .forward_only = s.workload == Workload::kInference, .fusion = s.fusion,
-                    .recompute_modules = s.recompute_modules};
+                    .recompute_modules = s.recompute_modules,
+                    .expert_gemm_streams = s.expert_gemm == ExpertGemm::kMultiStream ? kTeComputeStreams : 0};
 }
 
 // Explicit op groups from the strategy ("fuse conv1, bn1, relu1"); they must be consecutive.

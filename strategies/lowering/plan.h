@@ -66,6 +66,8 @@ struct Kernel {
   bool attention_causal = false;
   // The share of matmul_flops in sliding-window layers: tiles of band_keys keys per query row.
   double attention_band_share = 0, attention_band_keys = 0;
+  // Launches of concurrent per-expert GEMMs in sequence (LayerOp::gemm_rounds; 1: one launch).
+  double gemm_rounds = 1;
 };
 
 // A block: the graph of one repeated unit and its lowered kernels for one micro-batch.

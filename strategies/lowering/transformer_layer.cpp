@@ -520,6 +520,16 @@ int dense_mlp(Builder& B, const Dims& d, const TransformerSpec& t, int x, double
 // experts' activation (Megatron-Core since 0.13, commit 2659630, "memory efficient token
 // permutation": weighted SwiGLU on the permuted probs), so the combine's unpermute is a plain
 // sum that saves only its index map, and the expert outputs are not kept for the backward.
+// Transformer Engine's GroupedLinear (Megatron-Core's TEGroupedMLP) issues one cuBLAS GEMM per
+// local expert, round robin on 4 compute streams (TransformerEngine v2.8
+// common/gemm/cublaslt_gemm.cu multi_stream_cublas_gemm; common/util/multi_stream.cpp
+// num_compute_streams = 4): ceil(experts / streams) rounds of concurrent launches, each paying
+// a launch's fixed cost. One grouped kernel (CUTLASS's, torch._grouped_mm) is one round.
+double expert_gemm_rounds(const LayerShape& sh, double local_experts) {
+  if (sh.expert_gemm_streams <= 0) return 1;
+  return std::ceil(local_experts / sh.expert_gemm_streams);
+}
+
 int moe_mlp(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSpec& t, int mid,
             bool add_norm) {
   const MoeSpec& m = t.moe;
@@ -553,6 +563,7 @@ int moe_mlp(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSp
   LayerOp& fc1 = B.matmul("expert_fc1", dispatched, up, local_experts * d.h * fe_in * d.e, rows,
                           fe_in, d.h, local_experts);
   fc1.model_flops = 2 * copies * fe_in * d.h;
+  fc1.gemm_rounds = expert_gemm_rounds(sh, local_experts);
   int act = B.tensor(received * fe * d.e);
   LayerOp& glu = B.elementwise(t.activation == Activation::kSwiGLU ? "expert_swiglu" : "expert_gelu",
                                {up, routes}, act, 6, FusionRule::kEpilogue, 3);
@@ -562,6 +573,7 @@ int moe_mlp(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSp
   LayerOp& fc2 = B.matmul("expert_fc2", act, down, local_experts * fe * d.h * d.e, rows, d.h, fe,
                           local_experts);
   fc2.model_flops = 2 * copies * fe * d.h;
+  fc2.gemm_rounds = fc1.gemm_rounds;
 
   int combined = B.tensor(copies * d.h * d.e);
   LayerOp& combine = B.op("ep_combine", OpClass::kCollective, {down}, combined);

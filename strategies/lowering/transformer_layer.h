@@ -8,6 +8,10 @@
 
 namespace stratasim {
 
+// Transformer Engine's compute streams for its multi-stream GEMMs (TransformerEngine v2.8
+// common/util/multi_stream.cpp: num_compute_streams = 4).
+inline constexpr int kTeComputeStreams = 4;
+
 struct LayerShape {
   int micro_batch = 1;
   int tp = 1;
@@ -36,6 +40,9 @@ struct LayerShape {
   bool forward_only = false; // inference: no backward kernels, nothing saved for one
   FusionPlan fusion;
   uint8_t recompute_modules = kModuleCoreAttn;  // Strategy::recompute_modules
+  // Streams the per-expert GEMMs of an MoE layer spread over (Strategy::expert_gemm): 4 for
+  // Transformer Engine's GroupedLinear, 0 for one grouped kernel.
+  int expert_gemm_streams = 0;
 };
 
 LayerGraph build_transformer_layer(const TransformerSpec& t, const LayerShape& shape);

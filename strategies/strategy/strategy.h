@@ -81,6 +81,10 @@ enum class CpComm { kRing, kAllToAll };
 // context_parallel (torch/distributed/tensor/experimental/_attention.py: _SDPAMerger in fp32
 // with convert_to_f32, torch.cat partial updates, gradients accumulated and rotated in fp32).
 enum class CpMerge { kFused, kEagerFp32 };
+// How an MoE layer's expert GEMMs run: kGrouped, one grouped-GEMM kernel over the local experts
+// (CUTLASS grouped GEMM, torch._grouped_mm); kMultiStream, Transformer Engine's GroupedLinear
+// (Megatron-Core's TEGroupedMLP): a cuBLAS GEMM per local expert, round robin on 4 streams.
+enum class ExpertGemm { kGrouped, kMultiStream };
 // kDelayed / kCurrent: Transformer Engine's DelayedScaling (scales from an amax history) and
 // Float8CurrentScaling (an amax pass over each tensor first); both cast weights once per
 // iteration and an activation or gradient in one fused cast-transpose kernel.
@@ -140,6 +144,7 @@ struct Strategy {
   // split; needs heads and K/V heads per tp rank divisible by cp).
   CpComm cp_comm = CpComm::kRing;
   CpMerge cp_merge = CpMerge::kFused;
+  ExpertGemm expert_gemm = ExpertGemm::kGrouped;
   // The model code repeats K and V heads up to the query heads before the attention kernel
   // (TorchTitan's Llama: repeat_kv before SDPA): a copy per layer, the attention's K/V inputs
   // (and a ring's K/V blocks) at the query heads' width.

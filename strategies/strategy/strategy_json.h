@@ -34,6 +34,8 @@ inline constexpr std::array<EnumName<AttentionKernel>, 3> kAttentionKernelNames 
     {"cudnn", AttentionKernel::kCudnn}}};
 inline constexpr std::array<EnumName<CpMerge>, 2> kCpMergeNames = {{
     {"fused", CpMerge::kFused}, {"eager_fp32", CpMerge::kEagerFp32}}};
+inline constexpr std::array<EnumName<ExpertGemm>, 2> kExpertGemmNames = {{
+    {"grouped", ExpertGemm::kGrouped}, {"multi_stream", ExpertGemm::kMultiStream}}};
 inline constexpr std::array<EnumName<Zero3Reshard>, 3> kZero3ReshardNames = {{
     {"auto", Zero3Reshard::kAuto}, {"per_micro_batch", Zero3Reshard::kPerMicroBatch},
     {"per_iteration", Zero3Reshard::kPerIteration}}};

@@ -12,6 +12,10 @@
 #include "strategies/lowering/block_lowering.h"
 #include "strategies/lowering/lower.h"
 #include "strategies/model/model_json.h"
+#include "sim/core/json_reader.h"
+#include "sim/cost/kernel_cost.h"
+#include "strategies/strategy/strategy_json.h"
+#include "tests/support/input_error.h"
 #include "tests/support/small_plans.h"
 
 using namespace stratasim;
@@ -325,4 +329,57 @@ TEST_CASE("mla: projections, attention FLOPs and the dense first layers on their
   Expected<Plan> unfused = lower(m, s, hw);
   REQUIRE_FALSE(unfused.has_value());
   CHECK(unfused.error().detail.find("multi-head latent attention runs on a fused attention kernel") == 0);
+}
+
+TEST_CASE("moe: Transformer Engine's per-expert GEMMs on 4 streams pay a launch's fixed cost per round") {
+  // 8 experts over ep 1: 8 local experts; multi_stream issues 8 cuBLAS GEMMs round robin on
+  // 4 streams, 2 rounds (TransformerEngine multi_stream_cublas_gemm, num_compute_streams 4).
+  Strategy s = moe_strategy(1, 1);
+  s.global_batch = 8;
+  const Plan grouped = testing::lower_on_dgx_a100(moe_model(), s, 8);
+  s.expert_gemm = ExpertGemm::kMultiStream;
+  const Plan streams = testing::lower_on_dgx_a100(moe_model(), s, 8);
+  for (std::string_view name : {"expert_fc1", "expert_fc2"}) {
+    CHECK(kernel(grouped.layer->forward, *grouped.layer, name).gemm_rounds == 1);
+    CHECK(kernel(streams.layer->forward, *streams.layer, name).gemm_rounds == 2);
+    CHECK(kernel(streams.layer->backward, *streams.layer, name).gemm_rounds == 2);
+  }
+  // ep 4: 2 local experts, one round on 2 of the streams.
+  s.ep = 4;
+  const Plan two = testing::lower_on_dgx_a100(moe_model(), s, 8);
+  CHECK(kernel(two.layer->forward, *two.layer, "expert_fc1").gemm_rounds == 1);
+
+  // The time, worked by hand on a device without wave quantization: 1e10 FLOP at 0.8 of
+  // 1e15 FLOP/s, half the plateau at 1e9 FLOP a launch. One grouped launch: the curve at 1e10,
+  // 0.8 x 10/11; 5 rounds of concurrent launches: the curve at 2e9, 0.8 x 2/3.
+  DeviceSpec d;
+  d.peak_flops[static_cast<int>(DType::kBf16)] = 1e15;
+  d.memory_bandwidth_Bps = 1e12;
+  d.matmul = {0.8, 1e9};
+  d.memory = {1.0, 0};
+  d.kernel_overhead_s = 0;
+  Kernel k;
+  k.cls = OpClass::kMatmul;
+  k.phase = Phase::kForward;
+  k.gemm_m = 1000, k.gemm_n = 1000, k.gemm_k = 250, k.gemm_batch = 20;
+  k.matmul_flops = 1e10;
+  CHECK(kernel_time(k, d, DType::kBf16).total_s == doctest::Approx(1e10 / (1e15 * 0.8 * 10 / 11)));
+  k.gemm_rounds = 5;
+  CHECK(kernel_time(k, d, DType::kBf16).total_s == doctest::Approx(1e10 / (1e15 * 0.8 * 2 / 3)));
+}
+
+TEST_CASE("moe: expert_gemm in the scenario, its round trip and its error") {
+  auto read = [](const std::string& text) {
+    return read_strategy(JsonNode(parse_json_text(text, "s.json"), "s.json", "strategy"));
+  };
+  const Strategy s = read(R"({"global_batch": 8, "expert_gemm": "multi_stream"})");
+  CHECK(s.expert_gemm == ExpertGemm::kMultiStream);
+  CHECK(to_json(s).at("expert_gemm") == "multi_stream");
+  CHECK(read(R"({"global_batch": 8})").expert_gemm == ExpertGemm::kGrouped);
+  CHECK_FALSE(to_json(read(R"({"global_batch": 8})")).contains("expert_gemm"));
+  const std::string what =
+      testing::input_error_message([&] { read(R"({"global_batch": 8, "expert_gemm": "cutlass"})"); });
+  CAPTURE(what);
+  CHECK(what.find("s.json: strategy.expert_gemm: \"cutlass\"") != std::string::npos);
+  CHECK(what.find("grouped, multi_stream") != std::string::npos);
 }
