@@ -69,6 +69,18 @@ const std::map<std::string, std::function<ModelSpec()>>& presets() {
        [] { return qk_normed(moe(llama("qwen3-30b-a3b", 48, 2048, 32, 4, 6144, 4096, 151936), 128, 8, 768, 128)); }},
       {"qwen3-235b-a22b",
        [] { return qk_normed(moe(llama("qwen3-235b-a22b", 94, 4096, 64, 4, 12288, 4096, 151936), 128, 8, 1536, 128)); }},
+      // GPT-OSS-120B (OpenAI 2025 model card; transformers' GptOssConfig; Megatron-Bridge's
+      // GPTOSSProvider120B): 36 layers, hidden 2880, 64 heads of 64 with 8 KV heads, 128 experts
+      // of 2880 (top-4), biases, vocabulary 201088, untied; every second layer attends a
+      // 128-key sliding window (Hugging Face's sliding_window counts the query itself).
+      {"gpt-oss-120b",
+       [] {
+         ModelSpec m = moe(llama("gpt-oss-120b", 36, 2880, 64, 8, 2880, 4096, 201088), 128, 4, 2880, 64);
+         m.transformer.linear_bias = true;
+         m.transformer.sliding_window = 128;
+         m.transformer.windowed_layers = 18;
+         return m;
+       }},
       // DeepSeek-V3 technical report (DeepSeek-AI 2024), Sec. 4.2 and its Hugging Face config: 61
       // layers (the first 3 dense, ffn 18432), hidden 7168, 128 heads of multi-head latent
       // attention (q rank 1536, kv rank 512, 128 + 64 RoPE query/key dims, 128 value dims), 256

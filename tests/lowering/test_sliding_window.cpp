@@ -148,6 +148,10 @@ TEST_CASE("sliding window: GPT-OSS-120B from its Hugging Face config, 116.8B par
   // biases)) + MLP 114.71B (36 x 128 experts x (2880 x 5760 + 2880 x 2880 + biases) and
   // routers) + embedding and unembedding 1.16B (2 x 201088 x 2880).
   CHECK(total_params(m) == doctest::Approx(116.83e9).epsilon(0.002));
+  // The gpt-oss-120b preset is the same model.
+  ModelSpec preset = model_preset("gpt-oss-120b");
+  preset.name = m.name;
+  CHECK(preset == m);
 
   // MistralConfig's default window when config.json leaves the key out; null is none.
   const std::string mistral = R"({"model_type": "mistral", "num_hidden_layers": 32,
