@@ -13,6 +13,7 @@
 #include "sim/cost/device_variability.h"
 #include "sim/cost/kernel_cost.h"
 #include "tests/support/input_error.h"
+#include "tests/support/simple_device.h"
 #include "tests/support/small_plans.h"
 
 namespace stratasim {
@@ -64,12 +65,7 @@ TEST_CASE("device variability: the job's compute runs at its slowest device's pa
 }
 
 TEST_CASE("device variability: the factor stretches compute, not memory traffic") {
-  DeviceSpec d;
-  d.peak_flops[static_cast<int>(DType::kBf16)] = 1000e12;
-  d.memory_bandwidth_Bps = 1e12;
-  d.matmul = {0.8, 0};
-  d.memory = {1.0, 0};
-  d.kernel_overhead_s = 1e-6;
+  DeviceSpec d = testing::simple_device();
   Kernel gemm;
   gemm.cls = OpClass::kMatmul;
   gemm.matmul_flops = 1.6e10;  // 20 us at 800 TFLOP/s, + 1 us launch

@@ -16,6 +16,7 @@
 #include "strategies/model/model_json.h"
 #include "strategies/strategy/strategy_json.h"
 #include "tests/support/input_error.h"
+#include "tests/support/simple_device.h"
 
 using namespace stratasim;
 
@@ -90,12 +91,7 @@ TEST_CASE("sliding window: the attention FLOP of windowed layers, worked by hand
 }
 
 TEST_CASE("sliding window: the windowed share runs at the non-causal rate for its keys") {
-  DeviceSpec d;
-  d.peak_flops[static_cast<int>(DType::kBf16)] = 1000e12;
-  d.memory_bandwidth_Bps = 1e12;
-  d.matmul = {0.8, 0};
-  d.memory = {1.0, 0};
-  d.kernel_overhead_s = 1e-6;
+  DeviceSpec d = testing::simple_device();
   // Plateau 0.6 at half that for 256 keys (non-causal); causal 0.4 at half for 1024 keys.
   d.flash2.forward = AttentionPass{0.6, 256, 0.4, 1024, {}};
   d.flash2.backward = d.flash2.forward;
