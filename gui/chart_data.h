@@ -30,7 +30,7 @@ struct MemoryComponent {
   const char* name;
   double MemoryBreakdown::*bytes;
 };
-inline constexpr std::array<MemoryComponent, 7> kMemoryComponents{{
+inline constexpr std::array<MemoryComponent, 8> kMemoryComponents{{
     {"weights", &MemoryBreakdown::weights_B},
     {"gradients", &MemoryBreakdown::gradients_B},
     {"optimizer", &MemoryBreakdown::optimizer_B},
@@ -38,6 +38,7 @@ inline constexpr std::array<MemoryComponent, 7> kMemoryComponents{{
     {"transient", &MemoryBreakdown::transient_B},
     {"buffers", &MemoryBreakdown::buffers_B},
     {"workspace", &MemoryBreakdown::workspace_B},
+    {"context", &MemoryBreakdown::context_B},
 }};
 
 // Where one iteration's time goes on the busiest device: compute (without recomputation),

@@ -22,7 +22,9 @@ constexpr std::array<EnumName<EventKind>, 7> kEventNames{{
 MemoryBreakdown read_memory(const JsonNode& n) {
   MemoryBreakdown m;
   for (const MemoryComponent& c : kMemoryComponents) {
-    m.*c.bytes = n.number(std::string(c.name) + "_B");
+    // Results written before the CUDA context was its own component have none.
+    const std::string key = std::string(c.name) + "_B";
+    m.*c.bytes = c.bytes == &MemoryBreakdown::context_B ? n.number_or(key, 0) : n.number(key);
   }
   m.host_B = n.number_or("host_B", 0);
   return m;

@@ -1,5 +1,6 @@
 #include "validate/case_translation.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 
@@ -259,6 +260,25 @@ double iteration_tokens(const Json& c) {
          c.at("model").at("seq_len").get<double>();
 }
 
+// Which view of device memory `measured.memory_kind` names: a text such as "max reserved
+// (GiB)", "max allocated", "nvidia-smi". Absent, the figure is taken as nvidia-smi's (what a
+// user reads when a source does not say), and the label says so.
+std::pair<MetricKind, std::string> memory_metric(const JsonNode& measured) {
+  if (!measured.has("memory_kind") || measured.at("memory_kind").raw().is_null()) {
+    return {MetricKind::kMemoryDevice, "memory B (kind not stated: nvidia-smi's)"};
+  }
+  const JsonNode& k = measured.at("memory_kind");
+  std::string text = k.as_string();
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  if (text.find("reserved") != std::string::npos) return {MetricKind::kMemoryReserved, "memory reserved B"};
+  if (text.find("allocated") != std::string::npos) return {MetricKind::kMemoryAllocated, "memory allocated B"};
+  if (text.find("nvidia-smi") != std::string::npos || text.find("device") != std::string::npos) {
+    return {MetricKind::kMemoryDevice, "memory nvidia-smi B"};
+  }
+  k.fail("must name the memory view measured: 'reserved' (torch.cuda.max_memory_reserved), "
+         "'allocated' (max_memory_allocated) or 'nvidia-smi' (the device's use)");
+}
+
 // The measured values this tool can predict, converted to SI and to what the engine reports.
 std::vector<CaseMetric> metrics_of(const JsonNode& c, const GroupRule* group) {
   std::vector<CaseMetric> out;
@@ -291,8 +311,9 @@ std::vector<CaseMetric> metrics_of(const JsonNode& c, const GroupRule* group) {
     }
   }
   if (has_number(m, "memory_gib")) {
-    out.push_back({MetricKind::kMemoryReserved, "memory reserved B",
-                   m.at("memory_gib").get<double>() * kGiB, relative_rounding(m.at("memory_gib"))});
+    const auto [kind, label] = memory_metric(c.at("measured"));
+    out.push_back({kind, label, m.at("memory_gib").get<double>() * kGiB,
+                   relative_rounding(m.at("memory_gib"))});
   }
   return out;
 }
@@ -337,6 +358,11 @@ TranslatedCase translate_case(const JsonNode& c, const CaseRules& rules) {
   if (!search.empty()) t.scenario["search"] = search;
   if (t.speedup_reference) t.unsupported = "the baseline its group's speedups divide by (predicted, not compared)";
   return t;
+}
+
+bool is_memory(MetricKind k) {
+  return k == MetricKind::kMemoryAllocated || k == MetricKind::kMemoryReserved ||
+         k == MetricKind::kMemoryDevice;
 }
 
 }  // namespace stratasim

@@ -15,7 +15,13 @@
 namespace stratasim {
 
 // kSpeedup: samples/s over the samples/s of the group's baseline case (CaseMetric::baseline).
-enum class MetricKind { kIterationTime, kLayerTime, kMemoryReserved, kSpeedup };
+// Memory, as the source measured it (`measured.memory_kind`): what the framework's tensors held
+// (kMemoryAllocated), what its caching allocator reserved (kMemoryReserved), or the process's
+// use as nvidia-smi shows it, with the CUDA context (kMemoryDevice).
+enum class MetricKind {
+  kIterationTime, kLayerTime, kMemoryAllocated, kMemoryReserved, kMemoryDevice, kSpeedup
+};
+bool is_memory(MetricKind k);
 
 struct CaseMetric {
   MetricKind kind = MetricKind::kIterationTime;

@@ -79,7 +79,9 @@ double predicted_value(const CaseMetric& m, const Plan& plan, const Prediction& 
       const BlockCost cost = block_cost(*plan.layer, plan);
       return cost.forward_s + cost.backward_s;
     }
-    case MetricKind::kMemoryReserved: return p.peak_memory_B;
+    case MetricKind::kMemoryAllocated: return p.peak_allocated_B;
+    case MetricKind::kMemoryReserved: return p.peak_reserved_B;
+    case MetricKind::kMemoryDevice: return p.peak_memory_B;
     case MetricKind::kSpeedup: return p.samples_per_s;  // divided by the baseline's (validate_published)
   }
   return 0;
@@ -242,7 +244,7 @@ std::vector<CaseResult> evaluate_case(const TranslatedCase& c) {
     if (plan && !p.fits) base.chosen += (base.chosen.empty() ? "" : " ") + std::string("[predicted not to fit]");
     for (const CaseMetric& m : c.metrics) {
       CaseResult r = base;
-      if (m.kind == MetricKind::kMemoryReserved) r.group += ":memory";
+      if (is_memory(m.kind)) r.group += ":memory";
       r.metric = m.label;
       r.baseline = m.baseline;
       r.published = m.published;

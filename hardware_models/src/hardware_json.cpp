@@ -288,7 +288,7 @@ void apply_attention_pass(const JsonNode& n, AttentionPass& a, bool partial) {
 
 void allow_device_keys(const JsonNode& n) {
   n.allow_keys({"name", "peak", "vector_flops", "memory", "memory_bandwidth", "efficiency",
-                "kernel_overhead", "reserved_memory", "compute_units", "price_per_hour",
+                "kernel_overhead", "reserved_memory", "cuda_context", "compute_units", "price_per_hour",
                 "overlap_slowdown", "speed_variability", "kernel_factors", "task", "source",
                 "preset", "file"});
 }
@@ -331,6 +331,8 @@ void apply(const JsonNode& n, DeviceSpec& d, bool partial, int /*depth*/) {
         [&](const JsonNode& c) { d.kernel_overhead_s = c.as_quantity(Dimension::kTime); });
   field(n, "reserved_memory", partial,
         [&](const JsonNode& c) { d.reserved_memory_B = c.as_quantity(Dimension::kBytes); });
+  optional_field(n, "cuda_context",
+                 [&](const JsonNode& c) { d.cuda_context_B = c.as_quantity(Dimension::kBytes); });
   optional_field(n, "compute_units", [&](const JsonNode& c) {
     d.compute_units = static_cast<int>(c.as_integer(0, 100000));
   });
@@ -384,6 +386,12 @@ void apply(const JsonNode& n, DeviceSpec& d, bool partial, int /*depth*/) {
     JsonNode at = blame(n, {"reserved_memory", "memory"});
     at.fail("leaves no usable memory: reserved_memory (" + format_bytes(d.reserved_memory_B) +
             ") must be less than memory (" + format_bytes(d.memory_B) + ")");
+  }
+  if (d.cuda_context_B > d.reserved_memory_B) {
+    JsonNode at = blame(n, {"cuda_context", "reserved_memory"});
+    at.fail("cuda_context (" + format_bytes(d.cuda_context_B) +
+            ") is the part of reserved_memory held outside the allocator, so it must be at most "
+            "reserved_memory (" + format_bytes(d.reserved_memory_B) + ")");
   }
 }
 
@@ -653,6 +661,7 @@ Json to_json(const DeviceSpec& d) {
   }
   j["kernel_overhead"] = quantity_text(d.kernel_overhead_s, Dimension::kTime);
   j["reserved_memory"] = quantity_text(d.reserved_memory_B, Dimension::kBytes);
+  if (d.cuda_context_B != 0) j["cuda_context"] = quantity_text(d.cuda_context_B, Dimension::kBytes);
   if (d.compute_units != 0) j["compute_units"] = d.compute_units;
   if (d.price_per_hour != 0) j["price_per_hour"] = d.price_per_hour;
   if (d.overlap_slowdown != 1) j["overlap_slowdown"] = d.overlap_slowdown;

@@ -76,7 +76,11 @@ struct DeviceSpec {
   AttentionCurves cudnn;   // cuDNN's fused flash attention; absent = flash3, else flash2
   double kernel_overhead_s = 0;  // fixed cost per kernel (launch, ramp-up, tail)
   int compute_units = 0;  // SMs (NVIDIA) / CUs (AMD) for GEMM wave quantization; 0 = none
-  double reserved_memory_B = 0;  // runtime context, library workspaces, allocator slack
+  double reserved_memory_B = 0;  // not for the model's tensors: CUDA context, workspaces, allocator slack
+  // The part of reserved_memory_B that the process holds outside the framework's caching
+  // allocator (the CUDA context: its kernels' code and state): nvidia-smi counts it,
+  // torch.cuda.memory_reserved() does not. 0 = all of reserved_memory_B is the allocator's.
+  double cuda_context_B = 0;
   // Compute that runs while a collective runs on the same device takes this many times longer
   // (the communication kernels occupy SMs and memory bandwidth); 1 = no interference.
   double overlap_slowdown = 1.0;

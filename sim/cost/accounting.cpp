@@ -69,11 +69,11 @@ void fit_groups(Prediction& p, const Plan& plan) {
     double least_room = 0;
     for (int g : pipeline_rank_groups(plan, r)) {
       const DeviceSpec& d = plan.hardware.groups[g].device;
-      m.workspace_B = d.reserved_memory_B;
+      set_runtime_reserve(m, d.reserved_memory_B, d.cuda_context_B);
       const double room = d.memory_B - m.total();
       if (!tightest || room < least_room) tightest = &d, least_room = room;
     }
-    m.workspace_B = tightest->reserved_memory_B;
+    set_runtime_reserve(m, tightest->reserved_memory_B, tightest->cuda_context_B);
     p.fits = p.fits && least_room >= 0;
     if (m.total() > p.peak_memory_B) {
       p.peak_memory_B = m.total();
@@ -120,6 +120,10 @@ void fill_memory(Prediction& p, const Plan& plan) {
   p.capacity_B = plan.hardware.device.memory_B;
   p.fits = p.peak_memory_B <= p.capacity_B;
   if (plan.hardware.mixed()) fit_groups(p, plan);
+  for (const MemoryBreakdown& m : p.rank_memory) {
+    p.peak_reserved_B = std::max(p.peak_reserved_B, m.reserved());
+    p.peak_allocated_B = std::max(p.peak_allocated_B, m.allocated());
+  }
   // Optimizer offload: the node's host memory holds what its devices offload.
   double host = 0;
   for (const MemoryBreakdown& m : p.rank_memory) host = std::max(host, m.host_B);

@@ -50,7 +50,7 @@ MemoryBreakdown rank_breakdown(const Plan& plan, double params, double experts, 
                 (plan.dp > 1 && !plan.inference()
                      ? std::min(plan.dp_bucket_B, params * plan.grad_bytes_per_param)
                      : 0);
-  m.workspace_B = plan.hardware.device.reserved_memory_B;
+  set_runtime_reserve(m, plan.hardware.device.reserved_memory_B, plan.hardware.device.cuda_context_B);
   // Optimizer offload (ZeRO-Offload, Ren et al. 2021, Sec. 4): the optimizer-state shard leaves
   // the device for host memory, where the CPU also keeps the fp32 gradient shard it steps with.
   if (s.offload == Offload::kOptimizer) {

@@ -39,11 +39,18 @@ std::string CommStat::description() const {
   return s;
 }
 
+void set_runtime_reserve(MemoryBreakdown& m, double reserved_memory_B, double cuda_context_B) {
+  m.context_B = cuda_context_B;
+  m.workspace_B = reserved_memory_B - cuda_context_B;
+}
+
 Json to_json(const MemoryBreakdown& m) {
   Json j{{"weights_B", m.weights_B},         {"gradients_B", m.gradients_B},
               {"optimizer_B", m.optimizer_B},     {"activations_B", m.activations_B},
               {"transient_B", m.transient_B},     {"buffers_B", m.buffers_B},
-              {"workspace_B", m.workspace_B},     {"total_B", m.total()}};
+              {"workspace_B", m.workspace_B},     {"context_B", m.context_B},
+              {"allocated_B", m.allocated()},     {"reserved_B", m.reserved()},
+              {"total_B", m.total()}};
   if (m.host_B > 0) j["host_B"] = m.host_B;
   return j;
 }
@@ -90,6 +97,8 @@ Json to_json(const Prediction& p) {
               {"rank_memory", memory},
               {"peak_rank", p.peak_rank},
               {"peak_memory_B", p.peak_memory_B},
+              {"peak_reserved_B", p.peak_reserved_B},
+              {"peak_allocated_B", p.peak_allocated_B},
               {"capacity_B", p.capacity_B},
               {"fits", p.fits},
               {"timeline", timeline},

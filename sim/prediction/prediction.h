@@ -16,15 +16,24 @@ struct MemoryBreakdown {
   double activations_B = 0;  // saved for backward, all in-flight micro-batches
   double transient_B = 0;    // rematerialised by recomputation, largest live working set
   double buffers_B = 0;      // communication buffers (p2p, gradient buckets)
-  double workspace_B = 0;    // runtime context, library workspaces
+  double workspace_B = 0;    // the caching allocator's slack and library workspaces
+  double context_B = 0;      // the CUDA context: outside the framework's allocator
   // Held in host memory for this device (optimizer offload: its optimizer-state shard and fp32
   // gradient shard); not part of total(), which is the device's.
   double host_B = 0;
-  double total() const {
-    return weights_B + gradients_B + optimizer_B + activations_B + transient_B + buffers_B +
-           workspace_B;
+  // Three views of one device's memory, as its users read them:
+  // allocated() is what the framework's tensors hold (torch.cuda.max_memory_allocated),
+  // reserved() adds what its caching allocator holds beyond them (torch.cuda.max_memory_reserved),
+  // total() adds the CUDA context: the process's use as nvidia-smi shows it, which must fit.
+  double allocated() const {
+    return weights_B + gradients_B + optimizer_B + activations_B + transient_B + buffers_B;
   }
+  double reserved() const { return allocated() + workspace_B; }
+  double total() const { return reserved() + context_B; }
 };
+
+// Splits a device's reserved_memory into the allocator's share and the CUDA context.
+void set_runtime_reserve(MemoryBreakdown& m, double reserved_memory_B, double cuda_context_B);
 
 enum class CommCategory {
   kTensorParallel, kDataParallel, kZero, kPipelineP2P, kEmbeddingSync, kContextParallel,
@@ -89,7 +98,9 @@ struct Prediction {
 
   std::vector<MemoryBreakdown> rank_memory;  // per pipeline rank
   int peak_rank = 0;
-  double peak_memory_B = 0;
+  double peak_memory_B = 0;     // the peak rank's total() (nvidia-smi's view)
+  double peak_reserved_B = 0;   // the largest reserved() over ranks (the allocator's view)
+  double peak_allocated_B = 0;  // the largest allocated() over ranks (the tensors')
   double capacity_B = 0;
   bool fits = true;
 

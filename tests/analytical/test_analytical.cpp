@@ -146,6 +146,34 @@ TEST_CASE("memory: ZeRO model states for 7.5B on 64 GPUs are 120 / 31.4 / 16.6 /
   }
 }
 
+TEST_CASE("memory: allocated, reserved and nvidia-smi views, and the one that must fit") {
+  // BERT-large, dp 64, ZeRO 0 on A100-80GB: the A100 catalog keeps reserved_memory 2 GiB off the
+  // model, of which 273.75 MiB is the CUDA context (pytorch/pytorch#86509: PyTorch's lazily
+  // loaded context, outside its caching allocator). allocated = the six tensor components;
+  // reserved = allocated + (2 GiB - 273.75 MiB); device = reserved + 273.75 MiB.
+  const ModelSpec bert = model_preset("bert-large");
+  Strategy s = megatron(1, 1, 512, 8);
+  const Prediction p = predict(bert, s, 64);
+  REQUIRE(p.rank_memory.size() == 1);
+  const MemoryBreakdown& m = p.rank_memory[0];
+  const double tensors = m.weights_B + m.gradients_B + m.optimizer_B + m.activations_B +
+                         m.transient_B + m.buffers_B;
+  CHECK(m.context_B == 273.75 * kMiB);
+  CHECK(m.workspace_B == doctest::Approx(2 * kGiB - 273.75 * kMiB));
+  CHECK(p.peak_allocated_B == doctest::Approx(tensors));
+  CHECK(p.peak_reserved_B == doctest::Approx(tensors + 2 * kGiB - 273.75 * kMiB));
+  CHECK(p.peak_memory_B == doctest::Approx(tensors + 2 * kGiB));
+  // The device view is the one compared with the capacity: a device whose memory holds the
+  // reserved view but not the context does not fit.
+  HardwareModel hw = catalog_cluster("dgx_a100");
+  hw.num_devices = 64;
+  hw.device.memory_B = p.peak_reserved_B + 0.5 * m.context_B;
+  Plan tight = *lower(bert, s, hw);
+  CHECK_FALSE(predict_analytical(tight).fits);
+  hw.device.memory_B = p.peak_memory_B;
+  CHECK(predict_analytical(*lower(bert, s, hw)).fits);
+}
+
 TEST_CASE("memory: per-device memory falls as TP grows and as the ZeRO stage grows") {
   const ModelSpec gpt3 = model_preset("gpt3-175b");
   double previous = 1e30;

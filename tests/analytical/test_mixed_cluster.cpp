@@ -169,8 +169,8 @@ TEST_CASE("mixed cluster: the transfer between the groups crosses the slower NIC
   CHECK(mixed.transfer_s[2] == doctest::Approx(on_h100.transfer_s[2]));
   // Memory: each rank's runtime reserve is its own device's (A100 2 GiB, H100 3 GiB here).
   const Prediction p = predict_analytical(*lower(m, s, a100_then_h100()));
-  CHECK(p.rank_memory[0].workspace_B == a100.device.reserved_memory_B);
-  CHECK(p.rank_memory[3].workspace_B == h100.device.reserved_memory_B);
+  CHECK(p.rank_memory[0].workspace_B + p.rank_memory[0].context_B == a100.device.reserved_memory_B);
+  CHECK(p.rank_memory[3].workspace_B + p.rank_memory[3].context_B == h100.device.reserved_memory_B);
   CHECK(p.fits);
 }
 
@@ -199,10 +199,11 @@ TEST_CASE("mixed cluster: a rank spanning groups must fit on each group's device
   const double held = p.rank_memory[0].total();
   CAPTURE(held / kGiB);
   REQUIRE(held > a100_B);
-  REQUIRE(held - p.rank_memory[0].workspace_B + hw.groups[1].device.reserved_memory_B < h100_B);
+  REQUIRE(p.rank_memory[0].allocated() + hw.groups[1].device.reserved_memory_B < h100_B);
   CHECK_FALSE(p.fits);
   CHECK(p.capacity_B == a100_B);
-  CHECK(p.rank_memory[0].workspace_B == hw.groups[0].device.reserved_memory_B);
+  CHECK(p.rank_memory[0].workspace_B + p.rank_memory[0].context_B ==
+        hw.groups[0].device.reserved_memory_B);
   s.recompute = Recompute::kFull;
   const Prediction recomputed = predict_analytical(*lower(m, s, hw));
   CHECK(recomputed.fits);

@@ -421,6 +421,14 @@ TEST_CASE("error messages name the file, the JSON path, the value and the rule")
                          "hw.json: device.reserved_memory: \"40GiB\" leaves no usable memory: "
                          "reserved_memory (40.00 GiB) must be less than memory (32.00 GiB)",
                          InputError);
+    // The CUDA context is the part of reserved_memory outside the allocator: it cannot exceed it.
+    CHECK_THROWS_WITH_AS(device_from(R"({"preset": "V100-SXM2-32GB", "reserved_memory": "100MiB"})"),
+                         "hw.json: device.reserved_memory: \"100MiB\" cuda_context (273.75 MiB) is "
+                         "the part of reserved_memory held outside the allocator, so it must be at "
+                         "most reserved_memory (100.00 MiB)",
+                         InputError);
+    CHECK(device_from(R"({"preset": "V100-SXM2-32GB", "cuda_context": "1GiB"})").cuda_context_B ==
+          doctest::Approx(1.0 * kGiB));
     CHECK_THROWS_WITH_AS(
         link_from(std::string(R"({"preset": "ib_hdr", "file": "x.json", )") + kLinkFields + "}"),
         "hw.json: link: {\"preset\":\"ib_hdr\",\"file\":\"x.json\",\"bandwidth\":\"300GBps\",... "

@@ -302,3 +302,48 @@ TEST_CASE("validate: a setting a modifier reads from the run's code is not searc
   const TranslatedCase other = translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules());
   CHECK(searched(other, "recompute"));
 }
+
+TEST_CASE("validate: a measured memory is compared with the view its memory_kind names") {
+  // One TorchTitan-like run measured three ways: the allocator's tensors, its reservation and
+  // nvidia-smi's use of the device. A kind it cannot place is an error that names the rule.
+  auto run_with = [](const std::string& kind_json) {
+    const std::string text =
+        R"([{"id": "memsrc_1", "source": "a test", "model": {"layers": 32, "hidden": 4096,
+         "heads": 32, "kv_heads": 8, "ffn_hidden": 14336, "seq_len": 8192, "vocab": 128256,
+         "arch": "Llama 3: RMSNorm, SwiGLU, RoPE, GQA, untied embeddings"},
+         "parallel": {"tp": 1, "pp": 1, "dp": 8, "micro_batch": 1, "global_batch": 8,
+                      "recompute": "full", "zero_stage": 3},
+         "hardware": {"gpu": "H100-SXM5-80GB", "gpus_per_node": 8, "num_gpus": 8},
+         "framework": "TorchTitan", "precision": "bf16",
+         "measured": {"tokens_per_s_per_gpu": 6000, "memory_gib": 40)" + kind_json + "}}]";
+    const std::string path = write_temp("stratasim_memory_kind.json", text);
+    return validate_published(load_validation_set({path}, false));
+  };
+  const ValidationReport reserved = run_with(R"x(, "memory_kind": "max reserved (GiB)")x");
+  const ValidationReport allocated = run_with(R"x(, "memory_kind": "Max Allocated")x");
+  const ValidationReport smi = run_with(R"x(, "memory_kind": "nvidia-smi")x");
+  const ValidationReport unstated = run_with("");
+  auto memory_row = [](const ValidationReport& r) {
+    for (const CaseResult& c : r.cases) {
+      if (c.group.find(":memory") != std::string::npos) return c;
+    }
+    FAIL("no memory row");
+    return CaseResult{};
+  };
+  const CaseResult res = memory_row(reserved), alloc = memory_row(allocated),
+                   dev = memory_row(smi), none = memory_row(unstated);
+  CHECK(res.metric == "memory reserved B");
+  CHECK(alloc.metric == "memory allocated B");
+  CHECK(dev.metric == "memory nvidia-smi B");
+  CHECK(none.metric == "memory B (kind not stated: nvidia-smi's)");
+  // H100's catalog: reserved_memory 3 GiB, of which the CUDA context is 273.75 MiB (PyTorch's
+  // lazy-loading context, pytorch/pytorch#86509). The views differ by exactly those amounts.
+  CHECK(res.predicted - alloc.predicted == doctest::Approx(3.0 * kGiB - 273.75 * kMiB));
+  CHECK(dev.predicted - res.predicted == doctest::Approx(273.75 * kMiB));
+  CHECK(none.predicted == doctest::Approx(dev.predicted));
+
+  CHECK_THROWS_WITH_AS(run_with(R"x(, "memory_kind": "peak")x"),
+                       doctest::Contains("[0].measured.memory_kind: \"peak\" must name the memory "
+                                         "view measured: 'reserved'"),
+                       InputError);
+}
