@@ -171,7 +171,10 @@ std::string describe_strategy(const Strategy& s, int dp, int micro_batches) {
              std::string(schedule_name(s.schedule)).c_str(), s.micro_batch, s.global_batch,
              micro_batches, recompute_label(s).c_str(),
              describe_fusion(s.fusion).c_str(), s.overlap_dp ? "on" : "off",
-             s.overlap_tp ? "on" : "off", s.ep > 1 ? (s.overlap_ep ? " ep=on" : " ep=off") : "",
+             s.overlap_tp ? "on" : "off",
+             s.ep > 1 ? (std::string(s.overlap_ep ? " ep=on" : " ep=off") +
+                         (s.ep_dispatch == EpDispatch::kDeepEP ? " (deepep dispatch)" : "")).c_str()
+                      : "",
              std::string(dtype_name(s.dtype)).c_str());
 }
 

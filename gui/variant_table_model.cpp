@@ -18,6 +18,7 @@ QString overlaps(const Strategy& s) {
   if (s.overlap_dp) on << "dp";
   if (s.overlap_tp) on << "tp";
   if (s.overlap_ep) on << "ep";
+  if (s.ep > 1 && s.ep_dispatch == EpDispatch::kDeepEP) on << "deepep";
   if (s.streams > 1) on << QString("%1 streams").arg(s.streams);  // an operator graph's branches
   if (s.placement_devices() > 1) on << QString("placed on %1").arg(s.placement_devices());
   if (s.offload == Offload::kOptimizer) on << "optimizer offload";

@@ -126,6 +126,10 @@ std::string comm_sentence(const EvaluatedStrategy& b, const EvaluatedStrategy& o
   if (most == CommCategory::kExpertParallel && so.tp != sb.tp) causes.push_back(change("TP", so.tp, sb.tp));
   if (most == CommCategory::kExpertParallel && so.overlap_ep != sb.overlap_ep)
     causes.push_back(sb.overlap_ep ? "EP overlap on" : "EP overlap off");
+  if (most == CommCategory::kExpertParallel && so.ep_dispatch != sb.ep_dispatch)
+    causes.push_back(sb.ep_dispatch == EpDispatch::kDeepEP
+                         ? "DeepEP dispatch (each token once per node)"
+                         : "NCCL all-to-all dispatch (every routed copy)");
   if (most == CommCategory::kPlacement && so.placement != sb.placement) {
     causes.push_back(so.placement_devices() != sb.placement_devices()
                          ? change("placement devices", so.placement_devices(), sb.placement_devices())

@@ -197,7 +197,10 @@ std::vector<KernelTiming> kernel_timings(const std::vector<Kernel>& ks, const Pl
       const CommGroup& group = k.group == GroupKind::kContext  ? plan.cp_group
                                : k.group == GroupKind::kExpert ? plan.ep_group
                                                                : plan.tp_group;
-      const CollectiveChoice c = collective_time(k.comm, k.comm_bytes, group, hw, s.collective);
+      const CollectiveChoice c =
+          k.group == GroupKind::kExpert && k.comm == CommKind::kAllToAll
+              ? CollectiveChoice{expert_exchange_s(k.comm_bytes, plan), CollectiveAlgorithm::kRing}
+              : collective_time(k.comm, k.comm_bytes, group, hw, s.collective);
       times[i] = c.time_s;
       out[i].algorithm = c.algorithm;
     } else {

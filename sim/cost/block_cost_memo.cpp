@@ -25,7 +25,7 @@ double attention_checksum(const AttentionCurves& a) {
 }
 
 // Every number block_cost() reads from the plan besides the block itself.
-using Signature = std::array<double, 66>;
+using Signature = std::array<double, 69>;
 
 Signature signature_of(const Plan& plan) {
   const HardwareModel& hw = plan.hardware;
@@ -45,7 +45,7 @@ Signature signature_of(const Plan& plan) {
                    double(plan.tp_group.ranks_per_node), double(plan.cp_group.size),
                    double(plan.cp_group.ranks_per_node), double(plan.ep_group.size),
                    double(plan.ep_group.ranks_per_node), double(s.dtype),
-                   double(s.collective), double(s.overlap_tp), double(s.tp_overlap), double(s.async_tp_grad_reduce), double(s.overlap_ep), double(s.streams), d.matmul_fp8.max_fraction,
+                   double(s.collective), double(s.overlap_tp), double(s.tp_overlap), double(s.async_tp_grad_reduce), double(s.overlap_ep), double(s.ep_dispatch), double(plan.model.transformer.moe.experts), double(plan.model.transformer.moe.top_k), double(s.streams), d.matmul_fp8.max_fraction,
                    d.matmul_fp8.half_size, d.matmul_fp8_rowwise.max_fraction,
                    d.matmul_fp8_rowwise.half_size, double(s.fp8_scaling), d.flash2.forward.max_fraction,
                    d.flash2.forward.half_keys, d.flash2.backward.max_fraction,

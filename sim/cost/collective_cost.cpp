@@ -49,16 +49,53 @@ double hierarchical_time(CommKind kind, double bytes, const CommGroup& g, const 
 // nodes through its share of the NICs, both at the same time; nothing aggregates, so no
 // algorithm reduces the inter-node part. Inside one node this is the ring's (n-1)/n S/B.
 double all_to_all_s(double bytes, const CommGroup& g, const HardwareModel& hw) {
+  const int n = g.size, k = std::min(g.ranks_per_node, g.size);
+  if (n <= 1) return 0;
+  return exchange_s({double(k - 1) / n * bytes, double(n - k) / n * bytes}, bytes, g, hw);
+}
+
+double exchange_s(const ExchangeBytes& x, double bytes, const CommGroup& g, const HardwareModel& hw) {
   const int n = g.size, k = std::min(g.ranks_per_node, g.size), nodes = g.nodes();
   if (n <= 1) return 0;
   const LinkLevel intra = intra_node_level(hw), inter = inter_node_level(hw);
-  const double local = k > 1 ? double(k - 1) / n * bytes / intra.bandwidth_at(bytes) +
-                                   (k - 1) * intra.latency_s
-                             : 0.0;
-  const double remote = nodes > 1 ? double(n - k) / n * bytes / inter.bandwidth_at(bytes) +
-                                        (nodes - 1) * inter.latency_s
-                                  : 0.0;
+  const double local = x.local > 0 ? x.local / intra.bandwidth_at(bytes) + (k - 1) * intra.latency_s : 0.0;
+  const double remote =
+      nodes > 1 && x.remote > 0 ? x.remote / inter.bandwidth_at(bytes) + (nodes - 1) * inter.latency_s : 0.0;
   return std::max(local, remote);
+}
+
+namespace {
+
+// P(a token's top_k distinct experts, drawn uniformly from `experts`, miss a set of `held`):
+// C(experts - held, top_k) / C(experts, top_k), as a product (no overflow).
+double miss_probability(int experts, int held, int top_k) {
+  double p = 1;
+  for (int i = 0; i < top_k; ++i) p *= double(experts - held - i) / double(experts - i);
+  return std::max(0.0, p);
+}
+
+}  // namespace
+
+ExchangeBytes expert_exchange_bytes(double bytes, const CommGroup& g, int experts, int top_k,
+                                    EpDispatch dispatch) {
+  const int n = g.size, k = std::min(g.ranks_per_node, g.size), nodes = g.nodes();
+  if (n <= 1) return {};
+  if (dispatch == EpDispatch::kAllToAll || experts <= 0 || top_k <= 0 || top_k > experts) {
+    return {double(k - 1) / n * bytes, double(n - k) / n * bytes};
+  }
+  const double t = bytes / top_k;
+  const double p_rank = 1 - miss_probability(experts, experts / n, top_k);
+  const double p_node = 1 - miss_probability(experts, experts / nodes, top_k);
+  return {double(n - nodes) * p_rank * t, double(nodes - 1) * p_node * t};
+}
+
+ExchangeBytes expert_exchange_bytes(double bytes, const Plan& plan) {
+  const MoeSpec& moe = plan.model.transformer.moe;
+  return expert_exchange_bytes(bytes, plan.ep_group, moe.experts, moe.top_k, plan.strategy.ep_dispatch);
+}
+
+double expert_exchange_s(double bytes, const Plan& plan) {
+  return exchange_s(expert_exchange_bytes(bytes, plan), bytes, plan.ep_group, plan.hardware);
 }
 
 double halo_exchange_s(double bytes, const CommGroup& g, const HardwareModel& hw) {

@@ -41,6 +41,30 @@ int tree_chunks(double bytes, int n);
 // (k-1)/n S over NVLink beside the inter-node part (n-k)/n S through the NIC share, each with
 // one latency per peer node (or peer in the node).
 double all_to_all_s(double bytes, const CommGroup& g, const HardwareModel& hw);
+
+// What one rank of an expert-parallel token exchange puts on its device port (`local`, to
+// ranks of its own node) and through its NIC share (`remote`), per all-to-all whose NCCL
+// form carries `bytes` per rank (every routed copy of each token). Routing is uniform:
+// `top_k` distinct experts of `experts`, spread evenly over the group's n ranks and N nodes of
+// k ranks, so a rank holds a given token's expert with p_rank = 1 - C(E - E/n, top_k)/C(E, top_k)
+// and a node with p_node = 1 - C(E - E/N, top_k)/C(E, top_k). Per token of size t = bytes/top_k:
+//   kAllToAll (NCCL): every copy travels: local = top_k (k-1)/n t, remote = top_k (n-k)/n t.
+//   kDeepEP: once to each node holding one of its experts, then forwarded inside it:
+//            remote = (N-1) p_node t; local = (k-1) p_rank t (its own node's GPUs) plus the
+//            forwards of the tokens it receives, (N-1)(k-1) p_rank t: (n-N) p_rank t in all.
+// With top_k 1 both send (N-1)/N t off the node. Both directions (dispatch, combine) alike.
+struct ExchangeBytes {
+  double local = 0, remote = 0;
+};
+ExchangeBytes expert_exchange_bytes(double bytes, const CommGroup& g, int experts, int top_k,
+                                    EpDispatch dispatch);
+// An exchange of those bytes: the port and the NIC share side by side, one latency per peer
+// node (or peer in the node), the links' efficiency at the NCCL message size `bytes`.
+double exchange_s(const ExchangeBytes& x, double bytes, const CommGroup& g, const HardwareModel& hw);
+// The plan's expert-parallel dispatch or combine of `bytes` per rank (its ep group, model's
+// experts and top-k, Strategy::ep_dispatch).
+ExchangeBytes expert_exchange_bytes(double bytes, const Plan& plan);
+double expert_exchange_s(double bytes, const Plan& plan);
 // A spatial split's halo exchange over the g.size ranks of a line (rank order along the split
 // rows, g.ranks_per_node consecutive ranks in a node): every rank sends `bytes` (one side's
 // halo rows) to each neighbour and receives as much from each, all at once (MPI_Neighbor /

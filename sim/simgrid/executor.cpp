@@ -172,11 +172,13 @@ void Simulation::all_to_all(int host, const TpExchange& x) {
   for (int d = first; d < first + width && d < dp_; ++d) {
     const int peer = host_index(rank, d);
     if (peer == host) continue;
-    const double f = host_node_[peer] == host_node_[host] ? x.intra_factor : x.inter_factor;
-    sends.push_back(sg4::Comm::sendto_async(hosts_[host], hosts_[peer], message_size(x.wire_B / f)));
+    const bool same_node = host_node_[peer] == host_node_[host];
+    const double bytes = x.wire_B * (same_node ? x.intra_share / x.intra_factor : x.inter_share / x.inter_factor);
+    sends.push_back(sg4::Comm::sendto_async(hosts_[host], hosts_[peer], message_size(bytes)));
   }
   if (!mirrors_.empty() && x.local_B > 0) {
-    sends.push_back(sg4::Comm::sendto_async(hosts_[host], mirrors_[host], message_size(x.local_B / x.intra_factor)));
+    sends.push_back(sg4::Comm::sendto_async(hosts_[host], mirrors_[host],
+                                            message_size(x.local_B * x.intra_share / x.intra_factor)));
   }
   for (sg4::CommPtr& c : sends) c->wait();
   run_.activities += sends.size();

@@ -62,7 +62,12 @@ TpExchange all_to_all_exchange(const Kernel& k, double total_s, const Plan& plan
   x.wire_B = plan.tp * S / n;
   x.local_B = (plan.tp - 1) * S / n;
   x.intra_factor = f_intra, x.inter_factor = f_inter;
-  const double local = double(kk - 1) / n * S / f_intra, remote = double(n - kk) / n * S / f_inter;
+  // DeepEP: the same messages, each carrying the deduplicated share of the NCCL bytes.
+  const ExchangeBytes nccl{double(kk - 1) / n * S, double(n - kk) / n * S};
+  const ExchangeBytes sent = expert_exchange_bytes(S, plan);
+  if (nccl.local > 0) x.intra_share = sent.local / nccl.local;
+  if (nccl.remote > 0) x.inter_share = sent.remote / nccl.remote;
+  const double local = nccl.local * x.intra_share / f_intra, remote = nccl.remote * x.inter_share / f_inter;
   const double nominal = std::max((local + remote) / intra.bandwidth_Bps,
                                   spans_nodes ? remote / inter.bandwidth_Bps : 0.0);
   x.extra_latency_s = total_s - nominal - (spans_nodes ? inter : intra).latency_s;

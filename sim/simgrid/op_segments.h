@@ -35,6 +35,9 @@ struct TpExchange {
   bool all_to_all = false;
   double local_B = 0;
   double intra_factor = 1, inter_factor = 1;  // link efficiency at the buffer size (messages scaled by 1/f)
+  // An expert exchange's bytes over those of an NCCL all-to-all, inside the node and across
+  // it (Strategy::ep_dispatch; collective_cost.h expert_exchange_bytes); 1 for NCCL's.
+  double intra_share = 1, inter_share = 1;
   bool empty() const { return total_s <= 0; }
 };
 

@@ -124,6 +124,7 @@ SearchSpace derive_search_space(const ModelSpec& model, const HardwareModel& hw,
                       return t.moe.experts % v == 0 && v != 2;
                     })));
     add(space, axis(Axis::kOverlapEp, {0, 1}));
+    add(space, axis(Axis::kEpDispatch, {enum_int(EpDispatch::kAllToAll), enum_int(EpDispatch::kDeepEP)}));
   }
   add(space, axis(Axis::kMicroBatch, {1, 2, 4}));
   add(space, axis(Axis::kSchedule, {enum_int(ScheduleKind::k1F1B), enum_int(ScheduleKind::kInterleaved1F1B)}));

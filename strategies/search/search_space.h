@@ -16,7 +16,7 @@ namespace stratasim {
 enum class Axis {
   kTp, kPp, kDp, kMicroBatch, kSchedule, kInterleave, kRecompute, kZeroStage,
   kSequenceParallel, kFusion, kOverlapDp, kOverlapTp, kDtype, kDevices, kCluster, kCp, kEp, kOverlapEp, kShardGroup, kStreams,
-  kOffload, kStageLayers, kRecomputeModules,
+  kOffload, kStageLayers, kRecomputeModules, kEpDispatch,
 };
 std::string_view axis_name(Axis a);
 

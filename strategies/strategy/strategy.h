@@ -85,6 +85,14 @@ enum class CpMerge { kFused, kEagerFp32 };
 // (CUTLASS grouped GEMM, torch._grouped_mm); kMultiStream, Transformer Engine's GroupedLinear
 // (Megatron-Core's TEGroupedMLP): a cuBLAS GEMM per local expert, round robin on 4 streams.
 enum class ExpertGemm { kGrouped, kMultiStream };
+// How an MoE layer's tokens reach their experts' ranks (sim/cost/collective_cost.h
+// expert_all_to_all_bytes): kAllToAll, an NCCL all-to-all that sends every routed copy of a
+// token to its expert's rank (Megatron-Core's alltoall dispatcher); kDeepEP, DeepEP's normal
+// kernels (deepseek-ai/DeepEP README; Megatron-Core's flex dispatcher, and NVIDIA's HybridEP with
+// the same structure) that send each token once over RDMA to every node holding one of its
+// experts, to the GPU of the same local index, which forwards it over NVLink to each GPU there
+// that needs it; the combine returns the same way, reduced within the node first.
+enum class EpDispatch { kAllToAll, kDeepEP };
 // kDelayed / kCurrent: Transformer Engine's DelayedScaling (scales from an amax history) and
 // Float8CurrentScaling (an amax pass over each tensor first); both cast weights once per
 // iteration and an activation or gradient in one fused cast-transpose kernel.
@@ -145,6 +153,7 @@ struct Strategy {
   CpComm cp_comm = CpComm::kRing;
   CpMerge cp_merge = CpMerge::kFused;
   ExpertGemm expert_gemm = ExpertGemm::kGrouped;
+  EpDispatch ep_dispatch = EpDispatch::kAllToAll;
   // The model code repeats K and V heads up to the query heads before the attention kernel
   // (TorchTitan's Llama: repeat_kv before SDPA): a copy per layer, the attention's K/V inputs
   // (and a ring's K/V blocks) at the query heads' width.

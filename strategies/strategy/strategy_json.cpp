@@ -118,7 +118,7 @@ uint8_t read_recompute_module_list(const JsonNode& m) {
 }
 
 Strategy read_strategy(const JsonNode& n) {
-  n.allow_keys({"tp", "pp", "dp", "cp", "cp_comm", "cp_merge", "kv_repeat", "ep", "expert_gemm", "shard_group", "zero_stage", "zero3_reshard", "sequence_parallel", "schedule", "interleave",
+  n.allow_keys({"tp", "pp", "dp", "cp", "cp_comm", "cp_merge", "kv_repeat", "ep", "expert_gemm", "ep_dispatch", "shard_group", "zero_stage", "zero3_reshard", "sequence_parallel", "schedule", "interleave",
                 "uneven_stages", "first_stage_layers", "last_stage_layers", "stage_layers", "micro_batch", "global_batch", "recompute", "recompute_modules", "recompute_last_micro_batch", "fusion",
                 "overlap_dp", "overlap_tp", "overlap_ep", "overlap_p2p", "streams", "placement", "dp_bucket", "collective", "dtype", "fp8_saved_inputs", "fp8_scaling", "tp_overlap", "async_tp_grad_reduce",
                 "master_weights_fp32", "grad_reduce_fp32", "sp_reorder_copies", "fp8_tp_all_gather", "fsdp_copies", "host_overhead", "optimizer", "workload", "offload", "description"});
@@ -132,6 +132,7 @@ Strategy read_strategy(const JsonNode& n) {
   s.kv_repeat = n.bool_or("kv_repeat", false);
   s.ep = static_cast<int>(n.integer_or("ep", 1, 1, 1 << 20));
   s.expert_gemm = n.enum_or("expert_gemm", kExpertGemmNames, ExpertGemm::kGrouped);
+  s.ep_dispatch = n.enum_or("ep_dispatch", kEpDispatchNames, EpDispatch::kAllToAll);
   s.shard_group = static_cast<int>(n.integer_or("shard_group", 0, 0, 1 << 24));
   s.zero_stage = static_cast<int>(n.integer_or("zero_stage", 0, 0, 3));
   s.zero3_reshard = n.enum_or("zero3_reshard", kZero3ReshardNames, Zero3Reshard::kAuto);
@@ -236,6 +237,9 @@ Json to_json(const Strategy& s) {
   if (s.kv_repeat) j["kv_repeat"] = true;
   if (s.expert_gemm != ExpertGemm::kGrouped) {
     j["expert_gemm"] = std::string(enum_to_name(kExpertGemmNames, s.expert_gemm));
+  }
+  if (s.ep_dispatch != EpDispatch::kAllToAll) {
+    j["ep_dispatch"] = std::string(enum_to_name(kEpDispatchNames, s.ep_dispatch));
   }
   if (s.first_stage_layers > 0) j["first_stage_layers"] = s.first_stage_layers;
   if (s.last_stage_layers > 0) j["last_stage_layers"] = s.last_stage_layers;

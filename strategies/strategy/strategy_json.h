@@ -36,6 +36,11 @@ inline constexpr std::array<EnumName<CpMerge>, 2> kCpMergeNames = {{
     {"fused", CpMerge::kFused}, {"eager_fp32", CpMerge::kEagerFp32}}};
 inline constexpr std::array<EnumName<ExpertGemm>, 2> kExpertGemmNames = {{
     {"grouped", ExpertGemm::kGrouped}, {"multi_stream", ExpertGemm::kMultiStream}}};
+// "hybridep": NVIDIA's HybridEP (Megatron-Core's flex dispatcher backend), the same
+// node-deduplicated RDMA send and NVLink forward as DeepEP's normal kernels.
+inline constexpr std::array<EnumName<EpDispatch>, 3> kEpDispatchNames = {{
+    {"alltoall", EpDispatch::kAllToAll}, {"deepep", EpDispatch::kDeepEP},
+    {"hybridep", EpDispatch::kDeepEP}}};
 inline constexpr std::array<EnumName<Zero3Reshard>, 3> kZero3ReshardNames = {{
     {"auto", Zero3Reshard::kAuto}, {"per_micro_batch", Zero3Reshard::kPerMicroBatch},
     {"per_iteration", Zero3Reshard::kPerIteration}}};

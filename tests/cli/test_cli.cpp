@@ -145,7 +145,7 @@ TEST_CASE("cli: search without a search block lists the derived axes and searche
   std::getline(in, header);
   CHECK(header ==
         "rank,index,cluster,devices,tp,pp,dp,cp,ep,shard_group,micro_batch,interleave,schedule,"
-        "recompute,recompute_modules,zero_stage,sequence_parallel,fusion,dtype,overlap_dp,overlap_tp,overlap_ep,streams,"
+        "recompute,recompute_modules,zero_stage,sequence_parallel,fusion,dtype,overlap_dp,overlap_tp,overlap_ep,ep_dispatch,streams,"
         "offload,stage_layers,iteration_s,tokens_per_s,mfu,bubble_fraction,comm_exposed_s,peak_memory_B,objective");
   std::string first;
   std::getline(in, first);

@@ -195,3 +195,14 @@ TEST_CASE("why: ZeRO stage and P2P overlap are named as causes of their communic
   q.prediction.comms = {{CommCategory::kPipelineP2P, "pp", 0, 0, 0, 0.08, 0.0}};
   CHECK(why_best({p, q})[1] == "Exposed pp communication 80.0 -> 0.0 ms per iteration (P2P overlap on).");
 }
+
+TEST_CASE("why: DeepEP's dispatch is named as the cause of less exposed expert communication") {
+  // Same ep degree; B sends each token once per node (DeepEP), A every routed copy (NCCL).
+  EvaluatedStrategy a = make("A", 900, 0.36, 10), b = make("B", 1000, 0.40, 10);
+  a.strategy.ep = b.strategy.ep = 64;
+  b.strategy.ep_dispatch = EpDispatch::kDeepEP;
+  a.prediction.comms = {{CommCategory::kExpertParallel, "ep", 0, 0, 0, 0.3, 0.3}};
+  b.prediction.comms = {{CommCategory::kExpertParallel, "ep", 0, 0, 0, 0.2, 0.2}};
+  CHECK(why_best({a, b})[1] == "Exposed ep communication 300.0 -> 200.0 ms per iteration "
+                               "(DeepEP dispatch (each token once per node)).");
+}

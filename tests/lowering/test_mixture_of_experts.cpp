@@ -383,3 +383,74 @@ TEST_CASE("moe: expert_gemm in the scenario, its round trip and its error") {
   CHECK(what.find("s.json: strategy.expert_gemm: \"cutlass\"") != std::string::npos);
   CHECK(what.find("grouped, multi_stream") != std::string::npos);
 }
+
+TEST_CASE("moe: DeepEP sends each token once per node holding one of its experts, worked by hand") {
+  // DeepSeek-V3's routing: top-8 of 256 experts over an ep group of 64 ranks in 8 nodes of 8
+  // (4 experts a rank, 32 a node). A token of t = S/8 bytes (S: every routed copy, what one
+  // rank's NCCL all-to-all carries) misses a given rank with C(252,8)/C(256,8) = 0.880066 and
+  // a given node with C(224,8)/C(256,8) = 0.338168, so
+  //   p_rank = 0.119934, p_node = 0.661832;
+  //   DeepEP: remote = (8 - 1) x 0.661832 t = 4.63282 t = 0.579103 S (RDMA, once per node),
+  //           local  = (64 - 8) x 0.119934 t = 6.71628 t = 0.839535 S (NVLink: its own node's
+  //           GPUs and the forwards of the tokens it receives);
+  //   NCCL:   remote = 56/64 S = 0.875 S, local = 7/64 S = 0.109375 S.
+  const CommGroup g{GroupKind::kExpert, 64, 8};
+  const double S = 64e6;
+  const ExchangeBytes deep = expert_exchange_bytes(S, g, 256, 8, EpDispatch::kDeepEP);
+  const ExchangeBytes nccl = expert_exchange_bytes(S, g, 256, 8, EpDispatch::kAllToAll);
+  CHECK(deep.remote == doctest::Approx(0.579103 * S).epsilon(1e-5));
+  CHECK(deep.local == doctest::Approx(0.839535 * S).epsilon(1e-5));
+  CHECK(nccl.remote == doctest::Approx(0.875 * S));
+  CHECK(nccl.local == doctest::Approx(0.109375 * S));
+  // The time: NCCL's bytes give the plain all-to-all; DeepEP's are bound by the NIC share too
+  // (0.58 S at 50 GB/s against 0.84 S at 450 GB/s), a third less than NCCL's.
+  HardwareModel hw = catalog_cluster("dgx_h100");
+  hw.num_devices = 64;
+  CHECK(exchange_s(nccl, S, g, hw) == doctest::Approx(all_to_all_s(S, g, hw)));
+  const LinkLevel inter = inter_node_level(hw);
+  CHECK(exchange_s(deep, S, g, hw) ==
+        doctest::Approx(deep.remote / inter.bandwidth_at(S) + 7 * inter.latency_s));
+  // Top-1: a token has one expert, on one node; both move (N-1)/N of it off the node.
+  const ExchangeBytes top1 = expert_exchange_bytes(S, g, 256, 1, EpDispatch::kDeepEP);
+  CHECK(top1.remote == doctest::Approx(7.0 / 8 * S));
+  CHECK(top1.remote == doctest::Approx(expert_exchange_bytes(S, g, 256, 1, EpDispatch::kAllToAll).remote));
+  // One node: nothing crosses the network; each token reaches each GPU that needs it once.
+  const CommGroup node{GroupKind::kExpert, 8, 8};
+  const ExchangeBytes in_node = expert_exchange_bytes(S, node, 256, 8, EpDispatch::kDeepEP);
+  CHECK(in_node.remote == 0);
+  // p_rank with 32 experts a rank: 1 - C(224,8)/C(256,8) = 0.661832; 7 peers.
+  CHECK(in_node.local == doctest::Approx(7 * 0.661832 * S / 8).epsilon(1e-5));
+}
+
+TEST_CASE("moe: ep_dispatch in the scenario, its round trip, its error, and both engines' bytes") {
+  auto read = [](const std::string& text) {
+    return read_strategy(JsonNode(parse_json_text(text, "s.json"), "s.json", "strategy"));
+  };
+  const Strategy s = read(R"({"global_batch": 8, "ep_dispatch": "hybridep"})");
+  CHECK(s.ep_dispatch == EpDispatch::kDeepEP);
+  CHECK(to_json(s).at("ep_dispatch") == "deepep");
+  CHECK_FALSE(to_json(read(R"({"global_batch": 8})")).contains("ep_dispatch"));
+  const std::string what =
+      testing::input_error_message([&] { read(R"({"global_batch": 8, "ep_dispatch": "nvshmem"})"); });
+  CAPTURE(what);
+  CHECK(what.find("s.json: strategy.ep_dispatch: \"nvshmem\"") != std::string::npos);
+  CHECK(what.find("alltoall, deepep, hybridep") != std::string::npos);
+
+  // The plan's dispatch kernels are costed with the dispatch's bytes: ep 16 over two DGX H100
+  // nodes, Qwen3-30B-A3B's top-8 of 128 experts; DeepEP moves fewer bytes off the node.
+  ModelSpec m = model_preset("qwen3-30b-a3b");
+  m.transformer.layers = 2;
+  Strategy st;
+  st.ep = 16, st.micro_batch = 1, st.global_batch = 16;
+  HardwareModel hw = catalog_cluster("dgx_h100");
+  hw.num_devices = 16;
+  const Plan nccl = *lower(m, st, hw);
+  st.ep_dispatch = EpDispatch::kDeepEP;
+  const Plan deep = *lower(m, st, hw);
+  const BlockCost a = block_cost(*nccl.layer, nccl), b = block_cost(*deep.layer, deep);
+  // 8 experts a rank, 64 a node: p_node = 1 - C(64,8)/C(128,8) = 0.996904; one remote node:
+  // DeepEP sends 0.996904 t = 0.124613 S across, NCCL 8/16 S.
+  const ExchangeBytes x = expert_exchange_bytes(1.0, deep.ep_group, 128, 8, EpDispatch::kDeepEP);
+  CHECK(x.remote == doctest::Approx(0.124613).epsilon(1e-5));
+  CHECK(b.ep_total_s < 0.5 * a.ep_total_s);
+}

@@ -61,7 +61,14 @@ TEST_CASE("derived space: long sequences add cp, mixtures of experts add ep and 
   const SearchSpace moe = derive_search_space(model_preset("mixtral-8x7b"), h100s(64), Strategy{});
   CHECK(values(moe, Axis::kEp) == std::vector<int>{1, 4, 8});  // 8 experts; ep 2 left out
   CHECK(find_axis(moe, Axis::kOverlapEp) != nullptr);
+  // NCCL's all-to-all or DeepEP's node-deduplicated dispatch; at ep 1 the two points are one.
+  CHECK(values(moe, Axis::kEpDispatch) ==
+        std::vector<int>{int(EpDispatch::kAllToAll), int(EpDispatch::kDeepEP)});
   CHECK(find_axis(moe, Axis::kFusion) == nullptr);  // kept as the scenario sets it
+  Strategy one;
+  one.ep = 1, one.ep_dispatch = EpDispatch::kDeepEP;
+  normalize_knobs(one);
+  CHECK(one.ep_dispatch == EpDispatch::kAllToAll);
 }
 
 TEST_CASE("derived space: an operator graph searches data, pipeline, spatial and channel parallelism") {
