@@ -23,6 +23,11 @@ using testing::kernel;
 
 namespace {
 
+// A strategy object read from JSON text as a scenario's "strategy" ("s.json").
+Strategy read_text(const std::string& text) {
+  return read_strategy(JsonNode(parse_json_text(text, "s.json"), "s.json", "strategy"));
+}
+
 ModelSpec moe_model() {
   ModelSpec m = testing::small_gpt(4);
   TransformerSpec& t = m.transformer;
@@ -369,16 +374,13 @@ TEST_CASE("moe: Transformer Engine's per-expert GEMMs on 4 streams pay a launch'
 }
 
 TEST_CASE("moe: expert_gemm in the scenario, its round trip and its error") {
-  auto read = [](const std::string& text) {
-    return read_strategy(JsonNode(parse_json_text(text, "s.json"), "s.json", "strategy"));
-  };
-  const Strategy s = read(R"({"global_batch": 8, "expert_gemm": "multi_stream"})");
+  const Strategy s = read_text(R"({"global_batch": 8, "expert_gemm": "multi_stream"})");
   CHECK(s.expert_gemm == ExpertGemm::kMultiStream);
   CHECK(to_json(s).at("expert_gemm") == "multi_stream");
-  CHECK(read(R"({"global_batch": 8})").expert_gemm == ExpertGemm::kGrouped);
-  CHECK_FALSE(to_json(read(R"({"global_batch": 8})")).contains("expert_gemm"));
+  CHECK(read_text(R"({"global_batch": 8})").expert_gemm == ExpertGemm::kGrouped);
+  CHECK_FALSE(to_json(read_text(R"({"global_batch": 8})")).contains("expert_gemm"));
   const std::string what =
-      testing::input_error_message([&] { read(R"({"global_batch": 8, "expert_gemm": "cutlass"})"); });
+      testing::input_error_message([&] { read_text(R"({"global_batch": 8, "expert_gemm": "cutlass"})"); });
   CAPTURE(what);
   CHECK(what.find("s.json: strategy.expert_gemm: \"cutlass\"") != std::string::npos);
   CHECK(what.find("grouped, multi_stream") != std::string::npos);
@@ -423,15 +425,12 @@ TEST_CASE("moe: DeepEP sends each token once per node holding one of its experts
 }
 
 TEST_CASE("moe: ep_dispatch in the scenario, its round trip, its error, and both engines' bytes") {
-  auto read = [](const std::string& text) {
-    return read_strategy(JsonNode(parse_json_text(text, "s.json"), "s.json", "strategy"));
-  };
-  const Strategy s = read(R"({"global_batch": 8, "ep_dispatch": "hybridep"})");
+  const Strategy s = read_text(R"({"global_batch": 8, "ep_dispatch": "hybridep"})");
   CHECK(s.ep_dispatch == EpDispatch::kDeepEP);
   CHECK(to_json(s).at("ep_dispatch") == "deepep");
-  CHECK_FALSE(to_json(read(R"({"global_batch": 8})")).contains("ep_dispatch"));
+  CHECK_FALSE(to_json(read_text(R"({"global_batch": 8})")).contains("ep_dispatch"));
   const std::string what =
-      testing::input_error_message([&] { read(R"({"global_batch": 8, "ep_dispatch": "nvshmem"})"); });
+      testing::input_error_message([&] { read_text(R"({"global_batch": 8, "ep_dispatch": "nvshmem"})"); });
   CAPTURE(what);
   CHECK(what.find("s.json: strategy.ep_dispatch: \"nvshmem\"") != std::string::npos);
   CHECK(what.find("alltoall, deepep, hybridep") != std::string::npos);
