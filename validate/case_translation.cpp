@@ -1,6 +1,5 @@
 #include "validate/case_translation.h"
 
-#include <algorithm>
 #include <cctype>
 #include <cmath>
 
@@ -268,8 +267,7 @@ std::pair<MetricKind, std::string> memory_metric(const JsonNode& measured) {
     return {MetricKind::kMemoryDevice, "memory B (kind not stated: nvidia-smi's)"};
   }
   const JsonNode& k = measured.at("memory_kind");
-  std::string text = k.as_string();
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  const std::string text = lowercase(k.as_string());
   if (text.find("reserved") != std::string::npos) return {MetricKind::kMemoryReserved, "memory reserved B"};
   if (text.find("allocated") != std::string::npos) return {MetricKind::kMemoryAllocated, "memory allocated B"};
   if (text.find("nvidia-smi") != std::string::npos || text.find("device") != std::string::npos) {

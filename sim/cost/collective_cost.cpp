@@ -49,9 +49,13 @@ double hierarchical_time(CommKind kind, double bytes, const CommGroup& g, const 
 // nodes through its share of the NICs, both at the same time; nothing aggregates, so no
 // algorithm reduces the inter-node part. Inside one node this is the ring's (n-1)/n S/B.
 double all_to_all_s(double bytes, const CommGroup& g, const HardwareModel& hw) {
+  return exchange_s(uniform_exchange_bytes(bytes, g), bytes, g, hw);
+}
+
+ExchangeBytes uniform_exchange_bytes(double bytes, const CommGroup& g) {
   const int n = g.size, k = std::min(g.ranks_per_node, g.size);
-  if (n <= 1) return 0;
-  return exchange_s({double(k - 1) / n * bytes, double(n - k) / n * bytes}, bytes, g, hw);
+  if (n <= 1) return {};
+  return {double(k - 1) / n * bytes, double(n - k) / n * bytes};
 }
 
 double exchange_s(const ExchangeBytes& x, double bytes, const CommGroup& g, const HardwareModel& hw) {
@@ -78,10 +82,10 @@ double miss_probability(int experts, int held, int top_k) {
 
 ExchangeBytes expert_exchange_bytes(double bytes, const CommGroup& g, int experts, int top_k,
                                     EpDispatch dispatch) {
-  const int n = g.size, k = std::min(g.ranks_per_node, g.size), nodes = g.nodes();
+  const int n = g.size, nodes = g.nodes();
   if (n <= 1) return {};
   if (dispatch == EpDispatch::kAllToAll || experts <= 0 || top_k <= 0 || top_k > experts) {
-    return {double(k - 1) / n * bytes, double(n - k) / n * bytes};
+    return uniform_exchange_bytes(bytes, g);
   }
   const double t = bytes / top_k;
   const double p_rank = 1 - miss_probability(experts, experts / n, top_k);

@@ -58,6 +58,8 @@ struct ExchangeBytes {
 };
 ExchangeBytes expert_exchange_bytes(double bytes, const CommGroup& g, int experts, int top_k,
                                     EpDispatch dispatch);
+// A uniform all-to-all's share of `bytes` per rank: (k-1)/n inside the node, (n-k)/n across.
+ExchangeBytes uniform_exchange_bytes(double bytes, const CommGroup& g);
 // An exchange of those bytes: the port and the NIC share side by side, one latency per peer
 // node (or peer in the node), the links' efficiency at the NCCL message size `bytes`.
 double exchange_s(const ExchangeBytes& x, double bytes, const CommGroup& g, const HardwareModel& hw);

@@ -50,7 +50,7 @@ void settle(Segments& s) {
 // that takes the larger of the two; the rest of the closed form is a delay.
 TpExchange all_to_all_exchange(const Kernel& k, double total_s, const Plan& plan) {
   const HardwareModel& hw = plan.hardware;
-  const int n = plan.ep_group.size, kk = std::min(plan.ep_group.ranks_per_node, n);
+  const int n = plan.ep_group.size;
   const LinkLevel intra = intra_node_level(hw), inter = inter_node_level(hw);
   const double S = k.comm_bytes;
   const double f_intra = intra.bandwidth_at(S) / intra.bandwidth_Bps;
@@ -63,11 +63,11 @@ TpExchange all_to_all_exchange(const Kernel& k, double total_s, const Plan& plan
   x.local_B = (plan.tp - 1) * S / n;
   x.intra_factor = f_intra, x.inter_factor = f_inter;
   // DeepEP: the same messages, each carrying the deduplicated share of the NCCL bytes.
-  const ExchangeBytes nccl{double(kk - 1) / n * S, double(n - kk) / n * S};
+  const ExchangeBytes nccl = uniform_exchange_bytes(S, plan.ep_group);
   const ExchangeBytes sent = expert_exchange_bytes(S, plan);
   if (nccl.local > 0) x.intra_share = sent.local / nccl.local;
   if (nccl.remote > 0) x.inter_share = sent.remote / nccl.remote;
-  const double local = nccl.local * x.intra_share / f_intra, remote = nccl.remote * x.inter_share / f_inter;
+  const double local = sent.local / f_intra, remote = sent.remote / f_inter;
   const double nominal = std::max((local + remote) / intra.bandwidth_Bps,
                                   spans_nodes ? remote / inter.bandwidth_Bps : 0.0);
   x.extra_latency_s = total_s - nominal - (spans_nodes ? inter : intra).latency_s;

@@ -86,7 +86,7 @@ enum class CpMerge { kFused, kEagerFp32 };
 // (Megatron-Core's TEGroupedMLP): a cuBLAS GEMM per local expert, round robin on 4 streams.
 enum class ExpertGemm { kGrouped, kMultiStream };
 // How an MoE layer's tokens reach their experts' ranks (sim/cost/collective_cost.h
-// expert_all_to_all_bytes): kAllToAll, an NCCL all-to-all that sends every routed copy of a
+// expert_exchange_bytes): kAllToAll, an NCCL all-to-all that sends every routed copy of a
 // token to its expert's rank (Megatron-Core's alltoall dispatcher); kDeepEP, DeepEP's normal
 // kernels (deepseek-ai/DeepEP README; Megatron-Core's flex dispatcher, and NVIDIA's HybridEP with
 // the same structure) that send each token once over RDMA to every node holding one of its
