@@ -21,6 +21,15 @@ std::vector<std::string> split(const std::string& s, char sep) {
 }
 
 void add_substring(TextCondition& c, const JsonNode& n) {
+  if (n.is_object()) {
+    n.allow_keys({"any"});
+    const JsonNode any = n.at("any");
+    if (!any.is_array() || any.size() == 0) any.fail("must be a non-empty array of substrings");
+    std::vector<std::string> alternatives;
+    for (size_t i = 0; i < any.size(); ++i) alternatives.push_back(lowercase(any.element(i).as_string()));
+    c.any_of.push_back(std::move(alternatives));
+    return;
+  }
   const std::string text = n.as_string();
   if (!text.empty() && text[0] == '!') {
     c.excludes.push_back(lowercase(text.substr(1)));
@@ -29,7 +38,7 @@ void add_substring(TextCondition& c, const JsonNode& n) {
   }
 }
 
-std::vector<TextCondition> read_when(const JsonNode& n) {
+std::vector<TextCondition> read_conditions(const JsonNode& n) {
   n.require_object();
   std::vector<TextCondition> out;
   for (auto it = n.raw().begin(); it != n.raw().end(); ++it) {
@@ -43,6 +52,15 @@ std::vector<TextCondition> read_when(const JsonNode& n) {
     }
     out.push_back(std::move(c));
   }
+  return out;
+}
+
+// "when": one map of conditions, or an array of maps of which any may hold.
+std::vector<std::vector<TextCondition>> read_when(const JsonNode& n) {
+  if (!n.is_array()) return {read_conditions(n)};
+  if (n.size() == 0) n.fail("must be a map of conditions or a non-empty array of them");
+  std::vector<std::vector<TextCondition>> out;
+  for (size_t i = 0; i < n.size(); ++i) out.push_back(read_conditions(n.element(i)));
   return out;
 }
 
@@ -140,6 +158,11 @@ bool condition_holds(const TextCondition& cond, const Json& c) {
   for (const std::string& s : cond.excludes) {
     if (text.find(s) != std::string::npos) return false;
   }
+  for (const std::vector<std::string>& alternatives : cond.any_of) {
+    const bool one = std::any_of(alternatives.begin(), alternatives.end(),
+                                 [&](const std::string& s) { return text.find(s) != std::string::npos; });
+    if (!one) return false;
+  }
   return true;
 }
 
@@ -197,8 +220,9 @@ std::string case_field_text(const Json& c, const std::string& path) {
 }
 
 bool rule_matches(const CaseRule& rule, const Json& c) {
-  return std::all_of(rule.when.begin(), rule.when.end(),
-                     [&](const TextCondition& t) { return condition_holds(t, c); });
+  return std::any_of(rule.when.begin(), rule.when.end(), [&](const std::vector<TextCondition>& all) {
+    return std::all_of(all.begin(), all.end(), [&](const TextCondition& t) { return condition_holds(t, c); });
+  });
 }
 
 const CaseRule* first_match(const std::vector<CaseRule>& rules, const Json& c) {

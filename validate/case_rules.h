@@ -15,15 +15,18 @@ namespace stratasim {
 
 // "when": {"framework|parallel.notes": ["compile", "!compile=False"]}: for each key, the text
 // of the named case fields (joined) must contain every positive substring and none of the
-// negative ones, ignoring case. An empty substring always matches.
+// negative ones, ignoring case. An empty substring always matches. {"any": ["NeMo",
+// "Megatron-Core"]} in place of a substring holds when the text contains at least one of them.
 struct TextCondition {
   std::vector<std::string> fields;  // dot paths into the case
   std::vector<std::string> contains;
   std::vector<std::string> excludes;
+  std::vector<std::vector<std::string>> any_of;  // each: at least one must occur
 };
 
 struct CaseRule {
-  std::vector<TextCondition> when;
+  // Every condition of one map must hold; "when": [{...}, {...}] matches when any map does.
+  std::vector<std::vector<TextCondition>> when;
   std::string name;  // stacks
   Json apply;        // the fragment a match contributes (cluster / model / strategy object)
   Json free;         // stacks: search-space axes for knobs the case leaves null

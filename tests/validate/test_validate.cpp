@@ -347,3 +347,65 @@ TEST_CASE("validate: a measured memory is compared with the view its memory_kind
                                          "view measured: 'reserved'"),
                        InputError);
 }
+
+TEST_CASE("validate: a framework names its stack: NeMo, Megatron-Bridge and Megatron-LM on Hopper run Megatron-Core") {
+  // rules.json, stack megatron-core: "when" is an array of condition maps, any of which may
+  // hold; {"any": [...]} needs one of its substrings. A 2024 NeMo run or a Megatron-LM run on
+  // H100 is Megatron-Core with Transformer Engine and the distributed optimizer, not the
+  // Megatron-LM 2020-22 fallback (which would declare an 8B model on 8 GPUs out of memory).
+  auto stack_of = [](const std::string& framework, const std::string& gpu) {
+    Json c = parse_json_text(kTwoCaseSource, "test").at("cases").at(1);
+    c["id"] = "stack_probe";
+    c["framework"] = framework;
+    c["hardware"]["gpu"] = gpu;
+    return translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules());
+  };
+  const TranslatedCase nemo = stack_of("NeMo 24.05 container", "A100-SXM4-80GB");
+  CHECK(nemo.stack == "megatron-core");
+  CHECK(nemo.scenario.at("strategy").at("zero_stage") == 3);  // the case's own zero_stage wins
+  CHECK(stack_of("Megatron-Bridge", "A100-SXM4-80GB").stack == "megatron-core");
+  CHECK(stack_of("Megatron-LM (NVIDIA/Megatron-LM)", "H100-SXM5-80GB").stack == "megatron-core");
+  CHECK(stack_of("Megatron-LM", "H200-SXM-141GB").stack == "megatron-core");
+  CHECK(stack_of("Megatron-LM", "A100-SXM4-80GB").stack == "megatron-lm");
+  CHECK(stack_of("Megatron-DeepSpeed", "H100-SXM5-80GB").stack == "megatron-deepspeed");
+  CHECK(stack_of("an unnamed trainer", "H100-SXM5-80GB").stack == "megatron-lm");
+}
+
+TEST_CASE("validate: rule conditions with alternatives, and their errors") {
+  const char* rules = R"({"stacks": [
+    {"name": "either", "when": [{"framework": {"any": ["alpha", "beta"]}},
+                                {"framework": "gamma", "hardware.gpu": ["h100", "!nvl"]}],
+     "strategy": {}},
+    {"name": "rest", "when": {"id": ""}, "strategy": {}}]})";
+  const Json doc = parse_json_text(rules, "rules.json");
+  const CaseRules r = read_case_rules(JsonNode(doc, "rules.json", ""));
+  auto stack = [&](const std::string& framework, const std::string& gpu) {
+    const Json c = {{"id", "x"}, {"framework", framework}, {"hardware", {{"gpu", gpu}}}};
+    return first_match(r.stacks, c)->name;
+  };
+  CHECK(stack("Alpha 1.0", "") == "either");
+  CHECK(stack("the BETA trainer", "A100") == "either");
+  CHECK(stack("gamma", "H100 SXM") == "either");
+  CHECK(stack("gamma", "H100 NVL") == "rest");
+  CHECK(stack("gamma", "A100") == "rest");
+  CHECK(stack("delta", "H100") == "rest");
+  auto error_of = [](const std::string& text) {
+    const Json d = parse_json_text(text, "rules.json");
+    try {
+      read_case_rules(JsonNode(d, "rules.json", ""));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string empty_any =
+      error_of(R"({"stacks": [{"name": "s", "when": {"framework": {"any": []}}, "strategy": {}}]})");
+  CHECK(empty_any.find("stacks[0].when.framework.any") != std::string::npos);
+  CHECK(empty_any.find("non-empty array of substrings") != std::string::npos);
+  const std::string empty_when = error_of(R"({"stacks": [{"name": "s", "when": [], "strategy": {}}]})");
+  CHECK(empty_when.find("stacks[0].when") != std::string::npos);
+  CHECK(empty_when.find("non-empty array") != std::string::npos);
+  const std::string bad_key =
+      error_of(R"({"stacks": [{"name": "s", "when": {"framework": {"all": ["x"]}}, "strategy": {}}]})");
+  CHECK(bad_key.find("all") != std::string::npos);
+}
