@@ -339,6 +339,12 @@ TranslatedCase translate_case(const JsonNode& c, const CaseRules& rules) {
   }
   t.unsupported = reason_not_expressible(c.raw(), model_of(c, rules));
   if (!t.unsupported.empty()) return t;
+  if (!first_match(rules.hardware, c.raw())) {
+    c.at("hardware").require_object();
+    t.unsupported = "a GPU no hardware rule in validate/data/rules.json describes (hardware.gpu: \"" +
+                    case_field_text(c.raw(), "hardware.gpu") + "\"; add a rule for it)";
+    return t;
+  }
   t.metrics = metrics_of(c, group);
   if (group && group->speedup_baseline == t.id) {
     t.speedup_reference = true;
