@@ -457,3 +457,32 @@ TEST_CASE("validate: hardware rules for the export, PCIe and other parts read th
   CHECK(hardware_of("B200").device.name == "B200");
   CHECK(hardware_of("MI300X").device.name == "MI300X");
 }
+
+TEST_CASE("validate: a model family named without its features gets its paper's blocks") {
+  // rules.json model rules: LLaMA (arXiv 2302.13971 Sec. 2.2) and its kin are RMSNorm, SwiGLU,
+  // RoPE, untied, bias-free; Mixtral routes each token to 2 of 8 experts (arXiv 2401.04088);
+  // BLOOM has ALiBi, no position embeddings (arXiv 2211.05100). An arch text "LLaMA-2 7B"
+  // must not read as a GPT block (a two-matrix GeLU MLP: a third fewer MLP FLOP).
+  auto model_of_arch = [](const std::string& arch) {
+    Json c = parse_json_text(kTwoCaseSource, "test").at("cases").at(1);
+    c["id"] = "arch_probe";
+    c["model"]["arch"] = arch;
+    const TranslatedCase t = translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules());
+    REQUIRE(t.unsupported.empty());
+    return t.scenario.at("model");
+  };
+  const Json llama = model_of_arch("LLaMA-2 7B");
+  CHECK(llama.at("activation") == "swiglu");
+  CHECK(llama.at("norm") == "rmsnorm");
+  CHECK(llama.at("rotary") == true);
+  CHECK(llama.at("tied_embeddings") == false);
+  CHECK(llama.at("linear_bias") == false);
+  CHECK(model_of_arch("Mistral 7B").at("activation") == "swiglu");
+  const Json mixtral = model_of_arch("Mixtral 8x7B");
+  CHECK(mixtral.at("moe").at("experts") == 8);
+  CHECK(mixtral.at("moe").at("top_k") == 2);
+  const Json bloom = model_of_arch("BLOOM-176B");
+  CHECK(bloom.at("learned_positions") == false);
+  CHECK(bloom.at("rotary") == false);
+  CHECK_FALSE(model_of_arch("GPT-3 175B").contains("activation"));  // the GPT defaults
+}
