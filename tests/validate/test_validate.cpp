@@ -486,3 +486,30 @@ TEST_CASE("validate: a model family named without its features gets its paper's 
   CHECK(bloom.at("rotary") == false);
   CHECK_FALSE(model_of_arch("GPT-3 175B").contains("activation"));  // the GPT defaults
 }
+
+TEST_CASE("validate: precision texts, FP8 by stack, and an unnamed precision on a GPU without bf16") {
+  auto strategy_of = [](const Json& precision, const std::string& framework, const std::string& gpu) {
+    Json c = parse_json_text(kTwoCaseSource, "test").at("cases").at(1);
+    c["id"] = "precision_probe";
+    c["precision"] = precision;
+    c["framework"] = framework;
+    c["hardware"]["gpu"] = gpu;
+    const TranslatedCase t = translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules());
+    REQUIRE(t.unsupported.empty());
+    return t.scenario.at("strategy");
+  };
+  CHECK(strategy_of("bfloat16", "TorchTitan", "H100").at("dtype") == "bf16");
+  CHECK(strategy_of("half", "TorchTitan", "H100").at("dtype") == "fp16");
+  CHECK(strategy_of("TF32", "TorchTitan", "A100").at("dtype") == "tf32");
+  // Megatron-Core reaches FP8 only through Transformer Engine (default recipe: delayed);
+  // TorchTitan's Float8 is torchao's tensorwise recipe (the strategy default).
+  const Json megatron_fp8 = strategy_of("FP8", "Megatron-LM", "H100-SXM5-80GB");
+  CHECK(megatron_fp8.at("dtype") == "fp8");
+  CHECK(megatron_fp8.at("fp8_scaling") == "delayed");
+  const Json titan_fp8 = strategy_of("FP8", "TorchTitan", "H100-SXM5-80GB");
+  CHECK(titan_fp8.at("dtype") == "fp8");
+  CHECK_FALSE(titan_fp8.contains("fp8_scaling"));
+  // Volta has no bfloat16: mixed precision left unnamed there is fp16.
+  CHECK(strategy_of(nullptr, "Megatron-LM", "V100-SXM2-32GB").at("dtype") == "fp16");
+  CHECK(strategy_of("fp32", "Megatron-LM", "V100-SXM2-32GB").at("dtype") == "fp32");
+}
