@@ -151,6 +151,7 @@ bool add_free(Json& search, const Json& free, const char* key) {
 // (global / dp) split pp ways; 0 when that does not divide.
 int pipeline_micro_batch(const Json& pr, const CaseRule* stack) {
   if (stack == nullptr || !stack->pipeline_micro_batches_pp) return 0;
+  if (!has_number(pr, "pp") || !has_number(pr, "dp")) return 0;
   const int pp = pr.at("pp").get<int>(), dp = pr.at("dp").get<int>();
   const long long global = pr.at("global_batch").get<long long>();
   if (pp <= 1 || dp <= 0 || global % (static_cast<long long>(dp) * pp) != 0) return 0;
@@ -161,11 +162,21 @@ void stated_parallel(const JsonNode& c, Json& strategy, Json& search, const Json
                      const CaseRule* stack) {
   const JsonNode p = c.at("parallel");
   const Json& pr = p.raw();
-  for (const char* key : {"tp", "pp", "dp", "global_batch"}) {
-    if (!has_number(pr, key)) p.at(key).fail("is required (a number)");
-    strategy[key] = pr.at(key);
+  if (!has_number(pr, "global_batch")) p.at("global_batch").fail("is required (a number)");
+  strategy["global_batch"] = pr.at("global_batch");
+  // A degree the source leaves null: dp follows from the GPUs (strategy dp 0), tp and pp are
+  // searched as the authors would have tuned them; 0 below means unknown.
+  for (const char* key : {"tp", "pp", "dp"}) {
+    if (has_number(pr, key)) {
+      strategy[key] = pr.at(key);
+    } else if (pr.contains(key) && !pr.at(key).is_null()) {
+      p.at(key).fail("must be a number or null");
+    } else if (std::string_view(key) != "dp") {
+      search[key] = Json::array({1, 2, 4, 8});
+    }
   }
-  const int tp = pr.at("tp").get<int>(), pp = pr.at("pp").get<int>();
+  const int tp = has_number(pr, "tp") ? pr.at("tp").get<int>() : 0;
+  const int pp = has_number(pr, "pp") ? pr.at("pp").get<int>() : 0;
   if (has_number(pr, "cp") && pr.at("cp").get<double>() > 1) strategy["cp"] = pr.at("cp");
   if (has_number(pr, "ep") && pr.at("ep").get<double>() > 1) strategy["ep"] = pr.at("ep");
   if (has_number(pr, "micro_batch")) {
@@ -187,8 +198,8 @@ void stated_parallel(const JsonNode& c, Json& strategy, Json& search, const Json
     add_free(search, free, "recompute");
   }
   if (pr.contains("sequence_parallel") && pr.at("sequence_parallel").is_boolean()) {
-    strategy["sequence_parallel"] = pr.at("sequence_parallel").get<bool>() && tp > 1;
-  } else if (tp > 1) {
+    strategy["sequence_parallel"] = pr.at("sequence_parallel").get<bool>() && tp != 1;
+  } else if (tp != 1) {
     add_free(search, free, "sequence_parallel");
   }
   if (tp == 1) strategy["sequence_parallel"] = false;
@@ -200,7 +211,7 @@ void stated_parallel(const JsonNode& c, Json& strategy, Json& search, const Json
     strategy["zero_stage"] = 3;
   }
   const std::string schedule = pp > 1 ? schedule_of(pr) : "1f1b";
-  if (pp == 1) {
+  if (pp <= 1) {  // no pipeline, or its depth searched: plain 1F1B where it has one
     strategy["schedule"] = "1f1b";
     strategy["interleave"] = 1;
   } else if (has_number(pr, "interleave")) {
@@ -277,6 +288,63 @@ std::pair<MetricKind, std::string> memory_metric(const JsonNode& measured) {
          "'allocated' (max_memory_allocated) or 'nvidia-smi' (the device's use)");
 }
 
+// What every iteration needs and a source may leave null: the batch, the sequence length, the
+// GPU count. Empty: all stated.
+// `model`: the model as translated (an operator-graph preset has no sequence). A field that is
+// there but not a number is malformed, not missing: the readers below reject it.
+bool left_null(const Json& obj, const char* key) {
+  return obj.is_object() && (!obj.contains(key) || obj.at(key).is_null());
+}
+
+std::string missing_essentials(const Json& c, const Json& model) {
+  const Json& p = c.value("parallel", Json::object());
+  const Json& m = c.value("model", Json::object());
+  const Json& h = c.value("hardware", Json::object());
+  if (left_null(p, "global_batch")) {
+    return "the source states no global batch (parallel.global_batch): an iteration is undefined";
+  }
+  if (left_null(h, "num_gpus")) return "the source states no GPU count (hardware.num_gpus)";
+  if (!model.contains("preset") && left_null(m, "seq_len")) {
+    return "the source states no sequence length (model.seq_len)";
+  }
+  return "";
+}
+
+// A case measured in none of the forms above (a source outside the development groups, whose
+// FLOP convention no group states): its iteration time from the other throughput forms a
+// source prints (milliseconds, total tokens/s, samples/s), or else the iteration time the
+// case's curator derived from the printed figure (`derived.iteration_s`, computed with the
+// source's own FLOP formula: a conversion, not a measurement, and labelled so).
+void add_fallback_time(const JsonNode& c, std::vector<CaseMetric>& out) {
+  const Json& m = c.at("measured").raw();
+  const Json& p = c.at("parallel").raw();
+  const bool batch_known = has_number(p, "global_batch") && has_number(c.at("model").raw(), "seq_len");
+  if (has_number(m, "iteration_ms")) {
+    out.push_back({MetricKind::kIterationTime, "iteration s (from ms)",
+                   m.at("iteration_ms").get<double>() * kMilli, relative_rounding(m.at("iteration_ms"))});
+    return;
+  }
+  for (const char* key : {"tokens_per_s_total", "tokens_per_s"}) {
+    if (batch_known && has_number(m, key)) {
+      out.push_back({MetricKind::kIterationTime, "iteration s (from total tokens/s)",
+                     iteration_tokens(c.raw()) / m.at(key).get<double>(), relative_rounding(m.at(key))});
+      return;
+    }
+  }
+  for (const char* key : {"throughput_samples_per_s", "samples_per_s"}) {
+    if (has_number(p, "global_batch") && has_number(m, key)) {
+      out.push_back({MetricKind::kIterationTime, "iteration s (from samples/s)",
+                     p.at("global_batch").get<double>() / m.at(key).get<double>(), relative_rounding(m.at(key))});
+      return;
+    }
+  }
+  const Json& d = c.raw().value("derived", Json::object());
+  if (d.is_object() && has_number(d, "iteration_s")) {
+    out.push_back({MetricKind::kIterationTime, "iteration s (the case's derived value)",
+                   d.at("iteration_s").get<double>(), relative_rounding(d.at("iteration_s"))});
+  }
+}
+
 // The measured values this tool can predict, converted to SI and to what the engine reports.
 std::vector<CaseMetric> metrics_of(const JsonNode& c, const GroupRule* group) {
   std::vector<CaseMetric> out;
@@ -308,6 +376,7 @@ std::vector<CaseMetric> metrics_of(const JsonNode& c, const GroupRule* group) {
                      it.value().get<double>(), relative_rounding(it.value()), group->speedup_baseline});
     }
   }
+  if (out.empty()) add_fallback_time(c, out);
   if (has_number(m, "memory_gib")) {
     const auto [kind, label] = memory_metric(c.at("measured"));
     out.push_back({kind, label, m.at("memory_gib").get<double>() * kGiB,
@@ -339,6 +408,10 @@ TranslatedCase translate_case(const JsonNode& c, const CaseRules& rules) {
   }
   t.unsupported = reason_not_expressible(c.raw(), model_of(c, rules));
   if (!t.unsupported.empty()) return t;
+  if (const std::string missing = missing_essentials(c.raw(), model_of(c, rules)); !missing.empty()) {
+    t.unsupported = missing;
+    return t;
+  }
   if (!first_match(rules.hardware, c.raw())) {
     c.at("hardware").require_object();
     t.unsupported = "a GPU no hardware rule in validate/data/rules.json describes (hardware.gpu: \"" +

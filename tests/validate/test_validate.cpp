@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <set>
 
@@ -512,4 +513,47 @@ TEST_CASE("validate: precision texts, FP8 by stack, and an unnamed precision on 
   // Volta has no bfloat16: mixed precision left unnamed there is fp16.
   CHECK(strategy_of(nullptr, "Megatron-LM", "V100-SXM2-32GB").at("dtype") == "fp16");
   CHECK(strategy_of("fp32", "Megatron-LM", "V100-SXM2-32GB").at("dtype") == "fp32");
+}
+
+TEST_CASE("validate: a source outside the groups: its other throughput forms, unstated degrees, missing essentials") {
+  auto translated = [](const std::function<void(Json&)>& edit) {
+    Json c = parse_json_text(kTwoCaseSource, "test").at("cases").at(1);
+    c["id"] = "outside_probe";  // no group: no FLOP convention to read a TFLOP/s figure with
+    edit(c);
+    return translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules());
+  };
+  // 8 GPUs, global batch 8 of 8192 tokens: 65,536 tokens an iteration.
+  const TranslatedCase total = translated([](Json& c) { c["measured"] = {{"tokens_per_s_total", 32768}}; });
+  REQUIRE(total.metrics.size() == 1);
+  CHECK(total.metrics[0].published == doctest::Approx(65536.0 / 32768));
+  const TranslatedCase samples = translated([](Json& c) { c["measured"] = {{"samples_per_s", 4}}; });
+  CHECK(samples.metrics.at(0).published == doctest::Approx(8.0 / 4));
+  const TranslatedCase ms = translated([](Json& c) { c["measured"] = {{"iteration_ms", 1500}}; });
+  CHECK(ms.metrics.at(0).published == doctest::Approx(1.5));
+  // An MFU figure without a convention: the curator's derived iteration time, labelled so.
+  const TranslatedCase derived = translated([](Json& c) {
+    c["measured"] = {{"mfu", 0.4}};
+    c["derived"] = {{"iteration_s", 2.25}};
+  });
+  CHECK(derived.metrics.at(0).published == doctest::Approx(2.25));
+  CHECK(derived.metrics.at(0).label.find("derived") != std::string::npos);
+  const TranslatedCase none = translated([](Json& c) { c["measured"] = {{"mfu", 0.4}}; });
+  CHECK(none.unsupported.find("no measured value this tool can compare") == 0);
+  // A null dp follows from the GPUs; a null tp or pp is searched over 1, 2, 4, 8.
+  const TranslatedCase degrees = translated([](Json& c) {
+    c["parallel"]["dp"] = nullptr;
+    c["parallel"]["tp"] = nullptr;
+  });
+  REQUIRE(degrees.unsupported.empty());
+  CHECK_FALSE(degrees.scenario.at("strategy").contains("dp"));
+  CHECK(degrees.scenario.at("search").at("tp") == Json::array({1, 2, 4, 8}));
+  // What an iteration cannot do without is a reason, not an abort.
+  CHECK(translated([](Json& c) { c["parallel"]["global_batch"] = nullptr; }).unsupported ==
+        "the source states no global batch (parallel.global_batch): an iteration is undefined");
+  CHECK(translated([](Json& c) { c["model"]["seq_len"] = nullptr; }).unsupported ==
+        "the source states no sequence length (model.seq_len)");
+  CHECK(translated([](Json& c) { c["hardware"].erase("num_gpus"); }).unsupported ==
+        "the source states no GPU count (hardware.num_gpus)");
+  CHECK_THROWS_WITH_AS(translated([](Json& c) { c["parallel"]["tp"] = "eight"; }),
+                       doctest::Contains("parallel.tp: \"eight\" must be a number or null"), InputError);
 }
