@@ -379,7 +379,23 @@ TEST_CASE("validate: a framework names its stack: NeMo, Megatron-Bridge and Mega
   CHECK(stack_of("Megatron-LM", "H200-SXM-141GB").stack == "megatron-core");
   CHECK(stack_of("Megatron-LM", "A100-SXM4-80GB").stack == "megatron-lm");
   CHECK(stack_of("Megatron-DeepSpeed", "H100-SXM5-80GB").stack == "megatron-deepspeed");
-  CHECK(stack_of("an unnamed trainer", "H100-SXM5-80GB").stack == "megatron-lm");
+  // PyTorch FSDP trainers: ZeRO-3 by default (FULL_SHARD), flash attention, overlapped
+  // reduction; an unnamed trainer on Hopper gets flash attention and overlap, not Megatron-LM
+  // 2020-22's kernels; on A100 the Megatron-LM fallback stays.
+  Json foundry = parse_json_text(kTwoCaseSource, "test").at("cases").at(1);
+  foundry["framework"] = "LLM Foundry (Composer, PyTorch FSDP)";
+  foundry["parallel"].erase("zero_stage");
+  const TranslatedCase f = translate_case(JsonNode(foundry, "probe.json", "cases[0]"), builtin_case_rules());
+  CHECK(f.stack == "pytorch-fsdp");
+  CHECK(f.scenario.at("strategy").at("zero_stage") == 3);
+  CHECK(f.scenario.at("strategy").at("fusion").at("flash_attention") == true);
+  CHECK(f.scenario.at("strategy").at("overlap_dp") == true);
+  CHECK(stack_of("metaseq", "A100-SXM4-80GB").stack == "pytorch-fsdp");
+  const TranslatedCase hopper = stack_of("an in-house trainer", "H100-SXM5-80GB");
+  CHECK(hopper.stack == "pytorch-hopper");
+  CHECK(hopper.scenario.at("strategy").at("fusion").at("flash_attention") == true);
+  CHECK(stack_of("an in-house trainer", "A100-SXM4-80GB").stack == "megatron-lm");
+  CHECK(stack_of("Megatron-LM with PyTorch FSDP", "A100-SXM4-80GB").stack == "megatron-lm");
 }
 
 TEST_CASE("validate: rule conditions with alternatives, and their errors") {
