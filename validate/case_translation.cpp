@@ -74,7 +74,14 @@ std::string reason_not_expressible(const Json& c, const Json& m) {
 
 Json model_of(const JsonNode& c, const CaseRules& rules) {
   const JsonNode m = c.at("model");
+  // The architecture rules first, then what the case itself states on top: a source's own
+  // figure (kv_heads, experts, ...) wins over what its architecture's name implies.
   Json model = {{"name", c.string("id")}, {"family", "decoder"}};
+  for (const CaseRule& r : rules.model) {
+    if (rule_matches(r, c.raw())) merge_into(model, r.apply);
+  }
+  // An operator-graph preset (a CNN): the preset alone, the transformer fields do not apply.
+  if (model.contains("preset")) return Json{{"preset", model.at("preset")}};
   for (const char* key : {"layers", "hidden", "heads", "kv_heads", "ffn_hidden", "seq_len", "vocab"}) {
     if (has_number(m.raw(), key)) model[key] = m.raw().at(key);
   }
@@ -84,13 +91,8 @@ Json model_of(const JsonNode& c, const CaseRules& rules) {
                             {"shared_experts", "shared_experts"}}) {
       if (has_number(m.raw(), from)) moe[to] = m.raw().at(from);
     }
-    model["moe"] = moe;
+    merge_into(model, Json{{"moe", moe}});
   }
-  for (const CaseRule& r : rules.model) {
-    if (rule_matches(r, c.raw())) merge_into(model, r.apply);
-  }
-  // An operator-graph preset (a CNN): the preset alone, the transformer fields do not apply.
-  if (model.contains("preset")) return Json{{"preset", model.at("preset")}};
   return model;
 }
 

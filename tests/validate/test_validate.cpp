@@ -502,6 +502,18 @@ TEST_CASE("validate: a model family named without its features gets its paper's 
   CHECK(bloom.at("learned_positions") == false);
   CHECK(bloom.at("rotary") == false);
   CHECK_FALSE(model_of_arch("GPT-3 175B").contains("activation"));  // the GPT defaults
+  const Json mpt = model_of_arch("MPT-30B");
+  CHECK(mpt.at("rotary") == false);
+  CHECK(mpt.at("learned_positions") == false);
+  CHECK(mpt.at("linear_bias") == false);
+  // Multi-query attention implies one K/V head, but the case's own kv_heads (8, Llama 3's, in
+  // the probe) wins over what an architecture's name implies.
+  CHECK(model_of_arch("Falcon-40B (multi-query attention)").at("kv_heads") == 8);
+  Json c = parse_json_text(kTwoCaseSource, "test").at("cases").at(1);
+  c["model"]["arch"] = "Falcon-7B (multi-query attention)";
+  c["model"].erase("kv_heads");
+  const TranslatedCase falcon = translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules());
+  CHECK(falcon.scenario.at("model").at("kv_heads") == 1);
 }
 
 TEST_CASE("validate: precision texts, FP8 by stack, and an unnamed precision on a GPU without bf16") {
