@@ -394,6 +394,7 @@ TEST_CASE("validate: a framework names its stack: NeMo, Megatron-Bridge and Mega
   const TranslatedCase hopper = stack_of("an in-house trainer", "H100-SXM5-80GB");
   CHECK(hopper.stack == "pytorch-hopper");
   CHECK(hopper.scenario.at("strategy").at("fusion").at("flash_attention") == true);
+  CHECK(hopper.scenario.at("strategy").at("uneven_stages") == true);  // Llama 3: 126 layers, 16 stages
   CHECK(stack_of("an in-house trainer", "A100-SXM4-80GB").stack == "megatron-lm");
   CHECK(stack_of("Megatron-LM with PyTorch FSDP", "A100-SXM4-80GB").stack == "megatron-lm");
 }
