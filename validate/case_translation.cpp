@@ -1,5 +1,6 @@
 #include "validate/case_translation.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 
@@ -341,10 +342,17 @@ void add_fallback_time(const JsonNode& c, std::vector<CaseMetric>& out) {
     }
   }
   const Json& d = c.raw().value("derived", Json::object());
-  if (d.is_object() && has_number(d, "iteration_s")) {
-    out.push_back({MetricKind::kIterationTime, "iteration s (the case's derived value)",
-                   d.at("iteration_s").get<double>(), relative_rounding(d.at("iteration_s"))});
+  if (!d.is_object()) return;
+  // "iteration_s", or a variant naming its formula ("iteration_s_from_eq3").
+  const char* key = has_number(d, "iteration_s") ? "iteration_s" : nullptr;
+  for (auto it = d.begin(); key == nullptr && it != d.end(); ++it) {
+    if (it.key().rfind("iteration_s_", 0) == 0 && it.value().is_number()) key = it.key().c_str();
   }
+  if (key == nullptr) return;
+  const double value = d.at(key).get<double>();
+  if (!(value > 0)) return;
+  out.push_back({MetricKind::kIterationTime, "iteration s (the case's derived " + std::string(key) + ")",
+                 value, relative_rounding(d.at(key))});
 }
 
 // The measured values this tool can predict, converted to SI and to what the engine reports.
@@ -384,6 +392,8 @@ std::vector<CaseMetric> metrics_of(const JsonNode& c, const GroupRule* group) {
     out.push_back({kind, label, m.at("memory_gib").get<double>() * kGiB,
                    relative_rounding(m.at("memory_gib"))});
   }
+  // A zero, negative or overflowing figure compares with nothing (and would print inf).
+  std::erase_if(out, [](const CaseMetric& x) { return !(std::isfinite(x.published) && x.published > 0); });
   return out;
 }
 

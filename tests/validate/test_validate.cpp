@@ -566,6 +566,15 @@ TEST_CASE("validate: a source outside the groups: its other throughput forms, un
   });
   CHECK(derived.metrics.at(0).published == doctest::Approx(2.25));
   CHECK(derived.metrics.at(0).label.find("derived") != std::string::npos);
+  const TranslatedCase eq3 = translated([](Json& c) {
+    c["measured"] = {{"tflops_per_gpu", 150}};
+    c["derived"] = {{"iteration_s_from_eq3", 31.5}, {"note", "Eq. 3"}};
+  });
+  CHECK(eq3.metrics.at(0).published == doctest::Approx(31.5));
+  CHECK(eq3.metrics.at(0).label == "iteration s (the case's derived iteration_s_from_eq3)");
+  // A zero throughput would make an infinite iteration: compared with nothing, and said so.
+  const TranslatedCase zero = translated([](Json& c) { c["measured"] = {{"tokens_per_s_per_gpu", 0}}; });
+  CHECK(zero.unsupported == "no measured value this tool can compare (measured: {\"tokens_per_s_per_gpu\":0})");
   const TranslatedCase none = translated([](Json& c) { c["measured"] = {{"mfu", 0.4}}; });
   CHECK(none.unsupported.find("no measured value this tool can compare") == 0);
   // A null dp follows from the GPUs; a null tp or pp is searched over 1, 2, 4, 8.
