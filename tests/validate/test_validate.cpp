@@ -392,10 +392,15 @@ TEST_CASE("validate: a framework names its stack: NeMo, Megatron-Bridge and Mega
   CHECK(f.scenario.at("strategy").at("overlap_dp") == true);
   CHECK(stack_of("metaseq", "A100-SXM4-80GB").stack == "pytorch-fsdp");
   const TranslatedCase hopper = stack_of("an in-house trainer", "H100-SXM5-80GB");
-  CHECK(hopper.stack == "pytorch-hopper");
+  CHECK(hopper.stack == "pytorch-modern");
   CHECK(hopper.scenario.at("strategy").at("fusion").at("flash_attention") == true);
   CHECK(hopper.scenario.at("strategy").at("uneven_stages") == true);  // Llama 3: 126 layers, 16 stages
   CHECK(stack_of("an in-house trainer", "A100-SXM4-80GB").stack == "megatron-lm");
+  Json recent = parse_json_text(kTwoCaseSource, "test").at("cases").at(1);
+  recent["framework"] = "an in-house trainer";
+  recent["hardware"]["gpu"] = "A100-SXM4-80GB";
+  recent["source"] = {{"title", "a paper"}, {"venue_year", "arXiv 2024"}};
+  CHECK(translate_case(JsonNode(recent, "probe.json", "cases[0]"), builtin_case_rules()).stack == "pytorch-modern");
   CHECK(stack_of("Megatron-LM with PyTorch FSDP", "A100-SXM4-80GB").stack == "megatron-lm");
 }
 
