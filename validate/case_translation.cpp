@@ -119,19 +119,36 @@ Json cluster_of(const JsonNode& c, const CaseRules& rules) {
   return cluster;
 }
 
-std::string recompute_of(const JsonNode& n) {
-  const std::string text = lowercase(n.as_string());
-  if (text.rfind("full", 0) == 0 || text.rfind("all but last", 0) == 0) return "full";
-  if (text.rfind("selective", 0) == 0) {
+// The recomputation a source's text names: "full" (Megatron's uniform or block methods, plain
+// activation or gradient checkpointing, yes/on), "selective" (or TorchTitan's per-op policy),
+// "none" (no/off/false); "" for a text this reads as none of them.
+std::string recompute_text(const std::string& raw) {
+  const std::string text = lowercase(raw);
+  auto has = [&](const char* w) { return text.find(w) != std::string::npos; };
+  auto is = [&](std::initializer_list<const char*> words) {
+    for (const char* w : words) {
+      if (text == w) return true;
+    }
+    return false;
+  };
+  if (has("selective")) {
     // TorchTitan's per-op policy ("op SAC") saves every other matmul; Megatron's selective
     // recomputation recomputes the attention core only.
-    const bool per_op = text.find("op sac") != std::string::npos ||
-                        text.find("per-op") != std::string::npos ||
-                        text.find("'op'") != std::string::npos;
-    return per_op ? "op_selective" : "selective";
+    return has("op sac") || has("per-op") || has("'op'") ? "op_selective" : "selective";
   }
-  if (text.rfind("none", 0) == 0) return "none";
-  n.fail("is not a recomputation this tool knows (full, selective, none)");
+  if (text.rfind("none", 0) == 0 || is({"no", "off", "false", "disabled", "0"})) return "none";
+  if (text.rfind("full", 0) == 0 || text.rfind("all but last", 0) == 0 || has("uniform") ||
+      has("block") || has("checkpointing") || has("full recompute") || is({"yes", "on", "true", "enabled", "1"})) {
+    return "full";
+  }
+  return "";
+}
+
+std::string recompute_of(const JsonNode& n) {
+  if (n.raw().is_boolean()) return n.raw().get<bool>() ? "full" : "none";
+  const std::string r = recompute_text(n.as_string());
+  if (r.empty()) n.fail("is not a recomputation this tool knows (full, selective, none)");
+  return r;
 }
 
 // The schedule the source names, or "" when it names none.
@@ -139,7 +156,10 @@ std::string schedule_of(const Json& p) {
   const std::string text = lowercase(case_field_text(p, "schedule"));
   if (text.find("interleaved") != std::string::npos) return "interleaved";
   if (text.find("gpipe") != std::string::npos) return "gpipe";
-  if (text.find("1f1b") != std::string::npos) return "1f1b";
+  if (text.find("1f1b") != std::string::npos || text.find("pipedream-flush") != std::string::npos ||
+      text.find("pipedream flush") != std::string::npos) {
+    return "1f1b";  // PipeDream-Flush is 1F1B (Narayanan et al. 2021, Sec. 2.2.1)
+  }
   return "";
 }
 
@@ -189,10 +209,10 @@ void stated_parallel(const JsonNode& c, Json& strategy, Json& search, const Json
   } else if (!add_free(search, free, "micro_batch")) {
     p.fail("does not report micro_batch and its stack lists no values to search");
   }
-  if (pr.contains("recompute") && pr.at("recompute").is_string()) {
+  if (pr.contains("recompute") && (pr.at("recompute").is_string() || pr.at("recompute").is_boolean())) {
     strategy["recompute"] = recompute_of(p.at("recompute"));
     // torchgpipe's checkpoint='except_last': the last micro-batch keeps its activations.
-    if (lowercase(pr.at("recompute").get<std::string>()).rfind("all but last", 0) == 0) {
+    if (lowercase(case_field_text(pr, "recompute")).rfind("all but last", 0) == 0) {
       strategy["recompute_last_micro_batch"] = false;
     }
   } else if (const std::string implied = recompute_implied_by_flops(c.raw()); !implied.empty()) {
@@ -420,6 +440,13 @@ TranslatedCase translate_case(const JsonNode& c, const CaseRules& rules) {
   }
   t.unsupported = reason_not_expressible(c.raw(), model_of(c, rules));
   if (!t.unsupported.empty()) return t;
+  if (const Json& p = c.raw().value("parallel", Json::object());
+      p.is_object() && p.contains("recompute") && p.at("recompute").is_string() &&
+      recompute_text(p.at("recompute").get<std::string>()).empty()) {
+    t.unsupported = "a recomputation this tool cannot read (parallel.recompute: \"" +
+                    p.at("recompute").get<std::string>() + "\"; it knows full, selective, none)";
+    return t;
+  }
   if (const std::string missing = missing_essentials(c.raw(), model_of(c, rules)); !missing.empty()) {
     t.unsupported = missing;
     return t;

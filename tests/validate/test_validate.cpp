@@ -126,10 +126,20 @@ TEST_CASE("validate: a malformed case names the file, the JSON path and the rule
            "vocab": 10}, "parallel": {"tp": 1, "pp": 1, "dp": 1, "global_batch": 1,
            "micro_batch": 1, "recompute": "sometimes"},
            "hardware": {"gpu": "A100-SXM4-80GB", "num_gpus": 1}, "measured": {"iteration_s": 1}}])");
-  CHECK_THROWS_WITH_AS(load_validation_set({path}, false),
-                       doctest::Contains("[0].parallel.recompute: \"sometimes\" is not a "
-                                         "recomputation this tool knows"),
-                       InputError);
+  // A text this cannot read as a recomputation is a listed reason (one odd phrasing must not
+  // void a whole source); a value of the wrong type is malformed and names its path.
+  const ValidationSet odd = load_validation_set({path}, false);
+  REQUIRE(odd.cases.size() == 1);
+  CHECK(odd.cases[0].unsupported ==
+        "a recomputation this tool cannot read (parallel.recompute: \"sometimes\"; it knows full, "
+        "selective, none)");
+  const std::string typed = write_temp("stratasim_bad_type.json",
+      R"([{"id": "bad_1", "model": {"layers": 2, "hidden": 64, "heads": 4, "seq_len": 8,
+           "vocab": 10}, "parallel": {"tp": "one", "pp": 1, "dp": 1, "global_batch": 1,
+           "micro_batch": 1}, "hardware": {"gpu": "A100-SXM4-80GB", "num_gpus": 1},
+           "measured": {"iteration_s": 1}}])");
+  CHECK_THROWS_WITH_AS(load_validation_set({typed}, false),
+                       doctest::Contains("[0].parallel.tp: \"one\" must be a number or null"), InputError);
   const std::string gpu = write_temp("stratasim_bad_gpu.json",
       R"([{"id": "bad_2", "model": {"layers": 2, "hidden": 64, "heads": 4, "seq_len": 8,
            "vocab": 10}, "parallel": {"tp": 1, "pp": 1, "dp": 1, "global_batch": 1,
@@ -597,6 +607,17 @@ TEST_CASE("validate: a source outside the groups: its other throughput forms, un
         "the source states no sequence length (model.seq_len)");
   CHECK(translated([](Json& c) { c["hardware"].erase("num_gpus"); }).unsupported ==
         "the source states no GPU count (hardware.num_gpus)");
+  // Recomputation as sources write it.
+  auto recompute = [&](const Json& value) {
+    return translated([&](Json& c) { c["parallel"]["recompute"] = value; }).scenario.at("strategy").at("recompute");
+  };
+  CHECK(recompute("Full activation checkpointing") == "full");
+  CHECK(recompute("activation checkpointing") == "full");
+  CHECK(recompute("uniform (Megatron)") == "full");
+  CHECK(recompute(true) == "full");
+  CHECK(recompute("no") == "none");
+  CHECK(recompute(false) == "none");
+  CHECK(recompute("Selective (Korthikanti et al.)") == "op_selective");  // TorchTitan: its per-op policy
   CHECK_THROWS_WITH_AS(translated([](Json& c) { c["parallel"]["tp"] = "eight"; }),
                        doctest::Contains("parallel.tp: \"eight\" must be a number or null"), InputError);
 }
