@@ -530,6 +530,13 @@ TEST_CASE("validate: a model family named without its features gets its paper's 
   c["model"].erase("kv_heads");
   const TranslatedCase falcon = translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules());
   CHECK(falcon.scenario.at("model").at("kv_heads") == 1);
+  // Llama 3 (every size) and Llama 2 70B have 8 K/V heads; Llama 2 7B has as many as queries.
+  for (const char* arch : {"Llama 3.1 405B", "Llama-2-70b", "Mistral 7B"}) {
+    c["model"]["arch"] = arch;
+    CHECK(translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules()).scenario.at("model").at("kv_heads") == 8);
+  }
+  c["model"]["arch"] = "Llama 2 7B";
+  CHECK_FALSE(translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules()).scenario.at("model").contains("kv_heads"));
 }
 
 TEST_CASE("validate: precision texts, FP8 by stack, and an unnamed precision on a GPU without bf16") {
