@@ -535,6 +535,13 @@ TEST_CASE("validate: a model family named without its features gets its paper's 
     c["model"]["arch"] = arch;
     CHECK(translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules()).scenario.at("model").at("kv_heads") == 8);
   }
+  // A vocabulary the case leaves null is its family's (Llama 3: 128256; BLOOM 250880).
+  c["model"].erase("vocab");
+  c["model"]["arch"] = "Llama 3 8B";
+  CHECK(translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules()).scenario.at("model").at("vocab") == 128256);
+  c["model"]["arch"] = "BLOOM-176B";
+  CHECK(translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules()).scenario.at("model").at("vocab") == 250880);
+  c["model"]["vocab"] = 32000;
   c["model"]["arch"] = "Llama 2 7B";
   CHECK_FALSE(translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules()).scenario.at("model").contains("kv_heads"));
 }
