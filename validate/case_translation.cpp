@@ -73,6 +73,24 @@ std::string reason_not_expressible(const Json& c, const Json& m) {
   return "";
 }
 
+// The SwiGLU width a Llama-style model derives from its hidden size h when a case leaves
+// ffn_hidden null (Meta's llama model.py FeedForward): 2/3 of 4h, times ffn_dim_multiplier,
+// rounded up to multiple_of. LLaMA and Llama 2 7B-13B: no multiplier, multiple_of 256 (h 4096 ->
+// 11008, 8192 -> 22016); Llama 2 70B and Llama 3: 1.3, or 1.2 at 405B's h 16384, multiple_of
+// 1024 at h 4096 and 4096 above (8B 14336, 70B 28672, 405B 53248; their params.json).
+double llama_ffn_hidden(double h, const std::string& arch) {
+  const bool llama3 = arch.find("llama 3") != std::string::npos || arch.find("llama-3") != std::string::npos ||
+                      arch.find("llama3") != std::string::npos;
+  const bool llama2_70b = arch.find("llama") != std::string::npos && arch.find("70b") != std::string::npos;
+  double width = std::floor(2 * 4 * h / 3);
+  double multiple = 256;
+  if (llama3 || llama2_70b) {
+    width = std::floor(width * (h >= 16384 ? 1.2 : 1.3));
+    multiple = h <= 4096 ? 1024 : 4096;
+  }
+  return multiple * std::ceil(width / multiple);
+}
+
 Json model_of(const JsonNode& c, const CaseRules& rules) {
   const JsonNode m = c.at("model");
   // The architecture rules first, then what the case itself states on top: a source's own
@@ -93,6 +111,9 @@ Json model_of(const JsonNode& c, const CaseRules& rules) {
       if (has_number(m.raw(), from)) moe[to] = m.raw().at(from);
     }
     merge_into(model, Json{{"moe", moe}});
+  }
+  if (model.value("activation", "") == "swiglu" && !has_number(model, "ffn_hidden") && has_number(model, "hidden")) {
+    model["ffn_hidden"] = llama_ffn_hidden(model.at("hidden").get<double>(), lowercase(case_field_text(c.raw(), "model.arch")));
   }
   return model;
 }

@@ -541,6 +541,22 @@ TEST_CASE("validate: a model family named without its features gets its paper's 
   CHECK(translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules()).scenario.at("model").at("vocab") == 128256);
   c["model"]["arch"] = "BLOOM-176B";
   CHECK(translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules()).scenario.at("model").at("vocab") == 250880);
+  // A SwiGLU width the case leaves null follows Meta's FeedForward: 2/3 of 4h, times the
+  // multiplier, rounded up (their params.json: LLaMA 7B 11008, 65B 22016; Llama 3 8B 14336,
+  // 70B 28672, 405B 53248).
+  auto ffn_of = [&](const char* arch, int hidden) {
+    Json x = c;
+    x["model"]["arch"] = arch;
+    x["model"]["hidden"] = hidden;
+    x["model"].erase("ffn_hidden");
+    return translate_case(JsonNode(x, "probe.json", "cases[0]"), builtin_case_rules()).scenario.at("model").at("ffn_hidden");
+  };
+  CHECK(ffn_of("LLaMA-7B", 4096) == 11008);
+  CHECK(ffn_of("LLaMA-65B", 8192) == 22016);
+  CHECK(ffn_of("Llama 3 8B", 4096) == 14336);
+  CHECK(ffn_of("Llama 3 70B", 8192) == 28672);
+  CHECK(ffn_of("Llama 3.1 405B", 16384) == 53248);
+  CHECK(ffn_of("Llama 2 70B", 8192) == 28672);
   c["model"]["vocab"] = 32000;
   c["model"]["arch"] = "Llama 2 7B";
   CHECK_FALSE(translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules()).scenario.at("model").contains("kv_heads"));
