@@ -29,6 +29,10 @@ double relative_rounding(const Json& value) {
 void merge_into(Json& target, const Json& fragment) {
   if (!fragment.is_object()) return;
   for (auto it = fragment.begin(); it != fragment.end(); ++it) {
+    // A preset named by a string ("fusion": "all") refined by an object keeps the preset.
+    if (it.value().is_object() && target.contains(it.key()) && target[it.key()].is_string()) {
+      target[it.key()] = Json{{"preset", target[it.key()]}};
+    }
     if (it.value().is_object() && target.contains(it.key()) && target[it.key()].is_object()) {
       merge_into(target[it.key()], it.value());
     } else {

@@ -412,6 +412,26 @@ TEST_CASE("validate: a framework names its stack: NeMo, Megatron-Bridge and Mega
   recent["source"] = {{"title", "a paper"}, {"venue_year", "arXiv 2024"}};
   CHECK(translate_case(JsonNode(recent, "probe.json", "cases[0]"), builtin_case_rules()).stack == "pytorch-modern");
   CHECK(stack_of("Megatron-LM with PyTorch FSDP", "A100-SXM4-80GB").stack == "megatron-lm");
+  // DeepSpeed without Megatron: its config defaults (overlap_comm only for ZeRO-3; 5e8-element
+  // reduce buckets, 1 GB of 16-bit gradients); a case naming FlashAttention runs it fused.
+  auto deepspeed = [](int zero, const std::string& framework) {
+    Json x = parse_json_text(kTwoCaseSource, "test").at("cases").at(1);
+    x["framework"] = framework;
+    x["parallel"]["zero_stage"] = zero;
+    return translate_case(JsonNode(x, "probe.json", "cases[0]"), builtin_case_rules());
+  };
+  const TranslatedCase ds2 = deepspeed(2, "DeepSpeed (Hugging Face Transformers)");
+  CHECK(ds2.stack == "deepspeed");
+  CHECK(ds2.scenario.at("strategy").at("overlap_dp") == false);
+  CHECK(ds2.scenario.at("strategy").at("dp_bucket") == "1GB");
+  CHECK(ds2.scenario.at("strategy").at("fusion").at("preset") == "none");
+  const TranslatedCase ds3 = deepspeed(3, "DeepSpeed ZeRO-3 with FlashAttention-2");
+  CHECK(ds3.scenario.at("strategy").at("overlap_dp") == true);
+  CHECK(ds3.scenario.at("strategy").at("fusion").at("preset") == "none");
+  CHECK(ds3.scenario.at("strategy").at("fusion").at("flash_attention") == true);
+  CHECK(deepspeed(1, "Megatron-DeepSpeed").stack == "megatron-deepspeed");
+  // On H100 (the probe's GPU) Transformers' default SDPA runs FlashAttention-2's kernel.
+  CHECK(ds2.scenario.at("strategy").at("fusion").at("flash_attention") == true);
 }
 
 TEST_CASE("validate: rule conditions with alternatives, and their errors") {
