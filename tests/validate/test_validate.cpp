@@ -538,6 +538,8 @@ TEST_CASE("validate: a model family named without its features gets its paper's 
   CHECK(bloom.at("learned_positions") == false);
   CHECK(bloom.at("rotary") == false);
   CHECK_FALSE(model_of_arch("GPT-3 175B").contains("activation"));  // the GPT defaults
+  CHECK(model_of_arch("GPT-3 175B").at("family") == "decoder");
+  CHECK(model_of_arch("BERT-Large").at("family") == "encoder");  // bidirectional attention
   const Json mpt = model_of_arch("MPT-30B");
   CHECK(mpt.at("rotary") == false);
   CHECK(mpt.at("learned_positions") == false);
