@@ -71,6 +71,12 @@ std::string reason_not_expressible(const Json& c, const Json& m) {
     return "not a transformer (" + case_field_text(c, "model.arch") +
            ") and no model rule names an operator-graph preset for it";
   }
+  const std::string training = lowercase(case_field_text(c, "framework") + " " + case_field_text(c, "model.arch") +
+                                         " " + case_field_text(c, "parallel.notes") + " " + case_field_text(c, "kind"));
+  if (has_word(training, "lora") || has_word(training, "qlora") || training.find("peft") != std::string::npos) {
+    return "parameter-efficient fine-tuning (LoRA): frozen base weights without weight gradients or "
+           "optimizer states are not modelled";
+  }
   if (!moe && has_number(p, "ep") && p.at("ep").get<double>() > 1) {
     return "expert parallelism (ep=" + json_text(p.at("ep")) + ") on a model with no experts stated";
   }

@@ -642,6 +642,8 @@ TEST_CASE("validate: a source outside the groups: its other throughput forms, un
   // A zero throughput would make an infinite iteration: compared with nothing, and said so.
   const TranslatedCase zero = translated([](Json& c) { c["measured"] = {{"tokens_per_s_per_gpu", 0}}; });
   CHECK(zero.unsupported == "no measured value this tool can compare (measured: {\"tokens_per_s_per_gpu\":0})");
+  CHECK(translated([](Json& c) { c["framework"] = "NeMo (LoRA fine-tuning)"; }).unsupported.find(
+            "parameter-efficient fine-tuning (LoRA)") == 0);
   const TranslatedCase none = translated([](Json& c) { c["measured"] = {{"mfu", 0.4}}; });
   CHECK(none.unsupported.find("no measured value this tool can compare") == 0);
   // A null dp follows from the GPUs; a null tp or pp is searched over 1, 2, 4, 8.
