@@ -50,6 +50,21 @@ const char* kTwoCaseSource = R"({
      "measured": {"tokens_per_s_per_gpu": 6000}}
   ]})";
 
+// The two-case source's TorchTitan case (Llama 3 8B on 8 H100), to edit, and its translation.
+Json probe_json() { return parse_json_text(kTwoCaseSource, "test").at("cases").at(1); }
+TranslatedCase translate_probe(const Json& c) {
+  return translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules());
+}
+// The probe with `edit` applied, which must stay expressible.
+TranslatedCase expressible_probe(const std::function<void(Json&)>& edit) {
+  Json c = probe_json();
+  c["id"] = "probe";
+  edit(c);
+  TranslatedCase t = translate_probe(c);
+  REQUIRE_MESSAGE(t.unsupported.empty(), t.unsupported);
+  return t;
+}
+
 }  // namespace
 
 TEST_CASE("validate: the built-in case files hold >= 250 measured cases from >= 8 sources") {
@@ -217,12 +232,12 @@ TEST_CASE("validate: TorchTitan's selective means its per-op policy; its loss is
   // of the 2024 benchmarks leaves the loss eager (train.py: "TODO: compiling loss function
   // causes CUDA errors"), one of the 2025 releases compiles it (loss.py).
   auto translated = [](const std::string& venue) {
-    Json c = parse_json_text(kTwoCaseSource, "test").at("cases").at(1);
+    Json c = probe_json();
     c["id"] = "titan_probe";
     c["parallel"]["recompute"] = "selective";
     c["parallel"]["notes"] = "torch.compile";
     c["source"] = {{"title", "probe"}, {"venue_year", venue}};
-    return translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules());
+    return translate_probe(c);
   };
   const TranslatedCase y2024 = translated("GitHub benchmarks (2024-12)");
   CHECK(y2024.stack == "torchtitan");
@@ -240,13 +255,13 @@ TEST_CASE("validate: a TorchTitan pipeline the source leaves unstated runs the s
   // benchmark commit), so a local batch of 256 / 8 = 32 sequences runs as 8 micro-batches of 4;
   // an interleaved schedule named without its depth has 2 stages per rank.
   auto translated = [](const std::string& schedule) {
-    Json c = parse_json_text(kTwoCaseSource, "test").at("cases").at(1);
+    Json c = probe_json();
     c["id"] = "titan_pp_probe";
     c["parallel"]["tp"] = 8, c["parallel"]["pp"] = 8, c["parallel"]["dp"] = 8;
     c["parallel"]["global_batch"] = 256, c["parallel"]["micro_batch"] = nullptr;
     c["parallel"]["schedule"] = schedule;
     c["hardware"]["num_gpus"] = 512;
-    return translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules());
+    return translate_probe(c);
   };
   const TranslatedCase one = translated("1F1B");
   CHECK(one.stack == "torchtitan");
@@ -258,9 +273,9 @@ TEST_CASE("validate: a TorchTitan pipeline the source leaves unstated runs the s
   CHECK(inter.at("schedule") == "interleaved");
   CHECK(inter.at("interleave") == 2);
   // Without pipeline parallelism the stack's free micro-batch sizes are searched as before.
-  Json c = parse_json_text(kTwoCaseSource, "test").at("cases").at(1);
+  Json c = probe_json();
   c["parallel"]["micro_batch"] = nullptr;
-  const TranslatedCase flat = translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules());
+  const TranslatedCase flat = translate_probe(c);
   CHECK_FALSE(flat.scenario.at("strategy").contains("micro_batch"));
 }
 
@@ -303,12 +318,12 @@ TEST_CASE("validate: a setting a modifier reads from the run's code is not searc
   // rules.json: Megatron-Bridge 25.09's DeepSeek-V3 run_script.py recomputes the modules
   // mla_up_proj and mlp. The case leaves recompute null, which the megatron-core stack would
   // search over none, selective and full: the modifier's value is taken instead.
-  Json c = parse_json_text(kTwoCaseSource, "test").at("cases").at(1);
+  Json c = probe_json();
   c["id"] = "mbridge2509_h100_deepseekv3_probe";
   c["framework"] = "NeMo Megatron-Bridge 25.09 (Megatron-Core)";
   c["parallel"]["recompute"] = nullptr;
   c["parallel"]["zero_stage"] = nullptr;
-  const TranslatedCase t = translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules());
+  const TranslatedCase t = translate_probe(c);
   CHECK(t.stack == "megatron-core");
   const Json& s = t.scenario.at("strategy");
   CHECK(s.at("recompute") == "selective");
@@ -320,7 +335,7 @@ TEST_CASE("validate: a setting a modifier reads from the run's code is not searc
   CHECK_FALSE(searched(t, "recompute"));
   // Another Megatron-Core case keeps recompute free.
   c["id"] = "mbridge2509_h100_llama3_probe";
-  const TranslatedCase other = translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules());
+  const TranslatedCase other = translate_probe(c);
   CHECK(searched(other, "recompute"));
 }
 
@@ -375,11 +390,11 @@ TEST_CASE("validate: a framework names its stack: NeMo, Megatron-Bridge and Mega
   // H100 is Megatron-Core with Transformer Engine and the distributed optimizer, not the
   // Megatron-LM 2020-22 fallback (which would declare an 8B model on 8 GPUs out of memory).
   auto stack_of = [](const std::string& framework, const std::string& gpu) {
-    Json c = parse_json_text(kTwoCaseSource, "test").at("cases").at(1);
+    Json c = probe_json();
     c["id"] = "stack_probe";
     c["framework"] = framework;
     c["hardware"]["gpu"] = gpu;
-    return translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules());
+    return translate_probe(c);
   };
   const TranslatedCase nemo = stack_of("NeMo 24.05 container", "A100-SXM4-80GB");
   CHECK(nemo.stack == "megatron-core");
@@ -392,10 +407,10 @@ TEST_CASE("validate: a framework names its stack: NeMo, Megatron-Bridge and Mega
   // PyTorch FSDP trainers: ZeRO-3 by default (FULL_SHARD), flash attention, overlapped
   // reduction; an unnamed trainer on Hopper gets flash attention and overlap, not Megatron-LM
   // 2020-22's kernels; on A100 the Megatron-LM fallback stays.
-  Json foundry = parse_json_text(kTwoCaseSource, "test").at("cases").at(1);
+  Json foundry = probe_json();
   foundry["framework"] = "LLM Foundry (Composer, PyTorch FSDP)";
   foundry["parallel"].erase("zero_stage");
-  const TranslatedCase f = translate_case(JsonNode(foundry, "probe.json", "cases[0]"), builtin_case_rules());
+  const TranslatedCase f = translate_probe(foundry);
   CHECK(f.stack == "pytorch-fsdp");
   CHECK(f.scenario.at("strategy").at("zero_stage") == 3);
   CHECK(f.scenario.at("strategy").at("fusion").at("flash_attention") == true);
@@ -406,19 +421,19 @@ TEST_CASE("validate: a framework names its stack: NeMo, Megatron-Bridge and Mega
   CHECK(hopper.scenario.at("strategy").at("fusion").at("flash_attention") == true);
   CHECK(hopper.scenario.at("strategy").at("uneven_stages") == true);  // Llama 3: 126 layers, 16 stages
   CHECK(stack_of("an in-house trainer", "A100-SXM4-80GB").stack == "megatron-lm");
-  Json recent = parse_json_text(kTwoCaseSource, "test").at("cases").at(1);
+  Json recent = probe_json();
   recent["framework"] = "an in-house trainer";
   recent["hardware"]["gpu"] = "A100-SXM4-80GB";
   recent["source"] = {{"title", "a paper"}, {"venue_year", "arXiv 2024"}};
-  CHECK(translate_case(JsonNode(recent, "probe.json", "cases[0]"), builtin_case_rules()).stack == "pytorch-modern");
+  CHECK(translate_probe(recent).stack == "pytorch-modern");
   CHECK(stack_of("Megatron-LM with PyTorch FSDP", "A100-SXM4-80GB").stack == "megatron-lm");
   // DeepSpeed without Megatron: its config defaults (overlap_comm only for ZeRO-3; 5e8-element
   // reduce buckets, 1 GB of 16-bit gradients); a case naming FlashAttention runs it fused.
   auto deepspeed = [](int zero, const std::string& framework) {
-    Json x = parse_json_text(kTwoCaseSource, "test").at("cases").at(1);
+    Json x = probe_json();
     x["framework"] = framework;
     x["parallel"]["zero_stage"] = zero;
-    return translate_case(JsonNode(x, "probe.json", "cases[0]"), builtin_case_rules());
+    return translate_probe(x);
   };
   const TranslatedCase ds2 = deepspeed(2, "DeepSpeed (Hugging Face Transformers)");
   CHECK(ds2.stack == "deepspeed");
@@ -480,11 +495,7 @@ TEST_CASE("validate: hardware rules for the export, PCIe and other parts read th
   // PCIe 5.0 (64 GB/s a direction) between the GPUs; H100 NVL 835 TFLOP/s, 3.9 TB/s, 94 GB;
   // A100 PCIe 80 GB: 312 TFLOP/s, 1.935 TB/s, PCIe 4.0.
   auto hardware_of = [](const std::string& gpu) {
-    Json c = parse_json_text(kTwoCaseSource, "test").at("cases").at(1);
-    c["id"] = "gpu_probe";
-    c["hardware"]["gpu"] = gpu;
-    const TranslatedCase t = translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules());
-    REQUIRE(t.unsupported.empty());
+    const TranslatedCase t = expressible_probe([&](Json& c) { c["hardware"]["gpu"] = gpu; });
     return read_scenario(t.scenario, "probe").hardware;
   };
   const double bf16 = static_cast<int>(DType::kBf16);
@@ -517,12 +528,7 @@ TEST_CASE("validate: a model family named without its features gets its paper's 
   // BLOOM has ALiBi, no position embeddings (arXiv 2211.05100). An arch text "LLaMA-2 7B"
   // must not read as a GPT block (a two-matrix GeLU MLP: a third fewer MLP FLOP).
   auto model_of_arch = [](const std::string& arch) {
-    Json c = parse_json_text(kTwoCaseSource, "test").at("cases").at(1);
-    c["id"] = "arch_probe";
-    c["model"]["arch"] = arch;
-    const TranslatedCase t = translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules());
-    REQUIRE(t.unsupported.empty());
-    return t.scenario.at("model");
+    return expressible_probe([&](Json& c) { c["model"]["arch"] = arch; }).scenario.at("model");
   };
   const Json llama = model_of_arch("LLaMA-2 7B");
   CHECK(llama.at("activation") == "swiglu");
@@ -547,22 +553,22 @@ TEST_CASE("validate: a model family named without its features gets its paper's 
   // Multi-query attention implies one K/V head, but the case's own kv_heads (8, Llama 3's, in
   // the probe) wins over what an architecture's name implies.
   CHECK(model_of_arch("Falcon-40B (multi-query attention)").at("kv_heads") == 8);
-  Json c = parse_json_text(kTwoCaseSource, "test").at("cases").at(1);
+  Json c = probe_json();
   c["model"]["arch"] = "Falcon-7B (multi-query attention)";
   c["model"].erase("kv_heads");
-  const TranslatedCase falcon = translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules());
+  const TranslatedCase falcon = translate_probe(c);
   CHECK(falcon.scenario.at("model").at("kv_heads") == 1);
   // Llama 3 (every size) and Llama 2 70B have 8 K/V heads; Llama 2 7B has as many as queries.
   for (const char* arch : {"Llama 3.1 405B", "Llama-2-70b", "Mistral 7B"}) {
     c["model"]["arch"] = arch;
-    CHECK(translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules()).scenario.at("model").at("kv_heads") == 8);
+    CHECK(translate_probe(c).scenario.at("model").at("kv_heads") == 8);
   }
   // A vocabulary the case leaves null is its family's (Llama 3: 128256; BLOOM 250880).
   c["model"].erase("vocab");
   c["model"]["arch"] = "Llama 3 8B";
-  CHECK(translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules()).scenario.at("model").at("vocab") == 128256);
+  CHECK(translate_probe(c).scenario.at("model").at("vocab") == 128256);
   c["model"]["arch"] = "BLOOM-176B";
-  CHECK(translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules()).scenario.at("model").at("vocab") == 250880);
+  CHECK(translate_probe(c).scenario.at("model").at("vocab") == 250880);
   // A SwiGLU width the case leaves null follows Meta's FeedForward: 2/3 of 4h, times the
   // multiplier, rounded up (their params.json: LLaMA 7B 11008, 65B 22016; Llama 3 8B 14336,
   // 70B 28672, 405B 53248).
@@ -571,7 +577,7 @@ TEST_CASE("validate: a model family named without its features gets its paper's 
     x["model"]["arch"] = arch;
     x["model"]["hidden"] = hidden;
     x["model"].erase("ffn_hidden");
-    return translate_case(JsonNode(x, "probe.json", "cases[0]"), builtin_case_rules()).scenario.at("model").at("ffn_hidden");
+    return translate_probe(x).scenario.at("model").at("ffn_hidden");
   };
   CHECK(ffn_of("LLaMA-7B", 4096) == 11008);
   CHECK(ffn_of("LLaMA-65B", 8192) == 22016);
@@ -581,19 +587,16 @@ TEST_CASE("validate: a model family named without its features gets its paper's 
   CHECK(ffn_of("Llama 2 70B", 8192) == 28672);
   c["model"]["vocab"] = 32000;
   c["model"]["arch"] = "Llama 2 7B";
-  CHECK_FALSE(translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules()).scenario.at("model").contains("kv_heads"));
+  CHECK_FALSE(translate_probe(c).scenario.at("model").contains("kv_heads"));
 }
 
 TEST_CASE("validate: precision texts, FP8 by stack, and an unnamed precision on a GPU without bf16") {
   auto strategy_of = [](const Json& precision, const std::string& framework, const std::string& gpu) {
-    Json c = parse_json_text(kTwoCaseSource, "test").at("cases").at(1);
-    c["id"] = "precision_probe";
-    c["precision"] = precision;
-    c["framework"] = framework;
-    c["hardware"]["gpu"] = gpu;
-    const TranslatedCase t = translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules());
-    REQUIRE(t.unsupported.empty());
-    return t.scenario.at("strategy");
+    return expressible_probe([&](Json& c) {
+             c["precision"] = precision;
+             c["framework"] = framework;
+             c["hardware"]["gpu"] = gpu;
+           }).scenario.at("strategy");
   };
   CHECK(strategy_of("bfloat16", "TorchTitan", "H100").at("dtype") == "bf16");
   CHECK(strategy_of("half", "TorchTitan", "H100").at("dtype") == "fp16");
@@ -613,10 +616,10 @@ TEST_CASE("validate: precision texts, FP8 by stack, and an unnamed precision on 
 
 TEST_CASE("validate: a source outside the groups: its other throughput forms, unstated degrees, missing essentials") {
   auto translated = [](const std::function<void(Json&)>& edit) {
-    Json c = parse_json_text(kTwoCaseSource, "test").at("cases").at(1);
+    Json c = probe_json();
     c["id"] = "outside_probe";  // no group: no FLOP convention to read a TFLOP/s figure with
     edit(c);
-    return translate_case(JsonNode(c, "probe.json", "cases[0]"), builtin_case_rules());
+    return translate_probe(c);
   };
   // 8 GPUs, global batch 8 of 8192 tokens: 65,536 tokens an iteration.
   const TranslatedCase total = translated([](Json& c) { c["measured"] = {{"tokens_per_s_total", 32768}}; });
