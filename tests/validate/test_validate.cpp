@@ -403,6 +403,11 @@ TEST_CASE("validate: a framework names its stack: NeMo, Megatron-Bridge and Mega
   CHECK(stack_of("Megatron-LM (NVIDIA/Megatron-LM)", "H100-SXM5-80GB").stack == "megatron-core");
   CHECK(stack_of("Megatron-LM", "H200-SXM-141GB").stack == "megatron-core");
   CHECK(stack_of("Megatron-LM", "A100-SXM4-80GB").stack == "megatron-lm");
+  CHECK(expressible_probe([](Json& c) {
+          c["framework"] = "Megatron-LM";
+          c["hardware"]["gpu"] = "A100-SXM4-80GB";
+          c["source"] = {{"title", "a report"}, {"venue_year", "2024"}};
+        }).stack == "megatron-core");
   CHECK(stack_of("Megatron-DeepSpeed", "H100-SXM5-80GB").stack == "megatron-deepspeed");
   // PyTorch FSDP trainers: ZeRO-3 by default (FULL_SHARD), flash attention, overlapped
   // reduction; an unnamed trainer on Hopper gets flash attention and overlap, not Megatron-LM
