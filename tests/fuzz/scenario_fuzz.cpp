@@ -17,6 +17,8 @@
 #include "sim/search/search_json.h"
 #include "strategies/lowering/iteration_graph.h"
 #include "strategies/lowering/lower.h"
+#include "validate/case_rules.h"
+#include "validate/case_translation.h"
 
 namespace stratasim::fuzz {
 namespace {
@@ -84,12 +86,34 @@ void check_search(const Scenario& sc) {
   require_finite(search_result_json(r, sc.search, o, sc.hardware), "the search result");
 }
 
+// A published validation case (validate --published --data FILE): translated as validate does;
+// its published figures are positive and finite, and an expressible case's scenario runs as
+// any scenario does.
+void run_case(const Json& doc) {
+  static const CaseRules rules = builtin_case_rules();
+  const TranslatedCase t = translate_case(JsonNode(doc, "fuzz.json", ""), rules);
+  for (const CaseMetric& m : t.metrics) {
+    if (!(std::isfinite(m.published) && m.published > 0)) finding("a published figure not positive and finite");
+  }
+  if (!t.unsupported.empty() && !t.speedup_reference) {
+    if (t.unsupported.find_first_not_of(' ') == std::string::npos) finding("a case not expressible without a reason");
+    return;
+  }
+  const Scenario sc = read_scenario(t.scenario, "fuzz.json");
+  check_strategy(sc, sc.strategy);
+  check_search(sc);
+}
+
 void run(std::string_view text) {
   std::vector<std::string> sets;
   std::string_view json;
   split_input(text, &sets, &json);
   Json doc = parse_json_text(json, "fuzz.json");
   for (const std::string& s : sets) apply_override(doc, s);
+  if (doc.is_object() && doc.contains("measured")) {
+    run_case(doc);
+    return;
+  }
   const Scenario sc = read_scenario(doc, "fuzz.json");
   require_finite(to_json(sc), "the scenario");
   int n = 0;
