@@ -342,14 +342,15 @@ std::pair<MetricKind, std::string> memory_metric(const JsonNode& measured) {
          "'allocated' (max_memory_allocated) or 'nvidia-smi' (the device's use)");
 }
 
-// What every iteration needs and a source may leave null: the batch, the sequence length, the
-// GPU count. Empty: all stated.
-// `model`: the model as translated (an operator-graph preset has no sequence). A field that is
-// there but not a number is malformed, not missing: the readers below reject it.
+// A field the source left out or null. One that is there but not a number is malformed, not
+// missing: the readers reject it.
 bool left_null(const Json& obj, const char* key) {
   return obj.is_object() && (!obj.contains(key) || obj.at(key).is_null());
 }
 
+// What every iteration needs and a source may leave null: the batch, the sequence length, the
+// GPU count. Empty: all stated. `model`: the model as translated (an operator-graph preset has
+// no sequence).
 std::string missing_essentials(const Json& c, const Json& model) {
   const Json& p = c.value("parallel", Json::object());
   const Json& m = c.value("model", Json::object());
