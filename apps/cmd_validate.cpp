@@ -1,4 +1,4 @@
-// stratasim validate --published [--data FILE ...] [--data-only] [--cross] [--json OUT] [--csv OUT]
+// stratasim validate --published [--data FILE|DIR ...] [--data-only] [--cross] [--json OUT] [--csv OUT]
 //                    [--scenarios DIR]
 // stratasim validate --hardware FILE [--kernels] [--runtime] [--device cpu|cuda:N] [--quick]
 //                    [--json OUT]
@@ -38,7 +38,7 @@ void write_case_scenarios(const ValidationSet& set, const std::string& dir) {
   }
 }
 
-// Case files: every --data FILE and any positional after --published, after the built-in
+// Case files: every --data FILE (or each *.json inside a DIR) and any positional after --published, after the built-in
 // ones (unless --data-only).
 int validate_published_cases(const CliArgs& args) {
   std::vector<std::string> files = args.all("data");

@@ -25,7 +25,7 @@ const char* kUsage =
     "                         print the lowered plan per stage\n"
     "  compare  SCENARIO.json|DIR ... [--json OUT] [--csv OUT]\n"
     "                         compare every strategy variant of each scenario in a table\n"
-    "  validate --published [--data FILE ...] [--data-only] [--cross] [--json OUT] [--csv OUT]\n"
+    "  validate --published [--data FILE|DIR ...] [--data-only] [--cross] [--json OUT] [--csv OUT]\n"
     "                         compare predictions with published measurements\n"
     "  validate --hardware FILE [--kernels] [--runtime] [--device cpu|cuda:N] [--quick]\n"
     "                         [--json OUT]\n"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <optional>
 
@@ -204,13 +205,37 @@ void add_case_text(ValidationSet& set, const std::string& name, std::string_view
   }
 }
 
+namespace {
+
+// The case files `paths` name: a file itself, a directory every *.json directly inside it
+// (sorted, as validate/data/cases/ is read).
+std::vector<std::string> case_files(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const std::string& path : paths) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(path, ec)) {
+      out.push_back(path);
+      continue;
+    }
+    std::vector<std::string> inside;
+    for (const auto& e : std::filesystem::directory_iterator(path, ec)) {
+      if (e.is_regular_file(ec) && e.path().extension() == ".json") inside.push_back(e.path().string());
+    }
+    std::sort(inside.begin(), inside.end());
+    out.insert(out.end(), inside.begin(), inside.end());
+  }
+  return out;
+}
+
+}  // namespace
+
 ValidationSet load_validation_set(const std::vector<std::string>& files, bool builtin) {
   ValidationSet set;
   set.rules = builtin_case_rules();
   if (builtin) {
     for (const EmbeddedText& f : validation_case_files()) add_case_text(set, f.name, f.text());
   }
-  for (const std::string& path : files) {
+  for (const std::string& path : case_files(files)) {
     const Json doc = load_json_file(path);
     add_case_text(set, path, json_text(doc));
   }

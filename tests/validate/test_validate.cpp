@@ -81,6 +81,23 @@ TEST_CASE("validate: the built-in case files hold >= 250 measured cases from >= 
   CHECK(groups.size() >= 8);
 }
 
+TEST_CASE("validate: --data DIR reads every case file directly inside it, in name order") {
+  const auto dir = std::filesystem::temp_directory_path() / "stratasim_case_dir";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "nested");
+  const Json doc = parse_json_text(kTwoCaseSource, "test");
+  std::ofstream(dir / "b.json") << Json(Json::array({doc.at("cases").at(0)})).dump();
+  std::ofstream(dir / "a.json") << Json(Json::array({doc.at("cases").at(1)})).dump();
+  std::ofstream(dir / "notes.txt") << "not a case file";
+  std::ofstream(dir / "nested" / "c.json") << "not read: one level only";
+  const ValidationSet set = load_validation_set({dir.string()}, false);
+  REQUIRE(set.cases.size() == 2);
+  CHECK(set.cases[0].id == "newsrc_b");  // a.json first
+  CHECK(set.cases[1].id == "newsrc_a");
+  CHECK(set.files.size() == 2);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("validate: a two-case source added as a file is evaluated with its own group") {
   const std::string path = write_temp("stratasim_two_case_source.json", kTwoCaseSource);
   const ValidationReport r = validate_published(load_validation_set({path}, false));
