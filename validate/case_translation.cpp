@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <optional>
 
+#include "hardware_models/src/hardware_json.h"
 #include "sim/core/units.h"
+#include "strategies/model/model_json.h"
 #include "validate/flop_conventions.h"
 
 namespace stratasim {
@@ -407,8 +410,68 @@ void add_fallback_time(const JsonNode& c, std::vector<CaseMetric>& out) {
                  value, relative_rounding(d.at(key))});
 }
 
+// What a FLOP-rate figure needs to become an iteration time: the case's transformer (as
+// translated, architecture rules applied; none for an operator-graph preset) and the 16-bit
+// and fp8 dense peaks an MFU is a fraction of.
+struct FlopContext {
+  std::optional<TransformerSpec> transformer;
+  double peak_16bit = 0, peak_fp8 = 0;  // FLOP/s per GPU
+};
+
+// The peak an MFU divides by: the case's own nominal figure (hardware.peak_tflops) or else the
+// catalog device the hardware rules chose; fp8 only where the source says its MFU is of the
+// fp8 peak (most sources state MFU against the 16-bit peak even for fp8 runs).
+double mfu_peak(const Json& c, const FlopContext& x) {
+  const bool fp8 = lowercase(case_field_text(c, "flop_convention")).find("fp8 peak") != std::string::npos;
+  const Json& stated = c.at("hardware").value("peak_tflops", Json::object());
+  const char* key = fp8 ? "fp8_dense" : "bf16_dense";
+  if (stated.is_object() && has_number(stated, key) && stated.at(key).get<double>() > 0) {
+    return stated.at(key).get<double>() * kTera;
+  }
+  return fp8 ? x.peak_fp8 : x.peak_16bit;
+}
+
+// A FLOP-rate figure of a source no group describes, in the FLOP convention the case's own
+// `flop_convention` text states (flop_conventions.h convention_from_text): TFLOP/s per GPU,
+// or an MFU (a fraction, or a percentage above 1) of the peak. An MFU whose text names no
+// convention is PaLM's, which defined the term (Chowdhery et al. 2022, App. B); a TFLOP/s
+// figure without one compares with nothing (hardware or model FLOPs, causal or not: it could
+// be any).
+void add_own_convention_time(const JsonNode& c, const FlopContext& x, std::vector<CaseMetric>& out) {
+  if (!x.transformer) return;
+  const Json& m = c.at("measured").raw();
+  const char* tflops_key = nullptr;
+  for (const char* key : {"tflops_per_gpu", "model_tflops_per_gpu"}) {
+    if (!tflops_key && has_number(m, key)) tflops_key = key;
+  }
+  const char* mfu_key = nullptr;
+  for (const char* key : {"mfu", "mfu_pct", "model_flops_utilization"}) {
+    if (!mfu_key && has_number(m, key)) mfu_key = key;
+  }
+  if (!tflops_key && !mfu_key) return;
+  std::string convention = convention_from_text(case_field_text(c.raw(), "flop_convention"));
+  if (convention.empty() && (tflops_key || !mfu_key)) return;
+  const bool stated = !convention.empty();
+  if (!stated) convention = "six_n_attention";
+  const double gpus = c.at("hardware").at("num_gpus").as_number();
+  const double flops = iteration_flops(convention, c.raw(), *x.transformer);
+  const std::string how = convention + (stated ? ", the case's flop_convention" : ", PaLM's MFU");
+  if (tflops_key) {
+    out.push_back({MetricKind::kIterationTime, "iteration s (from TFLOP/s/GPU, " + how + ")",
+                   flops / (m.at(tflops_key).get<double>() * kTera * gpus), relative_rounding(m.at(tflops_key))});
+    return;
+  }
+  double mfu = m.at(mfu_key).get<double>();
+  if (mfu > 1 || std::string(mfu_key) == "mfu_pct") mfu /= 100;
+  const double peak = mfu_peak(c.raw(), x);
+  if (!(peak > 0)) return;
+  out.push_back({MetricKind::kIterationTime,
+                 "iteration s (from MFU of " + format_flop_rate(peak) + ", " + how + ")",
+                 flops / (mfu * peak * gpus), relative_rounding(m.at(mfu_key))});
+}
+
 // The measured values this tool can predict, converted to SI and to what the engine reports.
-std::vector<CaseMetric> metrics_of(const JsonNode& c, const GroupRule* group) {
+std::vector<CaseMetric> metrics_of(const JsonNode& c, const GroupRule* group, const FlopContext& x) {
   std::vector<CaseMetric> out;
   const Json& m = c.at("measured").raw();
   const double gpus = c.at("hardware").at("num_gpus").as_number();
@@ -420,8 +483,8 @@ std::vector<CaseMetric> metrics_of(const JsonNode& c, const GroupRule* group) {
     out.push_back({MetricKind::kIterationTime, "iteration s (from tokens/s/GPU)",
                    iteration_tokens(c.raw()) / (tps * gpus),
                    relative_rounding(m.at("tokens_per_s_per_gpu"))});
-  } else if (has_number(m, "tflops_per_gpu") && group && !group->flop_convention.empty()) {
-    const double flops = iteration_flops(group->flop_convention, c.raw());
+  } else if (has_number(m, "tflops_per_gpu") && group && !group->flop_convention.empty() && x.transformer) {
+    const double flops = iteration_flops(group->flop_convention, c.raw(), *x.transformer);
     const double rate = m.at("tflops_per_gpu").get<double>() * kTera * gpus;
     out.push_back({MetricKind::kIterationTime,
                    "iteration s (from TFLOP/s/GPU, " + group->flop_convention + ")",
@@ -439,6 +502,7 @@ std::vector<CaseMetric> metrics_of(const JsonNode& c, const GroupRule* group) {
     }
   }
   if (out.empty()) add_fallback_time(c, out);
+  if (out.empty()) add_own_convention_time(c, x, out);
   if (has_number(m, "memory_gib")) {
     const auto [kind, label] = memory_metric(c.at("measured"));
     out.push_back({kind, label, m.at("memory_gib").get<double>() * kGiB,
@@ -454,6 +518,24 @@ std::string source_text(const Json& c) {
   const Json& s = c.at("source");
   if (s.is_string()) return s.get<std::string>();
   return case_field_text(c, "source.title") + ", " + case_field_text(c, "source.table");
+}
+
+// The translated model and the chosen device's peaks, for metrics given as FLOP rates. A
+// model or cluster the rules make invalid leaves them unknown here: the case's scenario is
+// rejected with its reason when it is evaluated (published.cpp), not the whole file.
+FlopContext flop_context(const JsonNode& c, const CaseRules& rules) {
+  FlopContext x;
+  const std::string where = "validation case " + c.string("id");
+  try {
+    const ModelSpec model = read_model(JsonNode(model_of(c, rules), where, "model"));
+    if (model.family != ModelFamily::kOpGraph) x.transformer = model.transformer;
+    const HardwareModel hw = read_cluster(JsonNode(cluster_of(c, rules), where, "cluster"));
+    x.peak_16bit = hw.device.peak_flops[static_cast<size_t>(DType::kBf16)];
+    x.peak_fp8 = hw.device.peak_flops[static_cast<size_t>(DType::kFp8)];
+  } catch (const InputError&) {
+    return x;
+  }
+  return x;
 }
 
 }  // namespace
@@ -489,7 +571,7 @@ TranslatedCase translate_case(const JsonNode& c, const CaseRules& rules) {
                     case_field_text(c.raw(), "hardware.gpu") + "\"; add a rule for it)";
     return t;
   }
-  t.metrics = metrics_of(c, group);
+  t.metrics = metrics_of(c, group, flop_context(c, rules));
   if (group && group->speedup_baseline == t.id) {
     t.speedup_reference = true;
     t.metrics.clear();

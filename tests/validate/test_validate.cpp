@@ -12,6 +12,7 @@
 #include "sim/analytical/analytical_engine.h"
 #include "sim/scenario/scenario.h"
 #include "strategies/lowering/lower.h"
+#include "strategies/model/model_json.h"
 #include "tests/support/run_cli.h"
 #include "validate/case_rules.h"
 #include "validate/case_translation.h"
@@ -193,24 +194,126 @@ TEST_CASE("validate: a malformed case names the file, the JSON path and the rule
   CHECK(malformed.output.find("[0].hardware") != std::string::npos);
 }
 
+// A transformer as a scenario's model block states it.
+TransformerSpec transformer(Json model) {
+  model["family"] = "decoder";
+  model["name"] = "test";
+  return read_model(JsonNode(model, "test", "model")).transformer;
+}
+
 TEST_CASE("validate: flop conventions worked by hand") {
+  const Json batch512 = {{"parallel", {{"global_batch", 512}}}};
+  const Json batch1 = {{"parallel", {{"global_batch", 1}}}};
   // Narayanan Eq. 3 for the 1.7B row: B=512, s=2048, l=24, h=2304, V=51200:
   // 96*512*2048*24*2304^2 * (1 + 2048/13824 + 51200/884736) = 1.2837e16 * 1.20602 = 1.5482e16.
-  const Json n21 = {{"model", {{"layers", 24}, {"hidden", 2304}, {"heads", 24},
-                               {"seq_len", 2048}, {"vocab", 51200}}},
-                    {"parallel", {{"global_batch", 512}}}};
-  CHECK(iteration_flops("narayanan_hardware", n21) == doctest::Approx(1.5482e16).epsilon(1e-3));
+  const TransformerSpec gpt = transformer({{"layers", 24}, {"hidden", 2304}, {"heads", 24},
+                                           {"seq_len", 2048}, {"vocab", 51200}});
+  CHECK(iteration_flops("narayanan_hardware", batch512, gpt) == doctest::Approx(1.5482e16).epsilon(1e-3));
+  // Without recomputation (Korthikanti Sec. 6): 72 * 1.2837e16/96 * (1 + 0.148148 + 51200/663552)
+  // = 9.6278e15 * 1.225309 = 1.17969e16; flash-attention's 3/4 of Eq. 3: 0.75 * 1.5482e16.
+  CHECK(iteration_flops("narayanan_model", batch512, gpt) == doctest::Approx(1.17969e16).epsilon(1e-3));
+  CHECK(iteration_flops("narayanan_three_quarters", batch512, gpt) ==
+        doctest::Approx(0.75 * 1.5482e16).epsilon(1e-3));
   // NeMo 24.07 non-causal model FLOPs for Llama 3 8B (README-published.md): 5.79e10 FLOP/token
   // = l h^2 (12 + 12 g/a + 18 f/h + 12 s/h + 6 V/(l h)) with l=32, h=4096, g=8, a=32,
-  // f=14336, s=8192, V=128256.
-  const Json llama = {{"model", {{"layers", 32}, {"hidden", 4096}, {"heads", 32}, {"kv_heads", 8},
-                                 {"ffn_hidden", 14336}, {"seq_len", 8192}, {"vocab", 128256},
-                                 {"arch", "Llama 3: SwiGLU"}}},
-                      {"parallel", {{"global_batch", 1}}}};
-  CHECK(iteration_flops("megatron_model_noncausal", llama) / 8192 ==
+  // f=14336, s=8192, V=128256; Megatron-Bridge's causal count (6 s/h): 5.15e10.
+  const TransformerSpec llama = transformer({{"layers", 32}, {"hidden", 4096}, {"heads", 32}, {"kv_heads", 8},
+                                             {"ffn_hidden", 14336}, {"seq_len", 8192}, {"vocab", 128256},
+                                             {"activation", "swiglu"}, {"norm", "rmsnorm"},
+                                             {"tied_embeddings", false}, {"linear_bias", false},
+                                             {"learned_positions", false}, {"rotary", true}});
+  CHECK(iteration_flops("megatron_model_noncausal", batch1, llama) / 8192 ==
         doctest::Approx(5.79e10).epsilon(2e-3));
-  CHECK_THROWS_WITH_AS(iteration_flops("made_up", llama), doctest::Contains("made_up"),
+  CHECK(iteration_flops("megatron_model_causal", batch1, llama) / 8192 ==
+        doctest::Approx(5.15e10).epsilon(2e-3));
+  // TorchTitan / PaLM: 6 N_nonembedding + 12 l a d s. N_nonembedding = 32 layers x (attention
+  // 4096*(4096 + 2*1024 + 4096) = 41,943,040 + MLP 3*4096*14336 = 176,160,768 + two RMSNorm
+  // gains 8192 = 218,112,000) + final norm 4096 + output 128256*4096 = 525,336,576:
+  // 7,504,924,672 (with the input embedding, 8.03e9: Llama 3 8B); attention 12*32*4096*8192 =
+  // 12,884,901,888; per token 6 * 7,504,924,672 + 12,884,901,888 = 57,914,449,920.
+  CHECK(iteration_flops("six_n_attention", batch1, llama) / 8192 == doctest::Approx(57914449920.0).epsilon(1e-9));
+  CHECK(iteration_flops("six_n_attention_causal", batch1, llama) / 8192 ==
+        doctest::Approx(57914449920.0 - 12884901888.0 / 2).epsilon(1e-9));
+  // 6 N with every parameter: the input embedding (525,336,576) added.
+  CHECK(iteration_flops("six_n", batch1, llama) / 8192 ==
+        doctest::Approx(6.0 * (7504924672.0 + 525336576.0)).epsilon(1e-9));
+  CHECK_THROWS_WITH_AS(iteration_flops("made_up", batch1, llama), doctest::Contains("made_up"),
                        InputError);
+}
+
+TEST_CASE("validate: the FLOP convention a case's own text states") {
+  // As the development cases' curators wrote them, formula first.
+  CHECK(convention_from_text("hardware FLOPs = 96*B*s*l*h^2*(1 + s/(6h) + V/(16*l*h)) with recompute") ==
+        "narayanan_hardware");
+  CHECK(convention_from_text("F = 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h))") == "narayanan_hardware");
+  CHECK(convention_from_text("model FLOPs 72*B*s*l*h^2*(1 + s/(6h) + V/(12*l*h))") == "narayanan_model");
+  CHECK(convention_from_text("README: FLOPs from the Megatron-LM paper formula scaled by 3/4: "
+                             "72*B*s*l*h^2*(1 + s/(6h) + V/(16*l*h))") == "narayanan_three_quarters");
+  CHECK(convention_from_text("5.79e10 FLOP/token = l*h^2*(12 + 12*g/a + 18*f/h + 12*s/h + 6*V/(l*h))") ==
+        "megatron_model_noncausal");
+  CHECK(convention_from_text("5.15e10 FLOP/token = l*h^2*(12 + 12*g/a + 18*f/h + 6*s/h + 6*V/(l*h))") ==
+        "megatron_model_causal");
+  CHECK(convention_from_text("flop_per_token = 6*N_nonembedding + 12*l*n_heads*head_dim*seq_len "
+                             "(no causal discount)") == "six_n_attention");
+  CHECK(convention_from_text("MFU as in PaLM: 6N + 12*L*H*Q*T, attention counted causal") ==
+        "six_n_attention_causal");
+  // Words alone.
+  CHECK(convention_from_text("the same non-causal Megatron/NeMo formula as NeMo 24.07") ==
+        "megatron_model_noncausal");
+  CHECK(convention_from_text("TFLOP/s as Narayanan et al. count them") == "narayanan_hardware");
+  CHECK(convention_from_text("C = 6ND") == "six_n");
+  // Nothing to go on, or both Eq. 3 forms offered as alternatives (vTrain's note): none.
+  CHECK(convention_from_text("").empty());
+  CHECK(convention_from_text("TFLOP/s per GPU as logged").empty());
+  CHECK(convention_from_text("use 72*B*s*l*h^2*(1 + s/(6h) + V/(12*l*h)), or 96*B*s*l*h^2*(1 + s/(6h) + "
+                             "V/(16*l*h)) when counting the recompute pass").empty());
+}
+
+TEST_CASE("validate: a FLOP rate of a source no group knows converts in the case's own convention") {
+  // The probe (Llama 3 8B, 8 H100) measured only as Megatron-Bridge and NeMo print it: model
+  // TFLOP/s per GPU, with the curators' convention texts. Converted back, each must give the
+  // iteration time the same table's tokens/s give (Megatron-Bridge 25.09: 725 TFLOP/s and
+  // 14,079 tokens/s/GPU; NeMo 24.07: 711 and 12,273), global batch 128 of 8192 tokens:
+  // 128 * 8192 / (14079 * 8) = 9.3098 s and 128 * 8192 / (12273 * 8) = 10.6797 s.
+  auto flop_rate_probe = [](double tflops, const char* convention) {
+    return expressible_probe([&](Json& c) {
+      c["parallel"]["global_batch"] = 128;
+      c["measured"] = {{"model_tflops_per_gpu", tflops}};
+      c["flop_convention"] = convention;
+    });
+  };
+  const TranslatedCase bridge = flop_rate_probe(725, "Model TFLOP/s/GPU from flop_utils: 5.15e10 FLOP/token = "
+      "l*h^2*(12 + 12*g/a + 18*f/h + 6*s/h + 6*V/(l*h))");
+  REQUIRE(bridge.metrics.size() == 1);
+  CHECK(bridge.metrics[0].published == doctest::Approx(9.3098).epsilon(0.002));
+  CHECK(bridge.metrics[0].label == "iteration s (from TFLOP/s/GPU, megatron_model_causal, the case's flop_convention)");
+  const TranslatedCase nemo = flop_rate_probe(711, "Back-computation shows NON-causal attention: "
+      "l*h^2*(12 + 12*g/a + 18*f/h + 12*s/h + 6*V/(l*h))");
+  REQUIRE(nemo.metrics.size() == 1);
+  CHECK(nemo.metrics[0].published == doctest::Approx(10.6797).epsilon(0.002));
+  // A TFLOP/s figure whose text states no convention compares with nothing, and says so.
+  Json unknown = probe_json();
+  unknown["id"] = "probe";
+  unknown["measured"] = {{"tflops_per_gpu", 400}};
+  unknown["flop_convention"] = "as logged";
+  CHECK(translate_probe(unknown).unsupported ==
+        "no measured value this tool can compare (measured: {\"tflops_per_gpu\":400})");
+  // An MFU without a convention is PaLM's (6 N + 12 l a d s, 57,914,449,920 FLOP per token for
+  // Llama 3 8B, worked in "flop conventions worked by hand") of the stated 989 TFLOP/s:
+  // 8 GPUs x 8192 tokens x 57,914,449,920 / (0.40 x 989e12 x 8) = 1.19928 s; given as a
+  // percentage it is the same.
+  for (const double mfu : {0.40, 40.0}) {
+    const TranslatedCase t = expressible_probe([&](Json& c) {
+      c["measured"] = {{"mfu", mfu}};
+      c["hardware"]["peak_tflops"] = {{"bf16_dense", 989}};
+    });
+    REQUIRE(t.metrics.size() == 1);
+    CHECK(t.metrics[0].published == doctest::Approx(1.19928).epsilon(1e-4));
+  }
+  // Without a stated peak, the catalog device's (H100 SXM: 989 TFLOP/s dense bf16).
+  const TranslatedCase catalog_peak = expressible_probe([](Json& c) { c["measured"] = {{"mfu", 0.40}}; });
+  REQUIRE(catalog_peak.metrics.size() == 1);
+  CHECK(catalog_peak.metrics[0].published == doctest::Approx(1.19928).epsilon(1e-4));
 }
 
 TEST_CASE("validate: every gated group is within the tolerance its data states") {
