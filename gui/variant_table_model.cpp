@@ -19,6 +19,8 @@ QString overlaps(const Strategy& s) {
   if (s.overlap_tp) on << "tp";
   if (s.overlap_ep) on << "ep";
   if (s.ep > 1 && s.ep_dispatch == EpDispatch::kDeepEP) on << "deepep";
+  if (s.cp > 1 && s.cp_comm == CpComm::kAllToAll) on << "ulysses";
+  if (s.cp > 1 && s.cp_comm == CpComm::kAllGather) on << "cp all-gather";
   if (s.streams > 1) on << QString("%1 streams").arg(s.streams);  // an operator graph's branches
   if (s.placement_devices() > 1) on << QString("placed on %1").arg(s.placement_devices());
   if (s.offload == Offload::kOptimizer) on << "optimizer offload";

@@ -122,6 +122,11 @@ std::string comm_sentence(const EvaluatedStrategy& b, const EvaluatedStrategy& o
   if (most == CommCategory::kPipelineP2P && so.overlap_p2p != sb.overlap_p2p)
     causes.push_back(sb.overlap_p2p ? "P2P overlap on" : "P2P overlap off");
   if (most == CommCategory::kContextParallel && so.cp != sb.cp) causes.push_back(change("CP", so.cp, sb.cp));
+  if (most == CommCategory::kContextParallel && so.cp_comm != sb.cp_comm) {
+    causes.push_back(sb.cp_comm == CpComm::kRing        ? "ring attention (K/V hidden behind the attention)"
+                     : sb.cp_comm == CpComm::kAllGather ? "all-gather attention (K/V gathered on the critical path)"
+                                                        : "Ulysses all-to-alls (on the critical path)");
+  }
   if (most == CommCategory::kExpertParallel && so.ep != sb.ep) causes.push_back(change("EP", so.ep, sb.ep));
   if (most == CommCategory::kExpertParallel && so.tp != sb.tp) causes.push_back(change("TP", so.tp, sb.tp));
   if (most == CommCategory::kExpertParallel && so.overlap_ep != sb.overlap_ep)

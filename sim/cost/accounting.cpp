@@ -86,8 +86,13 @@ void fit_groups(Prediction& p, const Plan& plan) {
 }  // namespace
 
 const char* context_comm_label(const Plan& plan) {
-  return plan.model.family == ModelFamily::kOpGraph ? "cp halo exchange and row gathers (spatial split)"
-                                                    : "cp ring attention K/V exchange";
+  if (plan.model.family == ModelFamily::kOpGraph) return "cp halo exchange and row gathers (spatial split)";
+  switch (plan.strategy.cp_comm) {
+    case CpComm::kAllToAll: return "cp Ulysses all-to-alls (sequence <-> heads)";
+    case CpComm::kAllGather: return "cp K/V all-gather, dK/dV reduce-scatter";
+    case CpComm::kRing: break;
+  }
+  return "cp ring attention K/V exchange";
 }
 
 void fill_rates(Prediction& p, const Plan& plan, const StageTotals& t) {

@@ -63,10 +63,10 @@ std::optional<Infeasible> check_degrees(const Strategy& s, const HardwareModel& 
 static std::optional<Infeasible> check_context_parallel(const ModelSpec& m, const Strategy& s) {
   if (s.cp == 1) return std::nullopt;
   if (m.family == ModelFamily::kOpGraph) {  // spatial parallelism (spatial_split.h)
-    if (s.cp_comm == CpComm::kAllToAll) {
+    if (s.cp_comm != CpComm::kRing) {
       return Infeasible{InfeasibleReason::kContextParallel,
                         "cp on an operator graph splits its rows with halo exchanges; cp_comm a2a (Ulysses) "
-                        "splits attention heads",
+                        "and all_gather are attention's",
                         "cp_comm"};
     }
     if (!s.placement.empty()) {
@@ -87,7 +87,7 @@ static std::optional<Infeasible> check_context_parallel(const ModelSpec& m, cons
   const TransformerSpec& t = m.transformer;
   if (t.windowed_share() > 0 && s.cp_comm != CpComm::kAllToAll) {
     return Infeasible{InfeasibleReason::kContextParallel,
-                      "ring attention over sliding-window layers (model.sliding_window) is not modelled; "
+                      "ring and all-gather attention over sliding-window layers (model.sliding_window) is not modelled; "
                       "use cp_comm a2a (Ulysses: each rank attends whole sequences of its heads)", "cp_comm"};
   }
   if (t.mla.enabled() && s.cp_comm == CpComm::kAllToAll) {

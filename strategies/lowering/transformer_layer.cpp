@@ -315,6 +315,34 @@ void ring_exchange(Builder& B, const Dims& d, const LayerShape& sh, int qkv) {
   ring.attention_core = true;  // recomputing the attention runs the ring again
 }
 
+// All-gather context parallelism (Strategy::cp_comm kAllGather; Llama 3 Herd, Dubey et al.
+// 2024, Sec. 3.3.2; Transformer Engine's AttnFuncWithCPAndKVAllGather, cp_comm_type
+// "all_gather"): each rank gathers the whole sequence's K and V before its attention -- "the
+// all-gather communication latency is exposed in the critical path", small under GQA -- and
+// reorders the gathered chunks into sequence order (index_select: read and write the gathered
+// K, V). Its backward gathers K, V again, runs into full-sequence dK, dV (zeroed, then each of
+// the two query chunks' gradients added over the keys it attends: about the whole of them
+// once), reorders them and reduce-scatters them to their ranks, 16-bit: twice the forward's
+// bytes on the wire. Nothing gathered is saved: the forward keeps the rank's own Q, K, V.
+// Memory bytes per gathered element: forward 2 (reorder), backward 2 (reorder) + 1 (zero) + 3
+// (add) + 2 (reorder back) = 8, four times the forward's.
+void kv_all_gather(Builder& B, const Dims& d, const LayerShape& sh, int qkv) {
+  const double sequence_kv = d.b * d.s * kv_width(d, sh) / d.t * d.e;  // K and V of all s tokens
+  int gathered = B.tensor(0, 0);
+  LayerOp& ag = B.op("cp_kv_all_gather", OpClass::kCollective, {qkv}, gathered);
+  ag.comm = CommKind::kAllGather;
+  ag.comm_bytes = sequence_kv;
+  ag.group = GroupKind::kContext;
+  ag.backward_comm_factor = 2;  // the backward's re-gather and the dK, dV reduce-scatter
+  ag.attention_core = true;
+  LayerOp& reorder = B.op("cp_kv_reorder", OpClass::kMemoryBound, {}, B.tensor(0, 0));
+  reorder.eager_bytes = 2 * sequence_kv;
+  reorder.eager_launches = 2;
+  reorder.backward_bytes_factor = 4;
+  reorder.workspace_B = 2 * sequence_kv;  // the gathered and the reordered K, V (dK, dV after)
+  reorder.attention_core = true;
+}
+
 // Ring attention's per-step merges (Strategy::cp_merge), on the rank whose every step takes
 // all its queries (the last: with load-balanced chunks the others halve some steps' queries
 // instead of their keys, same FLOP, less merging), for E output elements and K, V elements
@@ -406,9 +434,12 @@ int attention_core_ops(Builder& B, const Dims& d, const LayerShape& sh, bool dro
   int context = B.tensor(d.n * d.q / d.t * d.e);
   if (sh.fusion.flash_attention) {
     const bool ulysses = sh.cp > 1 && sh.cp_comm == CpComm::kAllToAll;
+    const bool all_gather = sh.cp > 1 && sh.cp_comm == CpComm::kAllGather;
+    const bool ring = sh.cp > 1 && sh.cp_comm == CpComm::kRing;
     const bool repeated = sh.kv_repeat && d.kv < d.q && d.kw == d.kv;
     const int kv_in = repeated ? repeat_kv(B, d) : -1;
-    if (sh.cp > 1 && !ulysses) ring_exchange(B, d, sh, qkv);
+    if (ring) ring_exchange(B, d, sh, qkv);
+    if (all_gather) kv_all_gather(B, d, sh, qkv);
     // Ulysses (Jacobs et al. 2023): an all-to-all over the cp ranks turns each rank's s/cp
     // tokens of every head into all s tokens of heads/cp (the same bytes, (cp-1)/cp of them
     // moved), on the critical path; the attention runs whole; a second all-to-all turns the
@@ -427,13 +458,18 @@ int attention_core_ops(Builder& B, const Dims& d, const LayerShape& sh, bool dro
     // What the kernel's efficiency depends on: the keys a query row attends per launch and
     // the head dim. Ring attention runs one launch per K/V block of s / cp keys, unmasked but
     // for the diagonal one (load-balanced chunks); Ulysses and no cp attend all s keys.
-    fa.attention_keys = ulysses || sh.cp == 1 ? d.s : d.s / sh.cp;
+    // All-gather runs one launch per local chunk of s / (2 cp) queries over the keys before
+    // it (chunks c = rank and 2 cp - 1 - rank: (c + 1/2) s / (2 cp) keys a row on average,
+    // s / 2 over the two), unmasked but for the diagonal block (bottom-right causal).
+    fa.attention_keys = ulysses || sh.cp == 1 ? d.s : all_gather ? d.s / 2 : d.s / sh.cp;
     fa.attention_causal = sh.causal && (ulysses || sh.cp == 1);
     fa.attention_head_dim = d.qkd;
     if (d.window_share > 0 && (ulysses || sh.cp == 1)) window_band(fa, d, sh.causal, 5 * scores / d.e);
-    // Ring attention runs one kernel per K/V block: cp launches of 1/cp of the work each.
-    if (!ulysses) fa.eager_launches = static_cast<int16_t>(sh.cp - 1);
-    if (sh.cp > 1 && !ulysses) ring_merge(B, d, sh);
+    // Ring attention runs one kernel per K/V block: cp launches of 1/cp of the work each;
+    // all-gather one per local chunk, on two streams.
+    if (ring) fa.eager_launches = static_cast<int16_t>(sh.cp - 1);
+    if (all_gather) fa.eager_launches = 1;
+    if (ring) ring_merge(B, d, sh);
     if (ulysses) return ulysses_all_to_all(B, "cp_a2a_out", attended, d.n * d.q / d.t * d.e);
     return context;
   }

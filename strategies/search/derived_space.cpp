@@ -118,6 +118,10 @@ SearchSpace derive_search_space(const ModelSpec& model, const HardwareModel& hw,
   const bool moe = t.moe.enabled();
   if (t.seq_len >= 32768) {
     add(space, axis(Axis::kCp, powers_of_two(std::min(devices, 32), [&](int v) { return t.seq_len % (2 * v) == 0; })));
+    // Ring attention hides its exchange behind the attention; all-gather (Llama 3) exposes
+    // it but skips the per-step merges. Ulysses needs heads divisible by tp cp: left to the
+    // scenario. At cp 1 the two points are one.
+    add(space, axis(Axis::kCpComm, {enum_int(CpComm::kRing), enum_int(CpComm::kAllGather)}));
   }
   if (moe) {  // ep 1, then from 4 (2 spreads too few experts to pay its all-to-alls)
     add(space, axis(Axis::kEp, powers_of_two(std::min({t.moe.experts, devices, 64}), [&](int v) {

@@ -10,11 +10,11 @@
 namespace stratasim {
 namespace {
 
-constexpr std::array<std::string_view, 24> kAxisNames = {
+constexpr std::array<std::string_view, 25> kAxisNames = {
     "tp", "pp", "dp", "micro_batch", "schedule", "interleave", "recompute", "zero_stage",
     "sequence_parallel", "fusion", "overlap_dp", "overlap_tp", "dtype", "devices", "cluster",
     "cp", "ep", "overlap_ep", "shard_group", "streams", "offload", "stage_layers",
-    "recompute_modules", "ep_dispatch"};
+    "recompute_modules", "ep_dispatch", "cp_comm"};
 
 constexpr std::array<EnumName<int>, 2> kBools = {{{"false", 0}, {"true", 1}}};
 constexpr std::array<std::string_view, 5> kFusions = {"none", "epilogues", "megatron", "all", "chains"};
@@ -23,7 +23,7 @@ bool is_enum_axis(Axis a) {
   return a == Axis::kSchedule || a == Axis::kRecompute || a == Axis::kDtype ||
          a == Axis::kFusion || a == Axis::kSequenceParallel || a == Axis::kOverlapDp ||
          a == Axis::kOverlapTp || a == Axis::kOverlapEp || a == Axis::kOffload ||
-         a == Axis::kStageLayers || a == Axis::kEpDispatch;
+         a == Axis::kStageLayers || a == Axis::kEpDispatch || a == Axis::kCpComm;
 }
 
 int enum_value(Axis a, const JsonNode& v) {
@@ -34,6 +34,7 @@ int enum_value(Axis a, const JsonNode& v) {
     case Axis::kOffload: return static_cast<int>(v.as_enum(kOffloadNames));
     case Axis::kStageLayers: return static_cast<int>(v.as_enum(kStageSplitNames));
     case Axis::kEpDispatch: return static_cast<int>(v.as_enum(kEpDispatchNames));
+    case Axis::kCpComm: return static_cast<int>(v.as_enum(kCpCommNames));
     case Axis::kFusion: {
       for (size_t i = 0; i < kFusions.size(); ++i) {
         if (v.is_string() && v.as_string() == kFusions[i]) return static_cast<int>(i);
@@ -126,6 +127,7 @@ std::string AxisValues::value_text(int index) const {
     case Axis::kCluster: return names[v];
     case Axis::kRecomputeModules: return recompute_modules_text(static_cast<uint8_t>(v));
     case Axis::kEpDispatch: return std::string(enum_to_name(kEpDispatchNames, static_cast<EpDispatch>(v)));
+    case Axis::kCpComm: return std::string(enum_to_name(kCpCommNames, static_cast<CpComm>(v)));
     case Axis::kSequenceParallel:
     case Axis::kOverlapDp:
     case Axis::kOverlapTp: return v ? "true" : "false";
@@ -146,6 +148,7 @@ void normalize_knobs(Strategy& s) {
   if (s.schedule != ScheduleKind::kInterleaved1F1B) s.interleave = 1;
   if (s.ep == 1) s.overlap_ep = false;
   if (s.ep == 1) s.ep_dispatch = EpDispatch::kAllToAll;
+  if (s.cp == 1) s.cp_comm = CpComm::kRing;
   if (s.pp == 1 && s.stage_split != StageSplit::kExplicit) s.stage_split = StageSplit::kAuto;
   if (s.workload == Workload::kInference) s.schedule = ScheduleKind::kGPipe;  // what lower() runs
   if (s.recompute != Recompute::kSelective) s.recompute_modules = kModuleCoreAttn;
@@ -180,6 +183,7 @@ void apply_axis(Axis axis, int v, SearchPoint& point) {
     case Axis::kStageLayers: s.stage_split = static_cast<StageSplit>(v), s.stage_layers.clear(); break;
     case Axis::kRecomputeModules: s.recompute_modules = static_cast<uint8_t>(v); break;
     case Axis::kEpDispatch: s.ep_dispatch = static_cast<EpDispatch>(v); break;
+    case Axis::kCpComm: s.cp_comm = static_cast<CpComm>(v); break;
   }
 }
 
@@ -194,6 +198,7 @@ int field_of(Axis axis, const Strategy& s, int raw) {
     case Axis::kStageLayers: return static_cast<int>(s.stage_split);
     case Axis::kRecomputeModules: return s.recompute_modules;
     case Axis::kEpDispatch: return static_cast<int>(s.ep_dispatch);
+    case Axis::kCpComm: return static_cast<int>(s.cp_comm);
     default: return raw;
   }
 }

@@ -16,7 +16,7 @@ namespace stratasim {
 enum class Axis {
   kTp, kPp, kDp, kMicroBatch, kSchedule, kInterleave, kRecompute, kZeroStage,
   kSequenceParallel, kFusion, kOverlapDp, kOverlapTp, kDtype, kDevices, kCluster, kCp, kEp, kOverlapEp, kShardGroup, kStreams,
-  kOffload, kStageLayers, kRecomputeModules, kEpDispatch,
+  kOffload, kStageLayers, kRecomputeModules, kEpDispatch, kCpComm,
 };
 std::string_view axis_name(Axis a);
 

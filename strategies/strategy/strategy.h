@@ -74,7 +74,7 @@ struct FusionPlan {
   bool operator==(const FusionPlan&) const = default;
 };
 
-enum class CpComm { kRing, kAllToAll };
+enum class CpComm { kRing, kAllToAll, kAllGather };
 // How ring attention merges each step's partial output (its log-sum-exp rescaling) and
 // accumulates the backward's per-step gradients: kFused, one 16-bit kernel a step (Transformer
 // Engine's jit-fused out/lse corrections and in-place dq, dkv adds); kEagerFp32, PyTorch's
@@ -147,9 +147,12 @@ struct Strategy {
   // order tp, cp, dp, pp; gradients are reduced (and ZeRO-sharded) over dp x cp.
   int cp = 1;
   // How the cp ranks share attention: kRing (Megatron-Core "p2p", TorchTitan's ring: K/V
-  // blocks passed around beside the attention) or kAllToAll (DeepSpeed-Ulysses, Megatron-Core
+  // blocks passed around beside the attention), kAllToAll (DeepSpeed-Ulysses, Megatron-Core
   // "a2a": all-to-alls before and after the attention trade the sequence split for a head
-  // split; needs heads and K/V heads per tp rank divisible by cp).
+  // split; needs heads and K/V heads per tp rank divisible by cp) or kAllGather (Llama 3's
+  // context parallelism, Transformer Engine's cp_comm_type "all_gather": the whole sequence's
+  // K and V gathered before the attention, on the critical path, and their gradients
+  // reduce-scattered after it).
   CpComm cp_comm = CpComm::kRing;
   CpMerge cp_merge = CpMerge::kFused;
   ExpertGemm expert_gemm = ExpertGemm::kGrouped;

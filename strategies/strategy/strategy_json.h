@@ -26,9 +26,9 @@ inline constexpr std::array<EnumName<RecomputeModule>, 7> kRecomputeModuleNames 
 inline constexpr std::array<EnumName<CollectiveAlgorithm>, 4> kAlgorithmNames = {{
     {"auto", CollectiveAlgorithm::kAuto}, {"ring", CollectiveAlgorithm::kRing},
     {"tree", CollectiveAlgorithm::kTree}, {"hierarchical", CollectiveAlgorithm::kHierarchical}}};
-inline constexpr std::array<EnumName<CpComm>, 4> kCpCommNames = {{
-    {"ring", CpComm::kRing}, {"a2a", CpComm::kAllToAll}, {"p2p", CpComm::kRing},
-    {"ulysses", CpComm::kAllToAll}}};
+inline constexpr std::array<EnumName<CpComm>, 6> kCpCommNames = {{
+    {"ring", CpComm::kRing}, {"a2a", CpComm::kAllToAll}, {"all_gather", CpComm::kAllGather},
+    {"p2p", CpComm::kRing}, {"ulysses", CpComm::kAllToAll}, {"allgather", CpComm::kAllGather}}};
 inline constexpr std::array<EnumName<AttentionKernel>, 3> kAttentionKernelNames = {{
     {"flash2", AttentionKernel::kFlash2}, {"flash3", AttentionKernel::kFlash3},
     {"cudnn", AttentionKernel::kCudnn}}};

@@ -166,3 +166,52 @@ TEST_CASE("context parallel: Ulysses trades the sequence split for a head split 
         "Ulysses (cp_comm a2a) splits heads over tp*cp=8, which must divide heads=16 and kv_heads=4");
   CHECK(bad.error().field == "cp_comm");
 }
+
+TEST_CASE("context parallel: all-gather (Llama 3 and Transformer Engine all_gather) gathers K and V on the critical path") {
+  // Llama 3 Herd (Dubey et al. 2024) Sec. 3.3.2; Transformer Engine's
+  // AttnFuncWithCPAndKVAllGather. tp 2 x cp 4 on the GQA model: the whole sequence's K and V on
+  // one tp rank, 2 x 512 tokens x 256 / 2 x 2 B = 262,144 B, gathered before the attention
+  // (3/4 of it from the other ranks) and exposed in full; the backward gathers them again and
+  // reduce-scatters dK, dV: 524,288 B on the wire, as the ring's backward.
+  Strategy s = cp_strategy(2, 4);
+  s.cp_comm = CpComm::kAllGather;
+  const Plan p = testing::lower_on_dgx_a100(gqa_model(), s, 16);
+  const Plan ring = testing::lower_on_dgx_a100(gqa_model(), cp_strategy(2, 4), 16);
+  const Block& b = *p.layer;
+  const double kv = 2.0 * 512 * 256 / 2 * 2;
+  const Kernel& f = kernel(b.forward, b, "cp_kv_all_gather");
+  CHECK(f.comm == CommKind::kAllGather);
+  CHECK(f.group == GroupKind::kContext);
+  CHECK(f.comm_bytes == doctest::Approx(kv));
+  CHECK_FALSE(f.overlaps_attention);
+  CHECK(kernel(b.backward, b, "cp_kv_all_gather").comm_bytes == doctest::Approx(2 * kv));
+  const std::vector<KernelTiming> t = kernel_timings(b.forward, p);
+  for (size_t i = 0; i < b.forward.size(); ++i) {
+    if (b.forward[i].group == GroupKind::kContext) CHECK(t[i].exposed_s == t[i].total_s);
+  }
+  // The gathered chunks reordered into sequence order: K and V read and written once (2 kv)
+  // forward; backward 8 kv (reorder again, zero dK dV, add the chunks' gradients, reorder back).
+  const Kernel& reorder = kernel(b.forward, b, "cp_kv_reorder");
+  CHECK(reorder.bytes == doctest::Approx(2 * kv));
+  CHECK(kernel(b.backward, b, "cp_kv_reorder").bytes == doctest::Approx(8 * kv));
+  // The same attention FLOPs as the ring's, in two launches (one per local chunk) whose rows
+  // attend s / 2 = 256 keys on average, unmasked but the diagonal; no per-step merge.
+  const Kernel& fa = kernel(b.forward, b, "flash_attention");
+  const Kernel& ring_fa = kernel(ring.layer->forward, *ring.layer, "flash_attention");
+  CHECK(fa.matmul_flops == doctest::Approx(ring_fa.matmul_flops));
+  CHECK(fa.launches == 2);
+  CHECK(fa.attention_keys == 256);
+  CHECK_FALSE(fa.attention_causal);
+  CHECK(std::none_of(b.forward.begin(), b.forward.end(), [&](const Kernel& k) {
+    return b.graph.ops[k.first_op].name == "cp_merge";
+  }));
+  // Nothing gathered is saved; the gathered and reordered K, V are live while it runs.
+  CHECK(p.layer->saved_activation_B == doctest::Approx(ring.layer->saved_activation_B));
+  CHECK(p.layer->peak_transient_B >= 2 * kv);
+  // Exposed where the ring hides behind the attention: inside one node the all-gather adds
+  // its whole time, the ring only its interference, for the same bytes.
+  const BlockCost ca = block_cost(*p.layer, p), cr = block_cost(*ring.layer, ring);
+  CHECK(ca.cp_bytes == doctest::Approx(cr.cp_bytes));
+  CHECK(ca.cp_exposed_s == doctest::Approx(ca.cp_total_s));
+  CHECK(cr.cp_exposed_s < 0.5 * cr.cp_total_s);
+}

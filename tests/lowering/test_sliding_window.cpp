@@ -177,7 +177,7 @@ TEST_CASE("sliding window: ring attention over windowed layers is refused with t
   REQUIRE_FALSE(ring.has_value());
   CHECK(ring.error().reason == InfeasibleReason::kContextParallel);
   CHECK(ring.error().detail ==
-        "ring attention over sliding-window layers (model.sliding_window) is not modelled; use cp_comm a2a "
+        "ring and all-gather attention over sliding-window layers (model.sliding_window) is not modelled; use cp_comm a2a "
         "(Ulysses: each rank attends whole sequences of its heads)");
   CHECK(ring.error().field == "cp_comm");
   s.cp_comm = CpComm::kAllToAll;  // Ulysses: every rank runs whole sequences of 1 head

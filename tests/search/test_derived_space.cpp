@@ -58,6 +58,12 @@ TEST_CASE("derived space: long sequences add cp, mixtures of experts add ep and 
   long_ctx.transformer.seq_len = 131072;
   const SearchSpace s = derive_search_space(long_ctx, h100s(64), Strategy{});
   CHECK(values(s, Axis::kCp) == std::vector<int>{1, 2, 4, 8, 16, 32});
+  // Ring or all-gather attention over the cp ranks; at cp 1 the two points are one.
+  CHECK(values(s, Axis::kCpComm) == std::vector<int>{int(CpComm::kRing), int(CpComm::kAllGather)});
+  Strategy whole;
+  whole.cp = 1, whole.cp_comm = CpComm::kAllGather;
+  normalize_knobs(whole);
+  CHECK(whole.cp_comm == CpComm::kRing);
   const SearchSpace moe = derive_search_space(model_preset("mixtral-8x7b"), h100s(64), Strategy{});
   CHECK(values(moe, Axis::kEp) == std::vector<int>{1, 4, 8});  // 8 experts; ep 2 left out
   CHECK(find_axis(moe, Axis::kOverlapEp) != nullptr);

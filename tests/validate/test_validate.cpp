@@ -316,6 +316,23 @@ TEST_CASE("validate: a FLOP rate of a source no group knows converts in the case
   CHECK(catalog_peak.metrics[0].published == doctest::Approx(1.19928).epsilon(1e-4));
 }
 
+TEST_CASE("validate: a source running all-gather context parallelism is read as such") {
+  auto cp_probe = [](const std::function<void(Json&)>& edit) {
+    return expressible_probe([&](Json& c) {
+      c["parallel"]["cp"] = 2;
+      c["parallel"]["dp"] = 4;
+      edit(c);
+    });
+  };
+  // The Llama 3 Herd's method (Sec. 3.3.2), named by its source or by the case's notes.
+  const TranslatedCase herd = cp_probe([](Json& c) { c["source"] = {{"title", "The Llama 3 Herd of Models"}}; });
+  CHECK(herd.scenario.at("strategy").value("cp_comm", "") == "all_gather");
+  const TranslatedCase notes = cp_probe([](Json& c) { c["parallel"]["notes"] = "CP with cp_comm_type=all_gather"; });
+  CHECK(notes.scenario.at("strategy").value("cp_comm", "") == "all_gather");
+  // Otherwise the stack's ring.
+  CHECK_FALSE(cp_probe([](Json&) {}).scenario.at("strategy").contains("cp_comm"));
+}
+
 TEST_CASE("validate: every gated group is within the tolerance its data states") {
   const ValidationReport r = validate_published(load_validation_set({}));
   int gated = 0;
@@ -772,7 +789,9 @@ TEST_CASE("validate: a source outside the groups: its other throughput forms, un
   CHECK(zero.unsupported == "no measured value this tool can compare (measured: {\"tokens_per_s_per_gpu\":0})");
   CHECK(translated([](Json& c) { c["framework"] = "NeMo (LoRA fine-tuning)"; }).unsupported.find(
             "parameter-efficient fine-tuning (LoRA)") == 0);
-  const TranslatedCase none = translated([](Json& c) { c["measured"] = {{"mfu", 0.4}}; });
+  // A hardware-FLOPs utilization counts recomputation in a way no convention here states (an
+  // MFU is read: "a FLOP rate of a source no group knows ...").
+  const TranslatedCase none = translated([](Json& c) { c["measured"] = {{"hfu", 0.4}}; });
   CHECK(none.unsupported.find("no measured value this tool can compare") == 0);
   // A null dp follows from the GPUs; a null tp or pp is searched over 1, 2, 4, 8.
   const TranslatedCase degrees = translated([](Json& c) {
