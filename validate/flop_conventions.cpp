@@ -114,7 +114,10 @@ double iteration_flops(const std::string& convention, const Json& c, const Trans
 // Formulas first, as sources write them, then the words: Eq. 3's factor and logits term;
 // Megatron's per-token bracket l*h^2*(12 + 12*g/a + ... + 12*s/h ...) whose s/h term is 12
 // without the causal halving and 6 with it; 6N plus an attention term (PaLM, TorchTitan); 6N.
-std::string convention_from_text(const std::string& text) {
+std::string convention_from_text(const std::string& full_text) {
+  // A convention is stated in a sentence or two; a longer text is read as its first 16 KiB
+  // (which also bounds std::regex's recursive matcher on hostile input).
+  const std::string text = full_text.substr(0, 16384);
   const std::string f = formula_text(text), words = lowercase(text);
   const bool eq3_96 = has(f, "96\\*?b\\*?s\\*?l\\*?h\\^?2"), eq3_72 = has(f, "72\\*?b\\*?s\\*?l\\*?h\\^?2");
   const bool logits_16 = has(f, "v/\\(16\\*?l\\*?h\\)"), logits_12 = has(f, "v/\\(12\\*?l\\*?h\\)");
