@@ -433,41 +433,53 @@ double mfu_peak(const Json& c, const FlopContext& x) {
 
 // A FLOP-rate figure of a source no group describes, in the FLOP convention the case's own
 // `flop_convention` text states (flop_conventions.h convention_from_text): TFLOP/s per GPU,
-// or an MFU (a fraction, or a percentage above 1) of the peak. An MFU whose text names no
-// convention is PaLM's, which defined the term (Chowdhery et al. 2022, App. B); a TFLOP/s
-// figure without one compares with nothing (hardware or model FLOPs, causal or not: it could
-// be any).
+// or a utilization of the peak (a fraction, or a percentage above 1). An MFU whose text names
+// no convention is PaLM's, which defined the term (Chowdhery et al. 2022, App. B); a TFLOP/s
+// figure or a hardware utilization (Megatron's "percentage of theoretical peak", an HFU)
+// without one compares with nothing: hardware or model FLOPs, causal or not, it could be any.
+struct RateKey {
+  const char* key;
+  bool utilization;    // a fraction of the peak, not TFLOP/s
+  bool palm_default;   // without a stated convention: PaLM's MFU
+};
+constexpr RateKey kRateKeys[] = {
+    {"tflops_per_gpu", false, false},      {"model_tflops_per_gpu", false, false},
+    {"mfu", true, true},                   {"mfu_pct", true, true},
+    {"model_flops_utilization", true, true}, {"pct_of_peak", true, false},
+    {"percent_of_peak", true, false},      {"hfu", true, false},
+    {"hardware_flops_utilization", true, false}};
+
 void add_own_convention_time(const JsonNode& c, const FlopContext& x, std::vector<CaseMetric>& out) {
   if (!x.transformer) return;
   const Json& m = c.at("measured").raw();
-  const char* tflops_key = nullptr;
-  for (const char* key : {"tflops_per_gpu", "model_tflops_per_gpu"}) {
-    if (!tflops_key && has_number(m, key)) tflops_key = key;
+  const RateKey* rate = nullptr;
+  for (const RateKey& k : kRateKeys) {
+    if (!rate && has_number(m, k.key)) rate = &k;
   }
-  const char* mfu_key = nullptr;
-  for (const char* key : {"mfu", "mfu_pct", "model_flops_utilization"}) {
-    if (!mfu_key && has_number(m, key)) mfu_key = key;
-  }
-  if (!tflops_key && !mfu_key) return;
+  if (!rate) return;
   std::string convention = convention_from_text(case_field_text(c.raw(), "flop_convention"));
-  if (convention.empty() && (tflops_key || !mfu_key)) return;
   const bool stated = !convention.empty();
+  if (!stated && !rate->palm_default) return;
   if (!stated) convention = "six_n_attention";
   const double gpus = c.at("hardware").at("num_gpus").as_number();
   const double flops = iteration_flops(convention, c.raw(), *x.transformer);
   const std::string how = convention + (stated ? ", the case's flop_convention" : ", PaLM's MFU");
-  if (tflops_key) {
+  const Json& value = m.at(rate->key);
+  if (!rate->utilization) {
     out.push_back({MetricKind::kIterationTime, "iteration s (from TFLOP/s/GPU, " + how + ")",
-                   flops / (m.at(tflops_key).get<double>() * kTera * gpus), relative_rounding(m.at(tflops_key))});
+                   flops / (value.get<double>() * kTera * gpus), relative_rounding(value)});
     return;
   }
-  double mfu = m.at(mfu_key).get<double>();
-  if (mfu > 1 || std::string(mfu_key) == "mfu_pct") mfu /= 100;
+  double fraction = value.get<double>();
+  const std::string key = rate->key;
+  if (fraction > 1 || key.find("pct") != std::string::npos || key.find("percent") != std::string::npos) {
+    fraction /= 100;
+  }
   const double peak = mfu_peak(c.raw(), x);
   if (!(peak > 0)) return;
   out.push_back({MetricKind::kIterationTime,
-                 "iteration s (from MFU of " + format_flop_rate(peak) + ", " + how + ")",
-                 flops / (mfu * peak * gpus), relative_rounding(m.at(mfu_key))});
+                 "iteration s (from " + key + " of " + format_flop_rate(peak) + ", " + how + ")",
+                 flops / (fraction * peak * gpus), relative_rounding(value)});
 }
 
 // The measured values this tool can predict, converted to SI and to what the engine reports.

@@ -310,6 +310,21 @@ TEST_CASE("validate: a FLOP rate of a source no group knows converts in the case
     REQUIRE(t.metrics.size() == 1);
     CHECK(t.metrics[0].published == doctest::Approx(1.19928).epsilon(1e-4));
   }
+  // Megatron's "percentage of theoretical peak" counts hardware FLOPs: read only in the
+  // convention the text states. Eq. 3 for the probe (B 8, s 8192, l 32, h 4096, V 128256):
+  // 96 * 8 * 8192 * 32 * 4096^2 * (1 + 1/3 + 128256/2097152) = 4.71017e15 FLOP, at 40% of
+  // 989 TFLOP/s on 8 GPUs: 1.48830 s.
+  const TranslatedCase megatron = expressible_probe([](Json& c) {
+    c["measured"] = {{"pct_of_peak", 40}};
+    c["hardware"]["peak_tflops"] = {{"bf16_dense", 989}};
+    c["flop_convention"] = "96*B*s*l*h^2*(1 + s/(6h) + V/(16*l*h))";
+  });
+  REQUIRE(megatron.metrics.size() == 1);
+  CHECK(megatron.metrics[0].published == doctest::Approx(1.48830).epsilon(1e-4));
+  Json unstated = probe_json();
+  unstated["id"] = "probe";
+  unstated["measured"] = {{"pct_of_peak", 40}};
+  CHECK(translate_probe(unstated).unsupported.find("no measured value this tool can compare") == 0);
   // Without a stated peak, the catalog device's (H100 SXM: 989 TFLOP/s dense bf16).
   const TranslatedCase catalog_peak = expressible_probe([](Json& c) { c["measured"] = {{"mfu", 0.40}}; });
   REQUIRE(catalog_peak.metrics.size() == 1);
