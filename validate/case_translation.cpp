@@ -206,13 +206,48 @@ bool add_free(Json& search, const Json& free, const char* key) {
 
 // A null micro-batch size under a stack whose pipeline runs pp micro-batches: the local batch
 // (global / dp) split pp ways; 0 when that does not divide.
-int pipeline_micro_batch(const Json& pr, const CaseRule* stack) {
+int pipeline_micro_batch(const Json& pr, const Json& global_batch, const CaseRule* stack) {
   if (stack == nullptr || !stack->pipeline_micro_batches_pp) return 0;
-  if (!has_number(pr, "pp") || !has_number(pr, "dp")) return 0;
-  const int pp = pr.at("pp").get<int>(), dp = pr.at("dp").get<int>();
-  const long long global = pr.at("global_batch").get<long long>();
-  if (pp <= 1 || dp <= 0 || global % (static_cast<long long>(dp) * pp) != 0) return 0;
-  return static_cast<int>(global / dp / pp);
+  if (!has_number(pr, "pp") || !has_number(pr, "dp") || !global_batch.is_number_integer()) return 0;
+  if (!pr.at("pp").is_number_integer() || !pr.at("dp").is_number_integer()) return 0;
+  const long long pp = pr.at("pp").get<long long>(), dp = pr.at("dp").get<long long>();
+  const long long global = global_batch.get<long long>();
+  if (pp <= 1 || pp >= (1 << 30) || dp <= 0 || dp >= (1 << 30) || global <= 0 || global % (dp * pp) != 0) return 0;
+  const long long mb = global / dp / pp;
+  return mb < (1 << 30) ? static_cast<int>(mb) : 0;
+}
+
+// The data replicas a case's stated degrees give (its dp, or the GPUs over tp pp cp); 0 when a
+// degree is left to the search.
+long long data_replicas(const Json& c) {
+  // A whole number in [1, 2^31), or 0 (unknown, or for the scenario reader to reject).
+  auto whole = [](const Json& obj, const char* key) -> long long {
+    if (!has_number(obj, key)) return 0;
+    const double v = obj.at(key).get<double>();
+    return v >= 1 && v < 2147483648.0 && v == std::floor(v) ? static_cast<long long>(v) : 0;
+  };
+  const Json& pr = c.at("parallel");
+  if (has_number(pr, "dp")) return whole(pr, "dp");
+  const long long tp = whole(pr, "tp"), pp = whole(pr, "pp");
+  const long long cp = has_number(pr, "cp") ? std::max(1LL, whole(pr, "cp")) : 1;
+  const long long gpus = whole(c.at("hardware"), "num_gpus");
+  if (tp == 0 || pp == 0 || gpus == 0) return 0;
+  return gpus % (tp * pp * cp) == 0 ? gpus / (tp * pp * cp) : 0;
+}
+
+// The global batch the scenario runs: the stated one, or, when the data replicas do not divide
+// it, the nearest multiple of them (at least one sample each).
+// Anything but a whole number in range goes through as stated, for the scenario reader to
+// reject with its rule.
+Json runnable_global_batch(const Json& c) {
+  const Json& stated = c.at("parallel").at("global_batch");
+  const double g = stated.get<double>();
+  if (!(g >= 1 && g <= 1e12 && g == std::floor(g))) return stated;
+  const long long global = static_cast<long long>(g);
+  const long long replicas = data_replicas(c);
+  if (replicas <= 0 || global % replicas == 0) return stated;
+  const long long per_replica = std::max(1LL, (global + replicas / 2) / replicas);
+  return per_replica * replicas;
 }
 
 void stated_parallel(const JsonNode& c, Json& strategy, Json& search, const Json& free,
@@ -220,7 +255,7 @@ void stated_parallel(const JsonNode& c, Json& strategy, Json& search, const Json
   const JsonNode p = c.at("parallel");
   const Json& pr = p.raw();
   if (!has_number(pr, "global_batch")) p.at("global_batch").fail("is required (a number)");
-  strategy["global_batch"] = pr.at("global_batch");
+  strategy["global_batch"] = runnable_global_batch(c.raw());
   // A degree the source leaves null: dp follows from the GPUs (strategy dp 0), tp and pp are
   // searched as the authors would have tuned them; 0 below means unknown.
   for (const char* key : {"tp", "pp", "dp"}) {
@@ -238,7 +273,7 @@ void stated_parallel(const JsonNode& c, Json& strategy, Json& search, const Json
   if (has_number(pr, "ep") && pr.at("ep").get<double>() > 1) strategy["ep"] = pr.at("ep");
   if (has_number(pr, "micro_batch")) {
     strategy["micro_batch"] = pr.at("micro_batch");
-  } else if (const int mb = pipeline_micro_batch(pr, stack); mb > 0) {
+  } else if (const int mb = pipeline_micro_batch(pr, strategy.at("global_batch"), stack); mb > 0) {
     strategy["micro_batch"] = mb;
   } else if (!add_free(search, free, "micro_batch")) {
     p.fail("does not report micro_batch and its stack lists no values to search");
@@ -598,6 +633,13 @@ TranslatedCase translate_case(const JsonNode& c, const CaseRules& rules) {
                 {"cluster", cluster_of(c, rules)},
                 {"strategy", strategy_of(c, rules, &t.stack, &search)}};
   if (!search.empty()) t.scenario["search"] = search;
+  const Json& stated = c.at("parallel").at("global_batch").raw();
+  const Json& run = t.scenario.at("strategy").at("global_batch");
+  if (run != stated) {
+    t.batch_scale = stated.get<double>() / run.get<double>();
+    t.batch_note = "global batch " + json_text(stated) + " -> " + json_text(run) + " (" +
+                   std::to_string(data_replicas(c.raw())) + " data replicas; time scaled back)";
+  }
   if (t.speedup_reference) t.unsupported = "the baseline its group's speedups divide by (predicted, not compared)";
   return t;
 }

@@ -43,6 +43,11 @@ struct TranslatedCase {
   // The baseline of its group's speedups: predicted as their denominator (`scenario` is set
   // although `unsupported` says why it is not compared itself).
   bool speedup_reference = false;
+  // A global batch the data replicas do not divide (a source rounding "2M tokens" to sequences):
+  // the scenario runs the nearest multiple and its iteration time is scaled back by
+  // stated / run (the throughput is what the source measured); 1 otherwise.
+  double batch_scale = 1;
+  std::string batch_note;  // "global batch 1024 -> 992 (124 data replicas)", when scaled
 };
 
 // `file` names the case file in messages. Malformed fields throw InputError naming the file,

@@ -254,6 +254,7 @@ std::vector<CaseResult> evaluate_case(const TranslatedCase& c) {
     base.hardware = generation_of(s.hardware.device.name);
     const Chosen chosen = choose_strategy(s);
     base.chosen = chosen.knobs;
+    if (!c.batch_note.empty()) base.chosen += (base.chosen.empty() ? "" : " ") + c.batch_note;
     std::optional<Plan> plan;
     if (chosen.strategy) {
       Expected<Plan> lowered = lower(s.model, *chosen.strategy, s.hardware);
@@ -276,6 +277,7 @@ std::vector<CaseResult> evaluate_case(const TranslatedCase& c) {
       r.rel_rounding = m.rel_rounding;
       if (plan) {
         r.predicted = predicted_value(m, *plan, p);
+        if (m.kind == MetricKind::kIterationTime) r.predicted *= c.batch_scale;
         r.error = (r.predicted - r.published) / r.published;
       }
       out.push_back(r);

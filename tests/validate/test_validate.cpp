@@ -348,6 +348,47 @@ TEST_CASE("validate: a source running all-gather context parallelism is read as 
   CHECK_FALSE(cp_probe([](Json&) {}).scenario.at("strategy").contains("cp_comm"));
 }
 
+TEST_CASE("validate: 3D-parallel DeepSpeed with Megatron and FSDP trainers with Megatron layers") {
+  // DeepSpeed named with Megatron-LM in either order is Megatron-DeepSpeed (BigScience's and
+  // Microsoft's runs name it both ways).
+  const TranslatedCase mtnlg = expressible_probe([](Json& c) {
+    c["framework"] = "DeepSpeed and Megatron-LM (3D parallelism)";
+    c["hardware"]["gpu"] = "A100-SXM4-80GB";
+  });
+  CHECK(mtnlg.stack == "megatron-deepspeed");
+  // metaseq borrowed Megatron's model-parallel linears but is an FSDP trainer; before 2023,
+  // and naming no flash or xformers attention, its attention is unfused.
+  auto metaseq = [](const char* source) {
+    return expressible_probe([&](Json& c) {
+      c["framework"] = "metaseq (FSDP with Megatron-LM tensor parallelism)";
+      c["hardware"]["gpu"] = "A100-SXM4-80GB";
+      c["source"] = {{"title", source}};
+    });
+  };
+  const TranslatedCase opt = metaseq("OPT (2022)");
+  CHECK(opt.stack == "pytorch-fsdp");
+  CHECK(opt.scenario.at("strategy").at("fusion").at("flash_attention") == false);
+  const TranslatedCase later = metaseq("a 2023 run");
+  CHECK(later.scenario.at("strategy").at("fusion").at("flash_attention") == true);
+}
+
+TEST_CASE("validate: a global batch its data replicas do not divide runs the nearest multiple") {
+  // 8 sequences over 3 data replicas (tp 1, pp 1 on 3 GPUs): 8 / 3 rounds to 3 each, 9 in all;
+  // the prediction is scaled back by 8 / 9, the throughput being what the source measured.
+  const TranslatedCase t = expressible_probe([](Json& c) {
+    c["hardware"]["num_gpus"] = 3;
+    c["parallel"]["dp"] = nullptr;
+  });
+  CHECK(t.scenario.at("strategy").at("global_batch") == 9);
+  CHECK(t.batch_scale == doctest::Approx(8.0 / 9.0));
+  CHECK(t.batch_note == "global batch 8 -> 9 (3 data replicas; time scaled back)");
+  // Dividing batches run as stated.
+  const TranslatedCase even = expressible_probe([](Json&) {});
+  CHECK(even.scenario.at("strategy").at("global_batch") == 8);
+  CHECK(even.batch_scale == 1);
+  CHECK(even.batch_note.empty());
+}
+
 TEST_CASE("validate: every gated group is within the tolerance its data states") {
   const ValidationReport r = validate_published(load_validation_set({}));
   int gated = 0;
