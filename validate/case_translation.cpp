@@ -587,8 +587,37 @@ FlopContext flop_context(const JsonNode& c, const CaseRules& rules) {
 
 }  // namespace
 
-TranslatedCase translate_case(const JsonNode& c, const CaseRules& rules) {
-  c.require_object();
+namespace {
+
+// Names sources give the same measured quantity, mapped to the one this file reads (a case's own
+// name wins where it gives both).
+constexpr std::pair<const char*, const char*> kMeasuredAliases[] = {
+    {"iteration_time_s", "iteration_s"},         {"step_time_s", "iteration_s"},
+    {"time_per_iteration_s", "iteration_s"},     {"seconds_per_iteration", "iteration_s"},
+    {"iteration_time_ms", "iteration_ms"},       {"step_time_ms", "iteration_ms"},
+    {"time_per_iteration_ms", "iteration_ms"},   {"tokens_per_gpu_per_s", "tokens_per_s_per_gpu"},
+    {"tokens_per_second_per_gpu", "tokens_per_s_per_gpu"}, {"tps_per_gpu", "tokens_per_s_per_gpu"},
+    {"tokens_per_second", "tokens_per_s_total"}, {"throughput_tokens_per_s", "tokens_per_s_total"},
+    {"samples_per_second", "throughput_samples_per_s"}, {"sequences_per_s", "throughput_samples_per_s"},
+    {"sequences_per_second", "throughput_samples_per_s"}, {"teraflops_per_gpu", "tflops_per_gpu"},
+    {"achieved_tflops_per_gpu", "tflops_per_gpu"}};
+
+Json with_measured_aliases(const Json& c) {
+  Json out = c;
+  if (!out.contains("measured") || !out.at("measured").is_object()) return out;
+  Json& m = out["measured"];
+  for (auto [alias, name] : kMeasuredAliases) {
+    if (m.contains(alias) && !m.contains(name)) m[name] = m.at(alias);
+  }
+  return out;
+}
+
+}  // namespace
+
+TranslatedCase translate_case(const JsonNode& given, const CaseRules& rules) {
+  given.require_object();
+  const Json normalized = with_measured_aliases(given.raw());
+  const JsonNode c(normalized, given.file(), given.path());
   TranslatedCase t;
   t.id = c.string("id");
   const GroupRule* group = group_of(rules, t.id);

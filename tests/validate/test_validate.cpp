@@ -389,6 +389,23 @@ TEST_CASE("validate: a global batch its data replicas do not divide runs the nea
   CHECK(even.batch_note.empty());
 }
 
+TEST_CASE("validate: measured quantities under the names sources give them") {
+  // A step time in ms and a per-GPU token rate under other names read as the usual ones; the
+  // case's own usual name wins where it gives both.
+  const TranslatedCase ms = expressible_probe([](Json& c) { c["measured"] = {{"step_time_ms", 1500}}; });
+  REQUIRE(ms.metrics.size() == 1);
+  CHECK(ms.metrics[0].published == doctest::Approx(1.5));
+  const TranslatedCase tps = expressible_probe([](Json& c) {
+    c["measured"] = {{"tokens_per_gpu_per_s", 8192}};  // 8 x 8192 tokens over 8 GPUs: 1 s
+  });
+  REQUIRE(tps.metrics.size() == 1);
+  CHECK(tps.metrics[0].published == doctest::Approx(1.0));
+  const TranslatedCase both = expressible_probe([](Json& c) {
+    c["measured"] = {{"iteration_s", 2.0}, {"step_time_s", 3.0}};
+  });
+  CHECK(both.metrics.at(0).published == doctest::Approx(2.0));
+}
+
 TEST_CASE("validate: every gated group is within the tolerance its data states") {
   const ValidationReport r = validate_published(load_validation_set({}));
   int gated = 0;
