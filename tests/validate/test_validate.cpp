@@ -406,6 +406,29 @@ TEST_CASE("validate: measured quantities under the names sources give them") {
   CHECK(both.metrics.at(0).published == doctest::Approx(2.0));
 }
 
+TEST_CASE("validate: cloud instances named by the source bring their networks") {
+  auto on = [](const char* gpu, const char* system) {
+    const TranslatedCase t = expressible_probe([&](Json& c) {
+      c["hardware"] = {{"gpu", gpu}, {"gpus_per_node", 8}, {"num_gpus", 8}, {"system", system}};
+    });
+    return read_cluster(JsonNode(t.scenario.at("cluster"), "probe", "cluster"));
+  };
+  // AWS p4d: 4 x 100 Gb/s EFA per instance of 8 A100 40 GB; p4de the same with 80 GB.
+  const HardwareModel p4d = on("A100 40GB", "AWS p4d.24xlarge");
+  CHECK(p4d.node.nics == 4);
+  CHECK(p4d.node.nic.bandwidth_Bps == doctest::Approx(100e9 / 8));
+  CHECK(p4d.device.memory_B < 45e9);
+  const HardwareModel p4de = on("A100 80GB", "AWS p4de.24xlarge");
+  CHECK(p4de.node.nics == 4);
+  CHECK(p4de.device.memory_B > 80e9);
+  // Google Cloud A2: 100 Gb/s per machine, no GPUDirect RDMA.
+  const HardwareModel a2 = on("A100 40GB", "GCP a2-highgpu-8g");
+  CHECK(a2.node.nics == 1);
+  CHECK(a2.node.nic.bandwidth_Bps == doctest::Approx(100e9 / 8));
+  // A DGX-class system keeps 8 x 200 Gb/s.
+  CHECK(on("A100 80GB", "DGX A100 SuperPOD").node.nics == 8);
+}
+
 TEST_CASE("validate: every gated group is within the tolerance its data states") {
   const ValidationReport r = validate_published(load_validation_set({}));
   int gated = 0;
