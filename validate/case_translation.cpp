@@ -589,25 +589,46 @@ FlopContext flop_context(const JsonNode& c, const CaseRules& rules) {
 
 namespace {
 
-// Names sources give the same measured quantity, mapped to the one this file reads (a case's own
-// name wins where it gives both).
-constexpr std::pair<const char*, const char*> kMeasuredAliases[] = {
-    {"iteration_time_s", "iteration_s"},         {"step_time_s", "iteration_s"},
-    {"time_per_iteration_s", "iteration_s"},     {"seconds_per_iteration", "iteration_s"},
-    {"iteration_time_ms", "iteration_ms"},       {"step_time_ms", "iteration_ms"},
-    {"time_per_iteration_ms", "iteration_ms"},   {"tokens_per_gpu_per_s", "tokens_per_s_per_gpu"},
-    {"tokens_per_second_per_gpu", "tokens_per_s_per_gpu"}, {"tps_per_gpu", "tokens_per_s_per_gpu"},
-    {"tokens_per_second", "tokens_per_s_total"}, {"throughput_tokens_per_s", "tokens_per_s_total"},
-    {"samples_per_second", "throughput_samples_per_s"}, {"sequences_per_s", "throughput_samples_per_s"},
-    {"sequences_per_second", "throughput_samples_per_s"}, {"teraflops_per_gpu", "tflops_per_gpu"},
-    {"achieved_tflops_per_gpu", "tflops_per_gpu"}};
+// Names sources give the same quantity, mapped to the one this file reads, per section of a
+// case (a case's own usual name wins where it gives both).
+struct KeyAlias {
+  const char* section;
+  const char* alias;
+  const char* name;
+};
+constexpr KeyAlias kKeyAliases[] = {
+    {"measured", "iteration_time_s", "iteration_s"},       {"measured", "step_time_s", "iteration_s"},
+    {"measured", "time_per_iteration_s", "iteration_s"},   {"measured", "seconds_per_iteration", "iteration_s"},
+    {"measured", "iteration_time_ms", "iteration_ms"},     {"measured", "step_time_ms", "iteration_ms"},
+    {"measured", "time_per_iteration_ms", "iteration_ms"}, {"measured", "tokens_per_gpu_per_s", "tokens_per_s_per_gpu"},
+    {"measured", "tokens_per_second_per_gpu", "tokens_per_s_per_gpu"},
+    {"measured", "tps_per_gpu", "tokens_per_s_per_gpu"},   {"measured", "tokens_per_second", "tokens_per_s_total"},
+    {"measured", "throughput_tokens_per_s", "tokens_per_s_total"},
+    {"measured", "samples_per_second", "throughput_samples_per_s"},
+    {"measured", "sequences_per_s", "throughput_samples_per_s"},
+    {"measured", "sequences_per_second", "throughput_samples_per_s"},
+    {"measured", "teraflops_per_gpu", "tflops_per_gpu"},   {"measured", "achieved_tflops_per_gpu", "tflops_per_gpu"},
+    {"model", "num_layers", "layers"},                     {"model", "n_layers", "layers"},
+    {"model", "hidden_size", "hidden"},                    {"model", "d_model", "hidden"},
+    {"model", "num_attention_heads", "heads"},             {"model", "n_heads", "heads"},
+    {"model", "num_kv_heads", "kv_heads"},                 {"model", "num_key_value_heads", "kv_heads"},
+    {"model", "n_kv_heads", "kv_heads"},                   {"model", "ffn_hidden_size", "ffn_hidden"},
+    {"model", "intermediate_size", "ffn_hidden"},          {"model", "vocab_size", "vocab"},
+    {"model", "seq_length", "seq_len"},                    {"model", "sequence_length", "seq_len"},
+    {"parallel", "tensor_parallel", "tp"},                 {"parallel", "pipeline_parallel", "pp"},
+    {"parallel", "data_parallel", "dp"},                   {"parallel", "context_parallel", "cp"},
+    {"parallel", "expert_parallel", "ep"},                 {"parallel", "micro_batch_size", "micro_batch"},
+    {"parallel", "global_batch_size", "global_batch"},     {"parallel", "virtual_pipeline", "interleave"},
+    {"hardware", "gpu_count", "num_gpus"}};
 
-Json with_measured_aliases(const Json& c) {
+Json with_key_aliases(const Json& c) {
   Json out = c;
-  if (!out.contains("measured") || !out.at("measured").is_object()) return out;
-  Json& m = out["measured"];
-  for (auto [alias, name] : kMeasuredAliases) {
-    if (m.contains(alias) && !m.contains(name)) m[name] = m.at(alias);
+  for (const KeyAlias& a : kKeyAliases) {
+    if (!out.contains(a.section) || !out.at(a.section).is_object()) continue;
+    Json& section = out[a.section];
+    if (section.contains(a.alias) && (!section.contains(a.name) || section.at(a.name).is_null())) {
+      section[a.name] = section.at(a.alias);
+    }
   }
   return out;
 }
@@ -616,7 +637,7 @@ Json with_measured_aliases(const Json& c) {
 
 TranslatedCase translate_case(const JsonNode& given, const CaseRules& rules) {
   given.require_object();
-  const Json normalized = with_measured_aliases(given.raw());
+  const Json normalized = with_key_aliases(given.raw());
   const JsonNode c(normalized, given.file(), given.path());
   TranslatedCase t;
   t.id = c.string("id");

@@ -389,7 +389,7 @@ TEST_CASE("validate: a global batch its data replicas do not divide runs the nea
   CHECK(even.batch_note.empty());
 }
 
-TEST_CASE("validate: measured quantities under the names sources give them") {
+TEST_CASE("validate: measured quantities and model and parallel fields under the names sources give them") {
   // A step time in ms and a per-GPU token rate under other names read as the usual ones; the
   // case's own usual name wins where it gives both.
   const TranslatedCase ms = expressible_probe([](Json& c) { c["measured"] = {{"step_time_ms", 1500}}; });
@@ -404,6 +404,25 @@ TEST_CASE("validate: measured quantities under the names sources give them") {
     c["measured"] = {{"iteration_s", 2.0}, {"step_time_s", 3.0}};
   });
   CHECK(both.metrics.at(0).published == doctest::Approx(2.0));
+  // Model and parallel fields under Hugging Face's and Megatron's names give the same scenario.
+  const TranslatedCase usual = expressible_probe([](Json&) {});
+  const TranslatedCase renamed = expressible_probe([](Json& c) {
+    Json& m = c["model"];
+    for (auto [from, to] : {std::pair{"layers", "num_layers"}, {"hidden", "hidden_size"},
+                            {"heads", "num_attention_heads"}, {"kv_heads", "num_key_value_heads"},
+                            {"ffn_hidden", "intermediate_size"}, {"vocab", "vocab_size"},
+                            {"seq_len", "seq_length"}}) {
+      m[to] = m.at(from);
+      m.erase(from);
+    }
+    Json& p = c["parallel"];
+    p["global_batch_size"] = p.at("global_batch");
+    p.erase("global_batch");
+    p["tensor_parallel"] = p.at("tp");
+    p.erase("tp");
+  });
+  CHECK(renamed.scenario.at("model") == usual.scenario.at("model"));
+  CHECK(renamed.scenario.at("strategy") == usual.scenario.at("strategy"));
 }
 
 TEST_CASE("validate: cloud instances named by the source bring their networks") {
