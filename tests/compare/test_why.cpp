@@ -206,3 +206,15 @@ TEST_CASE("why: DeepEP's dispatch is named as the cause of less exposed expert c
   CHECK(why_best({a, b})[1] == "Exposed ep communication 300.0 -> 200.0 ms per iteration "
                                "(DeepEP dispatch (each token once per node)).");
 }
+
+TEST_CASE("why: the context-parallel exchange is named as the cause of its exposed time") {
+  // Same cp degree; A gathers K and V before the attention (all-gather, exposed), B passes them
+  // around the ring behind it.
+  EvaluatedStrategy a = make("A", 900, 0.36, 10), b = make("B", 1000, 0.40, 10);
+  a.strategy.cp = b.strategy.cp = 16;
+  a.strategy.cp_comm = CpComm::kAllGather;
+  a.prediction.comms = {{CommCategory::kContextParallel, "cp", 0, 0, 0, 0.3, 0.3}};
+  b.prediction.comms = {{CommCategory::kContextParallel, "cp", 0, 0, 0, 0.3, 0.05}};
+  CHECK(why_best({a, b})[1] == "Exposed cp communication 300.0 -> 50.0 ms per iteration "
+                               "(ring attention (K/V hidden behind the attention)).");
+}

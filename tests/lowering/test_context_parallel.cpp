@@ -214,4 +214,13 @@ TEST_CASE("context parallel: all-gather (Llama 3 and Transformer Engine all_gath
   CHECK(ca.cp_bytes == doctest::Approx(cr.cp_bytes));
   CHECK(ca.cp_exposed_s == doctest::Approx(ca.cp_total_s));
   CHECK(cr.cp_exposed_s < 0.5 * cr.cp_total_s);
+  // The report names each exchange.
+  auto cp_row = [](const Prediction& pr) {
+    for (const auto& c : pr.comms) {
+      if (c.category == CommCategory::kContextParallel) return std::string(c.what);
+    }
+    return std::string();
+  };
+  CHECK(cp_row(predict_analytical(p)) == "cp K/V all-gather, dK/dV reduce-scatter");
+  CHECK(cp_row(predict_analytical(ring)) == "cp ring attention K/V exchange");
 }
