@@ -580,14 +580,10 @@ FlopContext flop_context(const JsonNode& c, const CaseRules& rules) {
     x.peak_16bit = hw.device.peak_flops[static_cast<size_t>(DType::kBf16)];
     x.peak_fp8 = hw.device.peak_flops[static_cast<size_t>(DType::kFp8)];
   } catch (const InputError&) {
-    return x;
+    // left unknown: the scenario is rejected, with its reason, when the case is evaluated
   }
   return x;
 }
-
-}  // namespace
-
-namespace {
 
 // Names sources give the same quantity, mapped to the one this file reads, per section of a
 // case (a case's own usual name wins where it gives both).
