@@ -84,6 +84,11 @@ struct DeviceSpec {
   // Compute that runs while a collective runs on the same device takes this many times longer
   // (the communication kernels occupy SMs and memory bandwidth); 1 = no interference.
   double overlap_slowdown = 1.0;
+  // The tensor-core throughput the device holds under sustained load over what short benchmark
+  // loops see: under a continuous training load the power limit lowers the clock. It scales the
+  // fused-attention curves (flash2/flash3/cudnn), which are short-loop measurements; the matmul
+  // curves are sustained figures already. 1 = no difference (or curves measured sustained).
+  double sustained_clock = 1.0;
   // Standard deviation of the sustained compute speed across devices of this SKU, as a fraction
   // of the typical device's (sim/cost/device_variability.h); 0 = identical devices.
   double speed_variability = 0;

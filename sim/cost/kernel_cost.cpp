@@ -51,16 +51,18 @@ const AttentionPass* attention_pass(const Kernel& k, const DeviceSpec& d, Attent
   return k.phase == Phase::kForward ? &a.forward : &a.backward;
 }
 
+// The attention curves are short benchmark loops; a training run holds the device at its
+// sustained clock (DeviceSpec::sustained_clock). The GEMM curves are sustained figures already.
 double attention_fraction(const Kernel& k, const DeviceSpec& d, AttentionKernel kernel) {
   const AttentionPass* a = attention_pass(k, d, kernel);
   if (a == nullptr) return d.matmul.at(k.matmul_flops / k.launches);
-  return a->at(k.attention_keys, k.attention_causal, k.attention_head_dim);
+  return d.sustained_clock * a->at(k.attention_keys, k.attention_causal, k.attention_head_dim);
 }
 
 double attention_plateau(const Kernel& k, const DeviceSpec& d, AttentionKernel kernel) {
   const AttentionPass* a = attention_pass(k, d, kernel);
   if (a == nullptr) return d.matmul.max_fraction;
-  return a->plateau(k.attention_causal, k.attention_head_dim);
+  return d.sustained_clock * a->plateau(k.attention_causal, k.attention_head_dim);
 }
 
 // Sliding-window layers (Kernel::attention_band_share of the FLOP) walk unmasked-tile rows of
@@ -71,8 +73,9 @@ double attention_s(const Kernel& k, const DeviceSpec& d, double peak, AttentionK
   double s = (k.matmul_flops - band) / (peak * attention_fraction(k, d, kernel));
   if (band > 0) {
     const AttentionPass* a = attention_pass(k, d, kernel);
-    const double f = a != nullptr ? a->at(k.attention_band_keys, false, k.attention_head_dim)
-                                  : d.matmul.at(band / k.launches);
+    const double f = a != nullptr
+                         ? d.sustained_clock * a->at(k.attention_band_keys, false, k.attention_head_dim)
+                         : d.matmul.at(band / k.launches);
     s += band / (peak * f);
   }
   return s;
@@ -83,7 +86,8 @@ double attention_plateau_s(const Kernel& k, const DeviceSpec& d, double peak, At
   double s = (k.matmul_flops - band) / (peak * attention_plateau(k, d, kernel));
   if (band > 0) {
     const AttentionPass* a = attention_pass(k, d, kernel);
-    s += band / (peak * (a != nullptr ? a->plateau(false, k.attention_head_dim) : d.matmul.max_fraction));
+    s += band / (peak * (a != nullptr ? d.sustained_clock * a->plateau(false, k.attention_head_dim)
+                                      : d.matmul.max_fraction));
   }
   return s;
 }

@@ -355,3 +355,45 @@ TEST_CASE("attention: a device file with the old FLOP-sized attention curve is r
   CHECK(what.find("half_size") != std::string::npos);
   CHECK(what.find("half_keys") != std::string::npos);
 }
+
+TEST_CASE("attention: the short-loop attention curves run at the device's sustained clock") {
+  // The round device's FA3 forward: plateau 0.6, half at 200 keys. 1.2e10 FLOP over 200 keys
+  // runs at 0.3 of 1000 TFLOP/s = 40 us (+ 1 us launch); at a sustained clock of 0.8 of the
+  // short-loop one, at 0.24 of peak: 50 us (+ 1 us). A GEMM is a sustained figure already.
+  DeviceSpec d = round_device();
+  d.flash3.forward = AttentionPass{0.6, 200, 0, 0, {}};
+  d.flash3.backward = d.flash3.forward;
+  Kernel fa;
+  fa.cls = OpClass::kFlashAttention;
+  fa.phase = Phase::kForward;
+  fa.matmul_flops = 1.2e10;
+  fa.attention_keys = 200, fa.attention_head_dim = 128;
+  Kernel gemm;
+  gemm.cls = OpClass::kMatmul;
+  gemm.matmul_flops = 1.2e10;
+  CHECK(kernel_time(fa, d, DType::kBf16, AttentionKernel::kFlash3).total_s == doctest::Approx(41e-6));
+  const double gemm_s = kernel_time(gemm, d, DType::kBf16, AttentionKernel::kFlash3).total_s;
+  d.sustained_clock = 0.8;
+  CHECK(kernel_time(fa, d, DType::kBf16, AttentionKernel::kFlash3).total_s == doctest::Approx(51e-6));
+  CHECK(kernel_time(gemm, d, DType::kBf16, AttentionKernel::kFlash3).total_s == doctest::Approx(gemm_s));
+
+  // The catalog: H100 and H200 hold 720 of the 798 TFLOPS their short GEMM loops reach
+  // (0.902); A100's longest GEMMs run as fast as its short ones (1).
+  CHECK(catalog_device("H100-SXM5-80GB").sustained_clock == doctest::Approx(720.0 / 798).epsilon(0.001));
+  CHECK(catalog_device("H200-SXM-141GB").sustained_clock == doctest::Approx(720.0 / 798).epsilon(0.001));
+  CHECK(catalog_device("A100-SXM4-80GB").sustained_clock == 1.0);
+
+  // Read, written back, and refused out of range with the rule.
+  const DeviceSpec read = read_device(JsonNode(
+      parse_json_text(R"({"preset": "H100-SXM5-80GB", "sustained_clock": 0.85})", "dev.json"), "dev.json", ""));
+  CHECK(read.sustained_clock == 0.85);
+  CHECK(to_json(read).at("sustained_clock").get<double>() == 0.85);
+  const std::string what = testing::input_error_message([&] {
+    read_device(JsonNode(parse_json_text(R"({"preset": "H100-SXM5-80GB", "sustained_clock": 1.2})", "dev.json"),
+                         "dev.json", ""));
+  });
+  CAPTURE(what);
+  CHECK(what.find("dev.json") != std::string::npos);
+  CHECK(what.find("sustained_clock") != std::string::npos);
+  CHECK(what.find("between 0.5 and 1") != std::string::npos);
+}
