@@ -86,20 +86,21 @@ std::string table(const std::vector<Candidate>& rows, const SearchOptions& o,
 // Every knob a search can vary has a column (issue 17: results describe themselves).
 std::string candidates_csv(const std::vector<Candidate>& rows, const SearchOptions& o,
                            const HardwareModel& hw) {
-  std::string out = "rank,index,cluster,devices,tp,pp,dp,cp,ep,shard_group,micro_batch,interleave,"
-                    "schedule,recompute,recompute_modules,zero_stage,sequence_parallel,fusion,dtype,overlap_dp,"
+  std::string out = "rank,index,cluster,devices,tp,pp,dp,cp,cp_comm,ep,shard_group,micro_batch,interleave,"
+                    "schedule,recompute,recompute_modules,recompute_layers,zero_stage,sequence_parallel,fusion,dtype,overlap_dp,"
                     "overlap_tp,overlap_ep,ep_dispatch,streams,offload,stage_layers,iteration_s,tokens_per_s,mfu,bubble_fraction,"
                     "comm_exposed_s,peak_memory_B,objective\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     const Candidate& c = rows[i];
     const Strategy& s = c.strategy;
-    out += format_text("%zu,%llu,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%s,%s,%d,%d,%s,%s,%d,%d,%d,%s,%d,%s,%s,%.9g,%.9g,%.6f,%.6f,%.9g,%.9g,%.9g\n",
+    out += format_text("%zu,%llu,%s,%d,%d,%d,%d,%d,%s,%d,%d,%d,%d,%s,%s,%s,%d,%d,%d,%s,%s,%d,%d,%d,%s,%d,%s,%s,%.9g,%.9g,%.6f,%.6f,%.9g,%.9g,%.9g\n",
                i + 1, static_cast<unsigned long long>(c.index), c.hardware.c_str(), c.devices, s.tp,
-               s.pp, c.dp, s.cp, s.ep, s.shard_group, s.micro_batch, s.interleave,
+               s.pp, c.dp, s.cp, std::string(enum_to_name(kCpCommNames, s.cp_comm)).c_str(), s.ep,
+               s.shard_group, s.micro_batch, s.interleave,
                std::string(schedule_name(s.schedule)).c_str(),
                std::string(recompute_name(s.recompute)).c_str(),
                s.recompute == Recompute::kSelective ? recompute_modules_text(s.recompute_modules).c_str() : "",
-               s.zero_stage, s.sequence_parallel ? 1 : 0, fusion_label(s.fusion).c_str(),
+               s.recompute_layers, s.zero_stage, s.sequence_parallel ? 1 : 0, fusion_label(s.fusion).c_str(),
                std::string(dtype_name(s.dtype)).c_str(), s.overlap_dp ? 1 : 0, s.overlap_tp ? 1 : 0,
                s.overlap_ep ? 1 : 0, std::string(enum_to_name(kEpDispatchNames, s.ep_dispatch)).c_str(), s.streams,
                std::string(enum_to_name(kOffloadNames, s.offload)).c_str(), stage_layers_text(s).c_str(), c.iteration_s, c.tokens_per_s, c.mfu, c.bubble_fraction,

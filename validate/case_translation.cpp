@@ -288,6 +288,7 @@ void stated_parallel(const JsonNode& c, Json& strategy, Json& search, const Json
     strategy["recompute"] = implied;
   } else {
     add_free(search, free, "recompute");
+    add_free(search, free, "recompute_layers");  // the stack's partial (block) recomputation
   }
   if (pr.contains("sequence_parallel") && pr.at("sequence_parallel").is_boolean()) {
     strategy["sequence_parallel"] = pr.at("sequence_parallel").get<bool>() && tp != 1;
@@ -351,6 +352,8 @@ Json strategy_of(const JsonNode& c, const CaseRules& rules, std::string* stack, 
       strategy[it.key()] = it.value();
     }
   }
+  // The recomputed layers' count is searched with the recomputation only.
+  if (!search->contains("recompute")) search->erase("recompute_layers");
   if (s && !s->selective_recompute.empty() && strategy.value("recompute", "") == "selective") {
     strategy["recompute"] = s->selective_recompute;
   }
@@ -487,14 +490,15 @@ constexpr RateKey kRateKeys[] = {
 void add_own_convention_time(const JsonNode& c, const FlopContext& x, std::vector<CaseMetric>& out) {
   if (!x.transformer) return;
   const Json& m = c.at("measured").raw();
-  const RateKey* rate = nullptr;
-  for (const RateKey& k : kRateKeys) {
-    if (!rate && has_number(m, k.key)) rate = &k;
-  }
-  if (!rate) return;
   std::string convention = convention_from_text(case_field_text(c.raw(), "flop_convention"));
   const bool stated = !convention.empty();
-  if (!stated && !rate->palm_default) return;
+  // The first rate the case gives that can be read: any, under a stated convention; else an
+  // MFU (PaLM's definition), even where a TFLOP/s figure comes first (Llama 3 gives both).
+  const RateKey* rate = nullptr;
+  for (const RateKey& k : kRateKeys) {
+    if (!rate && has_number(m, k.key) && (stated || k.palm_default)) rate = &k;
+  }
+  if (!rate) return;
   if (!stated) convention = "six_n_attention";
   const double gpus = c.at("hardware").at("num_gpus").as_number();
   const double flops = iteration_flops(convention, c.raw(), *x.transformer);

@@ -28,17 +28,20 @@ std::string generation_of(const std::string& device) {
   return dash == std::string::npos ? device : device.substr(0, dash);
 }
 
-// "micro_batch=2 schedule=interleaved interleave=4": the searched axes' values at `index`.
+// "micro_batch=2 schedule=interleaved interleave=4": the searched axes' values at `index`
+// (recompute_layers only where it applies: with full recomputation, above 0).
 std::string chosen_text(const SearchSpace& space, uint64_t index) {
   std::vector<std::string> parts(space.axes.size());
   for (size_t i = space.axes.size(); i-- > 0;) {
     const AxisValues& a = space.axes[i];
     const uint64_t n = a.values.size();
-    parts[i] = std::string(axis_name(a.axis)) + "=" + a.value_text(static_cast<int>(index % n));
+    const int v = static_cast<int>(index % n);
     index /= n;
+    if (a.axis == Axis::kRecomputeLayers && a.values[v] == 0) continue;
+    parts[i] = std::string(axis_name(a.axis)) + "=" + a.value_text(v);
   }
   std::string out;
-  for (const std::string& p : parts) out += (out.empty() ? "" : " ") + p;
+  for (const std::string& p : parts) out += p.empty() ? "" : (out.empty() ? "" : " ") + p;
   return out;
 }
 

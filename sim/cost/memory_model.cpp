@@ -77,8 +77,9 @@ std::vector<MemoryBreakdown> rank_memory(const Plan& plan, const std::vector<int
     a.params += st.params;
     a.experts += st.expert_params;
     a.activation_sum += st.activation_B;
-    a.transient = std::max(a.transient, st.layers > st.dense_layers ? plan.layer_of(st)->peak_transient_B : 0.0);
-    if (st.dense_layers > 0) a.transient = std::max(a.transient, plan.dense_layer->peak_transient_B);
+    for (const auto& [block, times] : plan.layer_runs(st)) {
+      if (times > 0) a.transient = std::max(a.transient, block->peak_transient_B);
+    }
     if (st.has_head && plan.head) a.transient = std::max(a.transient, plan.head->peak_transient_B);
     ++a.chunks;
   }

@@ -75,15 +75,16 @@ bool pipeline_neighbours_share_node(const Plan& plan, int rank) {
 
 namespace {
 
-// The four blocks' costs on one group's devices (the plan's own on a uniform cluster).
+// The blocks' costs on one group's devices (the plan's own on a uniform cluster).
 struct BlockCosts {
-  BlockCost layer, dense, embedding, head;
+  BlockCost layer, dense, recomputed, embedding, head;
 };
 
 BlockCosts block_costs(const Plan& plan) {
   BlockCosts b;
   b.layer = memoized_block_cost(plan.layer, plan);
   if (plan.dense_layer) b.dense = memoized_block_cost(plan.dense_layer, plan);
+  if (plan.recomputed_layer) b.recomputed = memoized_block_cost(plan.recomputed_layer, plan);
   if (plan.model.family != ModelFamily::kOpGraph) {
     b.embedding = memoized_block_cost(plan.embedding, plan);
     b.head = memoized_block_cost(plan.head, plan);
@@ -117,8 +118,10 @@ StageCosts stage_costs(const Plan& plan) {
     StageCost& c = out.stages[i];
     // An operator graph's pipeline stage runs its own part of the graph.
     const BlockCost own = st.block >= 0 ? memoized_block_cost(plan.layer_of(st), on) : BlockCost{};
-    add_block(c, st.block >= 0 ? own : b.layer, double(st.layers - st.dense_layers) * plan.block_repeat);
+    const int rest = st.layers - st.dense_layers - st.recomputed_layers;
+    add_block(c, st.block >= 0 ? own : b.layer, double(rest) * plan.block_repeat);
     if (st.dense_layers > 0) add_block(c, b.dense, st.dense_layers);
+    if (st.recomputed_layers > 0) add_block(c, b.recomputed, st.recomputed_layers);
     if (st.has_embedding) add_block(c, b.embedding, 1);
     if (st.has_head) add_block(c, b.head, 1);
     double forward_lat = 0, backward_lat = 0;

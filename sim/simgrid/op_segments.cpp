@@ -144,6 +144,7 @@ void accumulate(TpExchange& into, const Segments& s, double times) {
 struct BlockSegments {
   Segments layer_f, layer_r, layer_b, emb_f, emb_b, head_f, head_b;
   Segments dense_f, dense_r, dense_b;  // an MoE model's first (dense) layers
+  Segments rec_f, rec_r, rec_b;        // the recomputed layers (Strategy::recompute_layers)
 };
 
 BlockSegments block_segments(const Plan& plan, bool messages, bool ep_messages) {
@@ -156,6 +157,12 @@ BlockSegments block_segments(const Plan& plan, bool messages, bool ep_messages) 
     b.dense_f = kernel_segments(plan.dense_layer->forward, plan, Phases::kAll, messages);
     b.dense_r = kernel_segments(plan.dense_layer->backward, plan, Phases::kRecompute, messages);
     b.dense_b = kernel_segments(plan.dense_layer->backward, plan, Phases::kBackward, messages);
+  }
+  if (plan.recomputed_layer) {
+    const Block& rec = *plan.recomputed_layer;
+    b.rec_f = kernel_segments(rec.forward, plan, Phases::kAll, messages, ep_messages);
+    b.rec_r = kernel_segments(rec.backward, plan, Phases::kRecompute, messages, ep_messages);
+    b.rec_b = kernel_segments(rec.backward, plan, Phases::kBackward, messages, ep_messages);
   }
   if (plan.model.family != ModelFamily::kOpGraph) {
     b.emb_f = kernel_segments(plan.embedding->forward, plan, Phases::kAll, messages);
@@ -180,21 +187,22 @@ Piece aggregated(EventKind kind, double duration_s,
 OpPieces stage_pieces(const Plan& plan, const VirtualStage& st, const BlockSegments& b, double fwd,
                       double bwd, double rec) {
   const LinkLevel link = intra_node_level(plan.hardware);
-  const double layers = double(st.layers - st.dense_layers) * plan.block_repeat;
-  const double dense = st.dense_layers;
+  const double layers = double(st.layers - st.dense_layers - st.recomputed_layers) * plan.block_repeat;
+  const double dense = st.dense_layers, recomputed = st.recomputed_layers;
   const double emb = st.has_embedding ? 1 : 0, head = st.has_head ? 1 : 0;
   OpPieces op;
   op.forward.push_back(aggregated(EventKind::kForward, fwd,
-                                  {{&b.layer_f, layers}, {&b.dense_f, dense}, {&b.emb_f, emb},
-                                   {&b.head_f, head}},
+                                  {{&b.layer_f, layers}, {&b.dense_f, dense}, {&b.rec_f, recomputed},
+                                   {&b.emb_f, emb}, {&b.head_f, head}},
                                   link));
   if (rec > 0) {
     op.backward.push_back(aggregated(EventKind::kRecompute, rec,
-                                     {{&b.layer_r, layers}, {&b.dense_r, dense}}, link));
+                                     {{&b.layer_r, layers}, {&b.dense_r, dense}, {&b.rec_r, recomputed}},
+                                     link));
   }
   op.backward.push_back(aggregated(EventKind::kBackward, bwd - rec,
-                                   {{&b.layer_b, layers}, {&b.dense_b, dense}, {&b.emb_b, emb},
-                                    {&b.head_b, head}},
+                                   {{&b.layer_b, layers}, {&b.dense_b, dense}, {&b.rec_b, recomputed},
+                                    {&b.emb_b, emb}, {&b.head_b, head}},
                                    link));
   return op;
 }
@@ -216,12 +224,16 @@ OpPieces layer_pieces(const Plan& plan, const VirtualStage& st, const BlockSegme
   const Segments lf = repeated(b.layer_f, plan.block_repeat);
   const Segments lr = repeated(b.layer_r, plan.block_repeat);
   const Segments lb = repeated(b.layer_b, plan.block_repeat);
-  auto dense = [&](int l) { return l < st.dense_layers; };  // the stage's first layers
+  // The stage's first layers are the dense ones, then the recomputed ones, then the rest.
+  auto dense = [&](int l) { return l < st.dense_layers; };
+  auto recomputed = [&](int l) { return !dense(l) && l < st.dense_layers + st.recomputed_layers; };
+  auto forward = [&](int l) -> const Segments& { return dense(l) ? b.dense_f : recomputed(l) ? b.rec_f : lf; };
+  auto recompute = [&](int l) -> const Segments& { return dense(l) ? b.dense_r : recomputed(l) ? b.rec_r : lr; };
+  auto backward = [&](int l) -> const Segments& { return dense(l) ? b.dense_b : recomputed(l) ? b.rec_b : lb; };
   OpPieces op;
   // Forward: embedding, layers, then head and whatever else the op holds (exposed ZeRO).
   if (st.has_embedding) op.forward.push_back({EventKind::kForward, -1, b.emb_f});
-  for (int l = 0; l < st.layers; ++l)
-    op.forward.push_back({EventKind::kForward, st.first_layer + l, dense(l) ? b.dense_f : lf});
+  for (int l = 0; l < st.layers; ++l) op.forward.push_back({EventKind::kForward, st.first_layer + l, forward(l)});
   Piece last{EventKind::kForward, -1, st.has_head ? b.head_f : Segments{}};
   double used = 0;
   for (const Piece& p : op.forward) used += nominal(p.segments);
@@ -232,14 +244,15 @@ OpPieces layer_pieces(const Plan& plan, const VirtualStage& st, const BlockSegme
   // Backward in reverse: head and the rest, layers (recomputation first), embedding.
   Piece first{EventKind::kBackward, -1, st.has_head ? b.head_b : Segments{}};
   const double rest = bwd - nominal(first.segments) -
-                      (st.layers - st.dense_layers) * (nominal(lr) + nominal(lb)) -
+                      (st.layers - st.dense_layers - st.recomputed_layers) * (nominal(lr) + nominal(lb)) -
                       st.dense_layers * (nominal(b.dense_r) + nominal(b.dense_b)) -
+                      st.recomputed_layers * (nominal(b.rec_r) + nominal(b.rec_b)) -
                       (st.has_embedding ? nominal(b.emb_b) : 0);
   first.segments.insert(first.segments.begin(), Segment{std::max(0.0, rest), {}});
   op.backward.push_back(first);
   for (int l = st.layers - 1; l >= 0; --l) {
-    op.backward.push_back({EventKind::kRecompute, st.first_layer + l, dense(l) ? b.dense_r : lr});
-    op.backward.push_back({EventKind::kBackward, st.first_layer + l, dense(l) ? b.dense_b : lb});
+    op.backward.push_back({EventKind::kRecompute, st.first_layer + l, recompute(l)});
+    op.backward.push_back({EventKind::kBackward, st.first_layer + l, backward(l)});
   }
   if (st.has_embedding) op.backward.push_back({EventKind::kBackward, -1, b.emb_b});
   trim(op.backward, -rest);

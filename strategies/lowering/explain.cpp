@@ -111,6 +111,10 @@ std::string explain(const Plan& plan) {
   const bool graph = plan.model.family == ModelFamily::kOpGraph;
   out += block_text(plan, graph ? "op graph block" : "transformer layer", *plan.layer);
   if (plan.dense_layer) out += block_text(plan, "dense transformer layer (the first layers)", *plan.dense_layer);
+  if (plan.recomputed_layer) {
+    out += block_text(plan, "recomputed transformer layer (the first recompute_layers of each stage)",
+                      *plan.recomputed_layer);
+  }
   if (!graph) {
     out += block_text(plan, "embedding", *plan.embedding);
     out += block_text(plan, "head", *plan.head);

@@ -31,8 +31,8 @@ Work weight_work(const Plan& plan, const VirtualStage& st) {
     for (const Kernel& k : b->backward) f += k.phase == Phase::kBackward ? k.weight_grad_flops : 0;
     return f;
   };
-  double flops = of(plan.layer_of(st).get()) * (st.layers - st.dense_layers) * plan.block_repeat;
-  if (st.dense_layers > 0) flops += of(plan.dense_layer.get()) * st.dense_layers;
+  double flops = 0;
+  for (const auto& [block, times] : plan.layer_runs(st)) flops += times > 0 ? of(block) * times : 0;
   if (st.has_embedding) flops += of(plan.embedding.get());
   if (st.has_head) flops += of(plan.head.get());
   return Work{flops, 0};
@@ -40,12 +40,11 @@ Work weight_work(const Plan& plan, const VirtualStage& st) {
 
 Work stage_work(const Plan& plan, const VirtualStage& st, Phase phase) {
   const auto list = phase == Phase::kForward ? &Block::forward : &Block::backward;
-  const Work layer = phase_work(plan.layer_of(st).get(), phase, list);
-  const double times = double(st.layers - st.dense_layers) * plan.block_repeat;
-  Work w{times * layer.flops, times * layer.bytes};
-  if (st.dense_layers > 0) {
-    const Work dense = phase_work(plan.dense_layer.get(), phase, list);
-    w.flops += st.dense_layers * dense.flops, w.bytes += st.dense_layers * dense.bytes;
+  Work w;
+  for (const auto& [block, times] : plan.layer_runs(st)) {
+    if (times <= 0) continue;
+    const Work layer = phase_work(block, phase, list);
+    w.flops += times * layer.flops, w.bytes += times * layer.bytes;
   }
   for (const auto& [has, block] : {std::pair{st.has_embedding, plan.embedding.get()},
                                    std::pair{st.has_head, plan.head.get()}}) {

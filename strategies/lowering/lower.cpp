@@ -151,7 +151,11 @@ void build_transformer_blocks(Plan& plan) {
     shape.fsdp_gather_element_bytes = plan.weight_bytes_per_param;
     shape.fsdp_reduce_element_bytes = plan.grad_bytes_per_param;
   }
-  const TransformerBlocks blocks = transformer_blocks(t, shape, s.recompute, s.pp);
+  // Megatron's block method (Strategy::recompute_layers): the recomputed layers are the layer
+  // lowered with full recomputation, the others the layer lowered without.
+  const bool some = s.recompute == Recompute::kFull && s.recompute_layers > 0;
+  const TransformerBlocks blocks = transformer_blocks(t, shape, some ? Recompute::kNone : s.recompute, s.pp);
+  if (some) plan.recomputed_layer = transformer_blocks(t, shape, Recompute::kFull, s.pp).layer;
   plan.layer = blocks.layer;
   plan.dense_layer = blocks.dense_layer;
   plan.embedding = blocks.embedding;
@@ -193,10 +197,12 @@ void assign_stages(Plan& plan) {
     const int dense_end = plan.dense_layer ? plan.model.transformer.moe.first_dense_layers : 0;
     st.dense_layers = std::clamp(dense_end - st.first_layer, 0, st.layers);
     const int routed = st.layers - st.dense_layers;
+    st.recomputed_layers = plan.recomputed_layer ? std::min(plan.strategy.recompute_layers, routed) : 0;
     const Block& layer = *plan.layer_of(st);
     st.params = routed * layer.params;
     st.expert_params = routed * layer.expert_params;
-    st.activation_B = routed * layer.saved_activation_B * plan.block_repeat;
+    st.activation_B = (routed - st.recomputed_layers) * layer.saved_activation_B * plan.block_repeat;
+    if (st.recomputed_layers > 0) st.activation_B += st.recomputed_layers * plan.recomputed_layer->saved_activation_B;
     // Placement: a replica's devices hold different shares; the stage stands for the one with
     // the most parameters (its gradient sync and optimizer step finish last) and the memory
     // model reads every device (plan.placed).

@@ -221,6 +221,18 @@ std::optional<Infeasible> check_model_split(const ModelSpec& m, const Strategy& 
                       "placement puts an operator graph's ops on devices; a transformer splits by tp, pp, cp and ep",
                       "placement"};
   }
+  if (s.recompute_layers < 0 || (s.recompute_layers > 0 && s.recompute != Recompute::kFull)) {
+    return Infeasible{InfeasibleReason::kModel,
+                      "recompute_layers=" + str(s.recompute_layers) + " with recompute " +
+                          std::string(recompute_name(s.recompute)) +
+                          ": it counts the layers of each stage that recompute whole (recompute full)",
+                      "recompute_layers"};
+  }
+  if (s.recompute_layers > 0 && m.family == ModelFamily::kOpGraph) {
+    return Infeasible{InfeasibleReason::kModel,
+                      "recompute_layers counts transformer layers; an operator graph recomputes whole "
+                      "(recompute full) or not at all", "recompute_layers"};
+  }
   if (m.family == ModelFamily::kOpGraph) {
     if (s.pp == 1 && (s.stage_split == StageSplit::kExplicit || s.stage_split == StageSplit::kBalanced)) {
       return Infeasible{InfeasibleReason::kModel,

@@ -4,6 +4,7 @@
 // and the facts the memory model needs.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -87,6 +88,9 @@ struct VirtualStage {
   int first_layer = 0;
   int layers = 0;
   int dense_layers = 0;  // of `layers`, how many are dense_layer blocks (the model's first ones)
+  // Of `layers`, how many are recomputed_layer blocks (Strategy::recompute_layers: the stage's
+  // first ones after the dense ones).
+  int recomputed_layers = 0;
   bool has_embedding = false;
   bool has_head = false;
   double params = 0;        // on one device of this stage
@@ -150,6 +154,9 @@ struct Plan {
   std::shared_ptr<const Block> layer;      // one transformer layer (or the whole op graph)
   // The first moe.first_dense_layers layers of an MoE model (dense MLP); null otherwise.
   std::shared_ptr<const Block> dense_layer;
+  // Strategy::recompute_layers > 0: `layer` keeps its activations and the stages' first
+  // recompute_layers layers are this block, recomputed whole; null otherwise.
+  std::shared_ptr<const Block> recomputed_layer;
   std::shared_ptr<const Block> embedding;  // token/position embedding (first virtual stage)
   std::shared_ptr<const Block> head;       // final norm, output projection, loss (last stage)
   int block_repeat = 1;  // op graphs: block runs `repeat` times per micro-batch (RNN steps)
@@ -173,6 +180,19 @@ struct Plan {
   // The block a virtual stage repeats (its own part of an operator graph, or `layer`).
   const std::shared_ptr<const Block>& layer_of(const VirtualStage& st) const {
     return st.block >= 0 ? stage_blocks[st.block] : layer;
+  }
+  // The layer blocks a virtual stage runs and how many times each, in layer order: an MoE
+  // model's dense layers, the recomputed layers, then the rest (layer_of, block_repeat times
+  // each). A null block or zero times: none of that kind.
+  struct LayerRun {
+    const Block* block;
+    double times;
+  };
+  std::array<LayerRun, 3> layer_runs(const VirtualStage& st) const {
+    const int rest = st.layers - st.dense_layers - st.recomputed_layers;
+    return {LayerRun{dense_layer.get(), double(st.dense_layers)},
+            LayerRun{recomputed_layer.get(), double(st.recomputed_layers)},
+            LayerRun{layer_of(st).get(), double(rest) * block_repeat}};
   }
 
   CommGroup tp_group, dp_group, cp_group, ep_group, edp_group, shard_group, replica_group, mp_group;

@@ -135,6 +135,9 @@ SearchSpace derive_search_space(const ModelSpec& model, const HardwareModel& hw,
   add(space, axis(Axis::kInterleave, {1, 2}));
   add(space, axis(Axis::kRecompute, {enum_int(Recompute::kNone), enum_int(Recompute::kSelective),
                                      enum_int(Recompute::kFull)}));
+  // With full recomputation, only the first 1, 2 or 4 layers of each stage (Megatron's block
+  // method: the memory it frees for the time it costs, near the memory limit); 0 = all.
+  add(space, axis(Axis::kRecomputeLayers, {0, 1, 2, 4}));
   add(space, axis(Axis::kZeroStage, {0, 1, 2, 3}));
   add(space, axis(Axis::kSequenceParallel, {0, 1}));
   add(space, axis(Axis::kOverlapDp, {0, 1}));

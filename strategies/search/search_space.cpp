@@ -10,11 +10,11 @@
 namespace stratasim {
 namespace {
 
-constexpr std::array<std::string_view, 25> kAxisNames = {
+constexpr std::array<std::string_view, 26> kAxisNames = {
     "tp", "pp", "dp", "micro_batch", "schedule", "interleave", "recompute", "zero_stage",
     "sequence_parallel", "fusion", "overlap_dp", "overlap_tp", "dtype", "devices", "cluster",
     "cp", "ep", "overlap_ep", "shard_group", "streams", "offload", "stage_layers",
-    "recompute_modules", "ep_dispatch", "cp_comm"};
+    "recompute_modules", "ep_dispatch", "cp_comm", "recompute_layers"};
 
 constexpr std::array<EnumName<int>, 2> kBools = {{{"false", 0}, {"true", 1}}};
 constexpr std::array<std::string_view, 5> kFusions = {"none", "epilogues", "megatron", "all", "chains"};
@@ -102,8 +102,9 @@ AxisValues read_axis(Axis a, const JsonNode& n) {
   } else {
     for (size_t i = 0; i < n.size(); ++i) {
       const JsonNode v = n.element(i);
+      const bool zero_ok = a == Axis::kZeroStage || a == Axis::kRecomputeLayers;
       axis.values.push_back(is_enum_axis(a) ? enum_value(a, v)
-                                            : static_cast<int>(v.as_integer(a == Axis::kZeroStage ? 0 : 1,
+                                            : static_cast<int>(v.as_integer(zero_ok ? 0 : 1,
                                                                             a == Axis::kZeroStage ? 3 : 1 << 24)));
     }
   }
@@ -152,6 +153,7 @@ void normalize_knobs(Strategy& s) {
   if (s.pp == 1 && s.stage_split != StageSplit::kExplicit) s.stage_split = StageSplit::kAuto;
   if (s.workload == Workload::kInference) s.schedule = ScheduleKind::kGPipe;  // what lower() runs
   if (s.recompute != Recompute::kSelective) s.recompute_modules = kModuleCoreAttn;
+  if (s.recompute != Recompute::kFull) s.recompute_layers = 0;
 }
 
 namespace {
@@ -184,6 +186,7 @@ void apply_axis(Axis axis, int v, SearchPoint& point) {
     case Axis::kRecomputeModules: s.recompute_modules = static_cast<uint8_t>(v); break;
     case Axis::kEpDispatch: s.ep_dispatch = static_cast<EpDispatch>(v); break;
     case Axis::kCpComm: s.cp_comm = static_cast<CpComm>(v); break;
+    case Axis::kRecomputeLayers: s.recompute_layers = v; break;
   }
 }
 
@@ -199,6 +202,7 @@ int field_of(Axis axis, const Strategy& s, int raw) {
     case Axis::kRecomputeModules: return s.recompute_modules;
     case Axis::kEpDispatch: return static_cast<int>(s.ep_dispatch);
     case Axis::kCpComm: return static_cast<int>(s.cp_comm);
+    case Axis::kRecomputeLayers: return s.recompute_layers;
     default: return raw;
   }
 }

@@ -16,7 +16,7 @@ namespace stratasim {
 enum class Axis {
   kTp, kPp, kDp, kMicroBatch, kSchedule, kInterleave, kRecompute, kZeroStage,
   kSequenceParallel, kFusion, kOverlapDp, kOverlapTp, kDtype, kDevices, kCluster, kCp, kEp, kOverlapEp, kShardGroup, kStreams,
-  kOffload, kStageLayers, kRecomputeModules, kEpDispatch, kCpComm,
+  kOffload, kStageLayers, kRecomputeModules, kEpDispatch, kCpComm, kRecomputeLayers,
 };
 std::string_view axis_name(Axis a);
 
@@ -44,7 +44,8 @@ struct SearchPoint {
 
 // Knobs that do not apply take their neutral value, so that a point is not pruned for them:
 // sequence parallelism and TP overlap at tp = 1, interleaving outside the interleaved
-// schedule, the interleaved schedule at pp = 1 (plain 1F1B), EP overlap at ep = 1.
+// schedule, the interleaved schedule at pp = 1 (plain 1F1B), EP overlap at ep = 1, a count of
+// recomputed layers without full recomputation.
 void normalize_knobs(Strategy& s);
 
 // Writes the index-th point of the product into `point` (starting from the base strategy and

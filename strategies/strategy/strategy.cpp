@@ -36,6 +36,9 @@ std::string recompute_modules_text(uint8_t modules, char separator) {
 
 std::string recompute_label(const Strategy& s) {
   std::string out(recompute_name(s.recompute));
+  if (s.recompute == Recompute::kFull && s.recompute_layers > 0) {
+    return out + "(first " + std::to_string(s.recompute_layers) + " layers of each stage)";
+  }
   if (s.recompute != Recompute::kSelective || s.recompute_modules == kModuleCoreAttn) return out;
   return out + "(" + recompute_modules_text(s.recompute_modules, ',') + ")";
 }

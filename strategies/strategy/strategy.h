@@ -191,6 +191,11 @@ struct Strategy {
   int global_batch = 1;
   Recompute recompute = Recompute::kNone;
   uint8_t recompute_modules = kModuleCoreAttn;  // RecomputeModule bits, for kSelective
+  // With recompute kFull: > 0 recomputes only the first recompute_layers layers of each
+  // virtual pipeline stage and keeps every other layer's activations (Megatron's
+  // --recompute-method block --recompute-num-layers N; TorchTitan's every-n-th-layer
+  // selective checkpointing costs the same). 0: every layer.
+  int recompute_layers = 0;
   // false: the iteration's last micro-batch keeps its activations and recomputes nothing
   // (torchgpipe's checkpoint='except_last', its default: that backward follows its forward at
   // once, so checkpointing it saves no memory). Only with recompute != none.

@@ -119,7 +119,7 @@ uint8_t read_recompute_module_list(const JsonNode& m) {
 
 Strategy read_strategy(const JsonNode& n) {
   n.allow_keys({"tp", "pp", "dp", "cp", "cp_comm", "cp_merge", "kv_repeat", "ep", "expert_gemm", "ep_dispatch", "shard_group", "zero_stage", "zero3_reshard", "sequence_parallel", "schedule", "interleave",
-                "uneven_stages", "first_stage_layers", "last_stage_layers", "stage_layers", "micro_batch", "global_batch", "recompute", "recompute_modules", "recompute_last_micro_batch", "fusion",
+                "uneven_stages", "first_stage_layers", "last_stage_layers", "stage_layers", "micro_batch", "global_batch", "recompute", "recompute_modules", "recompute_layers", "recompute_last_micro_batch", "fusion",
                 "overlap_dp", "overlap_tp", "overlap_ep", "overlap_p2p", "streams", "placement", "dp_bucket", "collective", "dtype", "fp8_saved_inputs", "fp8_scaling", "tp_overlap", "async_tp_grad_reduce",
                 "master_weights_fp32", "grad_reduce_fp32", "sp_reorder_copies", "fp8_tp_all_gather", "fsdp_copies", "host_overhead", "optimizer", "workload", "offload", "description"});
   Strategy s;
@@ -147,6 +147,13 @@ Strategy read_strategy(const JsonNode& n) {
   s.global_batch = static_cast<int>(n.at("global_batch").as_integer(1, 1 << 30));
   s.recompute = n.enum_or("recompute", kRecomputeNames, Recompute::kNone);
   if (auto m = n.find("recompute_modules")) read_recompute_modules(*m, s);
+  if (auto m = n.find("recompute_layers")) {
+    s.recompute_layers = static_cast<int>(m->as_integer(0, 1 << 20));
+    if (s.recompute_layers > 0 && s.recompute != Recompute::kFull) {
+      m->fail("applies to recompute \"full\" only (Megatron's --recompute-method block: the first N "
+              "layers of each pipeline stage recompute whole); set recompute to \"full\" or remove it");
+    }
+  }
   s.recompute_last_micro_batch = n.bool_or("recompute_last_micro_batch", true);
   if (auto f = n.find("fusion")) s.fusion = read_fusion(*f);
   s.overlap_dp = n.bool_or("overlap_dp", false);
@@ -196,6 +203,7 @@ Json to_json(const Strategy& s) {
          {"grad_reduce_fp32", s.grad_reduce_fp32},
          {"optimizer", s.optimizer == Optimizer::kAdam ? "adam" : "sgd"}};
   if (!s.recompute_last_micro_batch) j["recompute_last_micro_batch"] = false;
+  if (s.recompute_layers > 0) j["recompute_layers"] = s.recompute_layers;
   if (s.recompute == Recompute::kSelective && s.recompute_modules != kModuleCoreAttn) {
     Json modules = Json::array();
     for (const auto& [name, bit] : kRecomputeModuleNames) {

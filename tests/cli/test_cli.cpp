@@ -144,8 +144,8 @@ TEST_CASE("cli: search without a search block lists the derived axes and searche
   std::string header;
   std::getline(in, header);
   CHECK(header ==
-        "rank,index,cluster,devices,tp,pp,dp,cp,ep,shard_group,micro_batch,interleave,schedule,"
-        "recompute,recompute_modules,zero_stage,sequence_parallel,fusion,dtype,overlap_dp,overlap_tp,overlap_ep,ep_dispatch,streams,"
+        "rank,index,cluster,devices,tp,pp,dp,cp,cp_comm,ep,shard_group,micro_batch,interleave,schedule,"
+        "recompute,recompute_modules,recompute_layers,zero_stage,sequence_parallel,fusion,dtype,overlap_dp,overlap_tp,overlap_ep,ep_dispatch,streams,"
         "offload,stage_layers,iteration_s,tokens_per_s,mfu,bubble_fraction,comm_exposed_s,peak_memory_B,objective");
   std::string first;
   std::getline(in, first);

@@ -48,9 +48,11 @@ TEST_CASE("derived space: Llama-2 70B on 512 H100 gets the splits and knobs user
         std::vector<int>{static_cast<int>(DType::kBf16), static_cast<int>(DType::kFp8)});
   CHECK(find_axis(s, Axis::kCp) == nullptr);  // 4k tokens: no context parallelism
   CHECK(find_axis(s, Axis::kEp) == nullptr);  // dense
-  // 4 x 7 x 3 micro-batches x 2 schedules x 2 interleave x 3 recompute x 4 ZeRO x 2 SP x
-  // 2 DP overlap x 2 TP overlap x 2 fusions x 2 dtypes.
-  CHECK(s.size() == 4ull * 7 * 3 * 2 * 2 * 3 * 4 * 2 * 2 * 2 * 2 * 2);
+  // With full recomputation, the first 1, 2 or 4 layers of a stage only (0: all).
+  CHECK(values(s, Axis::kRecomputeLayers) == std::vector<int>{0, 1, 2, 4});
+  // 4 x 7 x 3 micro-batches x 2 schedules x 2 interleave x 3 recompute x 4 recomputed layers x
+  // 4 ZeRO x 2 SP x 2 DP overlap x 2 TP overlap x 2 fusions x 2 dtypes.
+  CHECK(s.size() == 4ull * 7 * 3 * 2 * 2 * 3 * 4 * 4 * 2 * 2 * 2 * 2 * 2);
 }
 
 TEST_CASE("derived space: long sequences add cp, mixtures of experts add ep and its overlap") {

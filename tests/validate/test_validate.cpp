@@ -325,10 +325,44 @@ TEST_CASE("validate: a FLOP rate of a source no group knows converts in the case
   unstated["id"] = "probe";
   unstated["measured"] = {{"pct_of_peak", 40}};
   CHECK(translate_probe(unstated).unsupported.find("no measured value this tool can compare") == 0);
+  // A case giving TFLOP/s and an MFU without a convention (the Llama 3 Herd's Table 4 does)
+  // is read through its MFU: the same 1.19928 s as the MFU alone.
+  const TranslatedCase both = expressible_probe([](Json& c) {
+    c["measured"] = {{"model_tflops_per_gpu", 395.6}, {"mfu", 0.40}};
+    c["hardware"]["peak_tflops"] = {{"bf16_dense", 989}};
+    c["flop_convention"] = "as the paper reports it";
+  });
+  REQUIRE(both.metrics.size() == 1);
+  CHECK(both.metrics[0].published == doctest::Approx(1.19928).epsilon(1e-4));
+  CHECK(both.metrics[0].label.find("mfu") != std::string::npos);
   // Without a stated peak, the catalog device's (H100 SXM: 989 TFLOP/s dense bf16).
   const TranslatedCase catalog_peak = expressible_probe([](Json& c) { c["measured"] = {{"mfu", 0.40}}; });
   REQUIRE(catalog_peak.metrics.size() == 1);
   CHECK(catalog_peak.metrics[0].published == doctest::Approx(1.19928).epsilon(1e-4));
+}
+
+TEST_CASE("validate: a stack that recomputes some layers searches how many with full recomputation") {
+  // Megatron-Core (NeMo) with recomputation unstated: none, selective, full, and with full
+  // the layers of each stage recomputed (Megatron's block method; 0 = all of them).
+  const TranslatedCase free = expressible_probe([](Json& c) {
+    c["framework"] = "NeMo (Megatron-Core)";
+    c["parallel"]["recompute"] = nullptr;
+  });
+  const Json& search = free.scenario.at("search");
+  REQUIRE(search.contains("recompute_layers"));
+  CHECK(search.at("recompute_layers").at(0) == 0);
+  CHECK(search.at("recompute_layers").size() > 3);
+  // Stated recomputation: nothing searched.
+  const TranslatedCase stated = expressible_probe([](Json& c) { c["framework"] = "NeMo (Megatron-Core)"; });
+  const bool searched = stated.scenario.contains("search") && stated.scenario.at("search").contains("recompute_layers");
+  CHECK_FALSE(searched);
+  // A stack whose recomputation is all or nothing (Megatron-DeepSpeed) does not search it.
+  const TranslatedCase deepspeed = expressible_probe([](Json& c) {
+    c["framework"] = "Megatron-DeepSpeed";
+    c["parallel"]["recompute"] = nullptr;
+  });
+  REQUIRE(deepspeed.scenario.at("search").contains("recompute"));
+  CHECK_FALSE(deepspeed.scenario.at("search").contains("recompute_layers"));
 }
 
 TEST_CASE("validate: a source running all-gather context parallelism is read as such") {
