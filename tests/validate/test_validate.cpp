@@ -341,6 +341,25 @@ TEST_CASE("validate: a FLOP rate of a source no group knows converts in the case
   CHECK(catalog_peak.metrics[0].published == doctest::Approx(1.19928).epsilon(1e-4));
 }
 
+TEST_CASE("validate: DeepSpeed's pipeline splits layers the stages do not divide (BLOOM: 70 on 12)") {
+  // The two-case source's Megatron-DeepSpeed case (24 layers) on pp 5: 24 = 5 + 5 + 5 + 5 + 4.
+  Json c = parse_json_text(kTwoCaseSource, "test").at("cases").at(0);
+  c["id"] = "probe";
+  c["parallel"]["pp"] = 5;
+  c["parallel"]["dp"] = 1;
+  c["parallel"]["tp"] = 1;
+  c["hardware"]["num_gpus"] = 5;
+  const TranslatedCase t = translate_probe(c);
+  REQUIRE_MESSAGE(t.unsupported.empty(), t.unsupported);
+  CHECK(t.scenario.at("strategy").at("uneven_stages") == true);
+  const Scenario sc = read_scenario(t.scenario, "probe");
+  const Expected<Plan> plan = lower(sc.model, sc.strategy, sc.hardware);
+  REQUIRE_MESSAGE(plan.has_value(), (plan ? "" : plan.error().detail));
+  int layers = 0;
+  for (const VirtualStage& st : plan->stages) layers += st.layers;
+  CHECK(layers == 24);
+}
+
 TEST_CASE("validate: a stack that recomputes some layers searches how many with full recomputation") {
   // Megatron-Core (NeMo) with recomputation unstated: none, selective, full, and with full
   // the layers of each stage recomputed (Megatron's block method; 0 = all of them).
