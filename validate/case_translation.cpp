@@ -354,6 +354,8 @@ Json strategy_of(const JsonNode& c, const CaseRules& rules, std::string* stack, 
   }
   // The recomputed layers' count is searched with the recomputation only.
   if (!search->contains("recompute")) search->erase("recompute_layers");
+  // A stack's ring rotation applies to ring attention only (a source may run another).
+  if (strategy.contains("cp_comm") && strategy.at("cp_comm") != "ring") strategy.erase("cp_rotate");
   if (s && !s->selective_recompute.empty() && strategy.value("recompute", "") == "selective") {
     strategy["recompute"] = s->selective_recompute;
   }

@@ -92,6 +92,7 @@ const char* context_comm_label(const Plan& plan) {
     case CpComm::kAllGather: return "cp K/V all-gather, dK/dV reduce-scatter";
     case CpComm::kRing: break;
   }
+  if (plan.strategy.cp_rotate == CpRotate::kAllGather) return "cp ring attention, K/V gathered once, dK/dV ring";
   return "cp ring attention K/V exchange";
 }
 

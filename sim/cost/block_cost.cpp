@@ -29,6 +29,19 @@ double neighbour_s(const std::vector<double>& times, const std::vector<Kernel>& 
   return best;
 }
 
+// The fused attention a context-parallel exchange runs beside: the nearest one either side
+// past the exchanges next to it (the K/V gather and the dK/dV ring of a gathered rotation).
+double attention_beside_s(const std::vector<double>& times, const std::vector<Kernel>& ks, size_t i) {
+  double best = 0;
+  size_t j = i;
+  while (j > 0 && ks[j - 1].cls == OpClass::kCollective) --j;
+  if (j > 0 && ks[j - 1].cls == OpClass::kFlashAttention) best = std::max(best, times[j - 1]);
+  j = i;
+  while (j + 1 < ks.size() && ks[j + 1].cls == OpClass::kCollective) ++j;
+  if (j + 1 < ks.size() && ks[j + 1].cls == OpClass::kFlashAttention) best = std::max(best, times[j + 1]);
+  return best;
+}
+
 // PyTorch's async TP (TpOverlap::kMicroPipeline) decomposes an all-gather together with the
 // matmuls that consume it (the kernel after it) and a reduce-scatter with the matmul that
 // produces it (the kernel before it), when that is a single mm: a reduce-scatter of a sum of
@@ -226,8 +239,9 @@ std::vector<KernelTiming> kernel_timings(const std::vector<Kernel>& ks, const Pl
         t = micro_pipeline_exposed_s(ks[j], times[j], t, plan.tp_group.size, plan, slowest);
       }
     } else if (tp_overlap || ks[i].overlaps_attention) {
-      const double m = ks[i].overlaps_attention ? neighbour_s(times, ks, i, OpClass::kFlashAttention)
-                                                : neighbour_s(times, ks, i, OpClass::kMatmul);
+      const double m = ks[i].overlaps_attention
+                           ? ks[i].overlap_window * attention_beside_s(times, ks, i)
+                           : neighbour_s(times, ks, i, OpClass::kMatmul);
       if (m > 0) t = std::max(t - m, interference * t);
     } else if (s.async_tp_grad_reduce) {
       const double w = weight_gradient_beside_s(times, ks, i);

@@ -107,6 +107,7 @@ Kernel make_kernel(const LayerGraph& g, const Usage& u, const std::vector<bool>&
   k.comm_phases = head.comm_phases;
   k.group = head.group;
   k.overlaps_attention = head.overlaps_attention;
+  k.overlap_window = head.overlap_window;
   k.reads_input_fused = head.reads_input_fused;
   k.parameter_traffic = head.parameter_traffic;
   for (int i = first; i <= last; ++i) {

@@ -100,6 +100,7 @@ struct LayerOp {
   CommPhases comm_phases = CommPhases::kBoth;
   GroupKind group = GroupKind::kTensor;   // for kCollective: the ranks it spans
   bool overlaps_attention = false;        // for kCollective: hidden behind the attention beside it
+  double overlap_window = 1;              // ... behind this share of that attention's time
   double backward_comm_factor = 1;        // for kCollective: backward bytes / forward bytes
   double backward_flops_factor = 2;       // backward FLOP / forward FLOP
   // Memory-bound ops: backward bytes / forward bytes (reading the output gradient and the saved

@@ -47,6 +47,7 @@ struct Kernel {
   // A collective that runs beside the attention next to it (ring attention's K/V exchange):
   // only what exceeds that kernel's time is exposed, whatever overlap_tp says.
   bool overlaps_attention = false;
+  double overlap_window = 1;  // the share of that attention's time it can hide behind
   bool reads_input_fused = false;
   // A linear layer's GEMM: runs in fp8 when the strategy's dtype is fp8 (attention's batched
   // GEMMs and the output projection stay in 16 bit, as Transformer Engine and torchao do).

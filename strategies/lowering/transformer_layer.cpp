@@ -303,15 +303,43 @@ double kv_width(const Dims& d, const LayerShape& sh) {
 // all-gather's volume; the backward passes K, V again and the partial dK, dV: twice that.
 // PyTorch's ring (CpMerge::kEagerFp32) passes dK, dV in fp32: K, V again (16-bit) and their
 // gradients (32-bit) are three times the forward's bytes.
+//
+// Gathered rotation (LayerShape::cp_gather_rotate, PyTorch's _AllGatherRotater): the same
+// forward volume as one all-gather issued before the first step and waited for at the second,
+// so it hides behind the first (diagonal) step only: with load-balanced chunks a rank's steps
+// cover s/cp keys each of its s/cp queries' s/2 on average, the diagonal a 1/cp share of the
+// attention. The backward gathers K and V again the same way and passes the dK, dV partial
+// sums around the ring beside the steps (the dkv rotater is always the ring's); 16-bit K, V
+// plus the fp32 or 16-bit dK, dV: the ring's backward bytes, split between the two.
 void ring_exchange(Builder& B, const Dims& d, const LayerShape& sh, int qkv) {
   const double sequence_kv = d.b * d.s * (kv_width(d, sh)) / d.t * d.e;  // K and V of all s tokens
+  const double backward_factor = sh.cp_merge == CpMerge::kEagerFp32 ? 3 : 2;
+  if (sh.cp_gather_rotate) {
+    int gradients = B.tensor(0, 0);
+    LayerOp& dkv = B.op("cp_ring_dkv", OpClass::kCollective, {qkv}, gradients);
+    dkv.comm = CommKind::kAllGather;  // a ring pass: each rank receives (cp - 1)/cp of the volume
+    dkv.comm_bytes = (backward_factor - 1) * sequence_kv;
+    dkv.comm_phases = CommPhases::kBackwardOnly;
+    dkv.group = GroupKind::kContext;
+    dkv.overlaps_attention = true;
+    dkv.attention_core = true;
+    int gathered = B.tensor(0, 0);
+    LayerOp& ag = B.op("cp_kv_gather_rotate", OpClass::kCollective, {gradients}, gathered);
+    ag.comm = CommKind::kAllGather;
+    ag.comm_bytes = sequence_kv;
+    ag.group = GroupKind::kContext;
+    ag.overlaps_attention = true;
+    ag.overlap_window = 1.0 / sh.cp;
+    ag.attention_core = true;
+    return;
+  }
   int gathered = B.tensor(0, 0);  // blocks consumed as they arrive, kept by no one
   LayerOp& ring = B.op("cp_ring_kv", OpClass::kCollective, {qkv}, gathered);
   ring.comm = CommKind::kAllGather;
   ring.comm_bytes = sequence_kv;
   ring.group = GroupKind::kContext;
   ring.overlaps_attention = true;
-  ring.backward_comm_factor = sh.cp_merge == CpMerge::kEagerFp32 ? 3 : 2;
+  ring.backward_comm_factor = backward_factor;
   ring.attention_core = true;  // recomputing the attention runs the ring again
 }
 

@@ -18,6 +18,7 @@ struct LayerShape {
   int cp = 1;  // context parallel: this rank holds seq_len / cp tokens of each sequence
   CpComm cp_comm = CpComm::kRing;
   CpMerge cp_merge = CpMerge::kFused;
+  bool cp_gather_rotate = false;  // Strategy::cp_rotate kAllGather, with ring attention
   bool kv_repeat = false;  // Strategy::kv_repeat
   int ep = 1;  // expert parallel: this rank holds experts / ep of each MoE layer's experts
   bool sequence_parallel = false;

@@ -81,6 +81,13 @@ enum class CpComm { kRing, kAllToAll, kAllGather };
 // context_parallel (torch/distributed/tensor/experimental/_attention.py: _SDPAMerger in fp32
 // with convert_to_f32, torch.cat partial updates, gradients accumulated and rotated in fp32).
 enum class CpMerge { kFused, kEagerFp32 };
+// How ring attention's K/V blocks reach the ranks: kPass, each step's block passed to the next
+// rank beside the attention on the block before it; kAllGather, PyTorch's
+// set_rotate_method("allgather") (_AllGatherRotater, TorchTitan's default
+// context_parallel_rotate_method in its 2024-25 releases): every rank's K and V all-gathered
+// once, beside the first (diagonal) step only, the steps then reading the gathered blocks; the
+// backward gathers K and V again the same way and still passes dK, dV around the ring.
+enum class CpRotate { kPass, kAllGather };
 // How an MoE layer's expert GEMMs run: kGrouped, one grouped-GEMM kernel over the local experts
 // (CUTLASS grouped GEMM, torch._grouped_mm); kMultiStream, Transformer Engine's GroupedLinear
 // (Megatron-Core's TEGroupedMLP): a cuBLAS GEMM per local expert, round robin on 4 streams.
@@ -155,6 +162,7 @@ struct Strategy {
   // reduce-scattered after it).
   CpComm cp_comm = CpComm::kRing;
   CpMerge cp_merge = CpMerge::kFused;
+  CpRotate cp_rotate = CpRotate::kPass;  // with cp_comm kRing
   ExpertGemm expert_gemm = ExpertGemm::kGrouped;
   EpDispatch ep_dispatch = EpDispatch::kAllToAll;
   // The model code repeats K and V heads up to the query heads before the attention kernel

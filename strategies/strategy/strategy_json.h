@@ -34,6 +34,9 @@ inline constexpr std::array<EnumName<AttentionKernel>, 3> kAttentionKernelNames 
     {"cudnn", AttentionKernel::kCudnn}}};
 inline constexpr std::array<EnumName<CpMerge>, 2> kCpMergeNames = {{
     {"fused", CpMerge::kFused}, {"eager_fp32", CpMerge::kEagerFp32}}};
+inline constexpr std::array<EnumName<CpRotate>, 4> kCpRotateNames = {{
+    {"pass", CpRotate::kPass}, {"all_gather", CpRotate::kAllGather},
+    {"alltoall", CpRotate::kPass}, {"allgather", CpRotate::kAllGather}}};
 inline constexpr std::array<EnumName<ExpertGemm>, 2> kExpertGemmNames = {{
     {"grouped", ExpertGemm::kGrouped}, {"multi_stream", ExpertGemm::kMultiStream}}};
 // "hybridep": NVIDIA's HybridEP (Megatron-Core's flex dispatcher backend), the same

@@ -8,7 +8,10 @@
 #include "sim/analytical/analytical_engine.h"
 #include "sim/cost/block_cost.h"
 #include "sim/cost/collective_cost.h"
+#include "sim/core/json_reader.h"
 #include "strategies/lowering/lower.h"
+#include "strategies/strategy/strategy_json.h"
+#include "tests/support/input_error.h"
 #include "tests/support/small_plans.h"
 
 using namespace stratasim;
@@ -223,4 +226,83 @@ TEST_CASE("context parallel: all-gather (Llama 3 and Transformer Engine all_gath
   };
   CHECK(cp_row(predict_analytical(p)) == "cp K/V all-gather, dK/dV reduce-scatter");
   CHECK(cp_row(predict_analytical(ring)) == "cp ring attention K/V exchange");
+}
+
+TEST_CASE("context parallel: PyTorch's all-gather rotation gathers K and V beside the first step only") {
+  // PyTorch's _AllGatherRotater (TorchTitan's default rotate method): the ring's steps and
+  // merges, but K and V of every rank all-gathered once before the first (diagonal) step and
+  // awaited at the second, so the gather hides behind 1/cp of the attention; the backward
+  // gathers K, V again the same way and passes the dK, dV partial sums around the ring beside
+  // the steps. tp 1 x cp 8 on the GQA model, PyTorch's fp32 merges: K and V of the whole
+  // sequence 2 x 512 x 256 x 2 B = 524,288 B gathered forward and again backward, dK and dV
+  // in fp32 twice that: 3 x 524,288 B in the backward, as the ring's.
+  Strategy s = cp_strategy(1, 8);
+  s.cp_merge = CpMerge::kEagerFp32;
+  const Plan ring = testing::lower_on_dgx_a100(gqa_model(), s, 8);
+  s.cp_rotate = CpRotate::kAllGather;
+  const Plan p = testing::lower_on_dgx_a100(gqa_model(), s, 8);
+  const Block& b = *p.layer;
+  const double kv = 2.0 * 512 * 256 * 2;
+  const Kernel& f = kernel(b.forward, b, "cp_kv_gather_rotate");
+  CHECK(f.comm == CommKind::kAllGather);
+  CHECK(f.comm_bytes == doctest::Approx(kv));
+  CHECK(f.overlap_window == doctest::Approx(1.0 / 8));
+  CHECK(std::none_of(b.forward.begin(), b.forward.end(),
+                     [&](const Kernel& k) { return b.graph.ops[k.first_op].name == "cp_ring_dkv"; }));
+  CHECK(kernel(b.backward, b, "cp_kv_gather_rotate").comm_bytes == doctest::Approx(kv));
+  CHECK(kernel(b.backward, b, "cp_ring_dkv").comm_bytes == doctest::Approx(2 * kv));
+  const BlockCost cg = block_cost(b, p), cr = block_cost(*ring.layer, ring);
+  CHECK(cg.cp_bytes == doctest::Approx(cr.cp_bytes));
+  // The same attention and merges as the ring's.
+  CHECK(kernel(b.forward, b, "flash_attention").launches == 8);
+  CHECK(kernel(b.forward, b, "cp_merge").bytes == doctest::Approx(kernel(ring.layer->forward, *ring.layer, "cp_merge").bytes));
+  // Forward: exposed beyond an eighth of the attention, max(t - m/8, (1 - 1/s) t).
+  const std::vector<KernelTiming> t = kernel_timings(b.forward, p);
+  size_t ag = 0, fa = 0;
+  for (size_t i = 0; i < b.forward.size(); ++i) {
+    const std::string_view name = b.graph.ops[b.forward[i].first_op].name;
+    if (name == "cp_kv_gather_rotate") ag = i;
+    if (name == "flash_attention") fa = i;
+  }
+  const double slow = 1 - 1 / p.hardware.device.overlap_slowdown;
+  CHECK(t[ag].exposed_s == doctest::Approx(std::max(t[ag].total_s - t[fa].total_s / 8, slow * t[ag].total_s)));
+  // Backward: the gather beside an eighth of the attention's backward, dK/dV beside all of it
+  // (past the gather next to it).
+  const std::vector<KernelTiming> tb = kernel_timings(b.backward, p);
+  size_t bag = 0, bdkv = 0, bfa = 0;
+  for (size_t i = 0; i < b.backward.size(); ++i) {
+    if (b.backward[i].phase != Phase::kBackward) continue;
+    const std::string_view name = b.graph.ops[b.backward[i].first_op].name;
+    if (name == "cp_kv_gather_rotate") bag = i;
+    if (name == "cp_ring_dkv") bdkv = i;
+    if (name == "flash_attention") bfa = i;
+  }
+  CHECK(tb[bag].exposed_s == doctest::Approx(std::max(tb[bag].total_s - tb[bfa].total_s / 8, slow * tb[bag].total_s)));
+  CHECK(tb[bdkv].exposed_s == doctest::Approx(std::max(tb[bdkv].total_s - tb[bfa].total_s, slow * tb[bdkv].total_s)));
+  // Across nodes on a slow network the gather, hidden behind less, exposes more than the ring.
+  HardwareModel hw = catalog_cluster("dgx_a100");
+  hw.node.devices = 1, hw.node.nics = 1, hw.node.nic.bandwidth_Bps = 2e9, hw.num_devices = 8;
+  Strategy passed = s;
+  passed.cp_rotate = CpRotate::kPass;
+  const Expected<Plan> slow_gather = lower(gqa_model(), s, hw), slow_ring = lower(gqa_model(), passed, hw);
+  REQUIRE(slow_gather.has_value());
+  REQUIRE(slow_ring.has_value());
+  CHECK(block_cost(*slow_gather->layer, *slow_gather).cp_exposed_s >
+        block_cost(*slow_ring->layer, *slow_ring).cp_exposed_s);
+}
+
+TEST_CASE("context parallel: cp_rotate is read, written back, and needs the ring") {
+  const Strategy s = read_strategy(JsonNode(parse_json_text(
+      R"({"global_batch": 8, "cp": 2, "cp_rotate": "allgather"})", "s.json"), "s.json", "strategy"));
+  CHECK(s.cp_rotate == CpRotate::kAllGather);
+  CHECK(to_json(s).at("cp_rotate") == "all_gather");
+  CHECK(read_strategy(JsonNode(to_json(s), "rt", "strategy")) == s);
+  const std::string what = testing::input_error_message([] {
+    read_strategy(JsonNode(parse_json_text(R"({"global_batch": 8, "cp": 2, "cp_comm": "a2a", "cp_rotate": "all_gather"})",
+                                           "s.json"), "s.json", "strategy"));
+  });
+  CAPTURE(what);
+  CHECK(what.find("s.json") != std::string::npos);
+  CHECK(what.find("cp_rotate") != std::string::npos);
+  CHECK(what.find("has no ring to rotate") != std::string::npos);
 }

@@ -98,6 +98,11 @@ TEST_CASE("simgrid: ring and Ulysses and all-gather context parallelism agree wi
     const Prediction s = predict_simgrid(plan, SimgridOptions{.timeline = false});
     CHECK(rel(s.iteration_s, a.iteration_s) < 0.005);
   }
+  // PyTorch's all-gather rotation of the ring (fp32 merges), the same way.
+  const Plan gathered = plan_for(R"({"tp": 2, "cp": 2, "pp": 2, "micro_batch": 1, "global_batch": 4,
+                                     "fusion": "all", "cp_rotate": "all_gather", "cp_merge": "eager_fp32"})", 8);
+  const Prediction a = predict_analytical(gathered);
+  CHECK(rel(predict_simgrid(gathered, SimgridOptions{.timeline = false}).iteration_s, a.iteration_s) < 0.005);
 }
 
 // Partial recomputation (recompute_layers: 1 of each stage's 4 layers recomputed whole): the
