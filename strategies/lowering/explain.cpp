@@ -94,10 +94,12 @@ std::string explain(const Plan& plan) {
             : "";
     // An operator graph's stage holds a range of its ops (st.ops), a transformer's of layers.
     const int units = st.block >= 0 ? st.ops : st.layers;
-    out += format_text("  stage %zu (rank %d, chunk %d%s): %s %d-%d%s%s | params/device %s | "
+    const std::string range = units > 0 ? format_text("%s %d-%d", st.block >= 0 ? "ops" : "layers", st.first_layer,
+                                                      st.first_layer + units - 1)
+                                        : std::string("no layers");
+    out += format_text("  stage %zu (rank %d, chunk %d%s): %s%s%s | params/device %s | "
                 "activations %s per micro-batch\n",
-                i, st.rank, st.chunk, on.c_str(), st.block >= 0 ? "ops" : "layers", st.first_layer,
-                st.first_layer + units - 1,
+                i, st.rank, st.chunk, on.c_str(), range.c_str(),
                 st.has_embedding ? " + embedding" : "", st.has_head ? " + head" : "",
                 format_count(st.params).c_str(), format_bytes(st.activation_B).c_str());
   }

@@ -268,11 +268,35 @@ std::optional<Infeasible> check_model_split(const ModelSpec& m, const Strategy& 
   }
   // The stages the layers split over: DualPipe's two directions each hold the whole model.
   const int vstages = s.schedule == ScheduleKind::kDualPipe ? s.pp : s.pp * pipeline_chunks(s);
-  if (t.layers < vstages) {
+  // The embedding and the loss counted as layers in the split (Megatron-Core's
+  // account_for_*_in_pipeline_split): the first and last stages may then hold none.
+  const int edges = s.embedding_as_layer + s.loss_as_layer;
+  if (edges > 0) {
+    if (s.stage_split == StageSplit::kExplicit || s.stage_split == StageSplit::kBalanced ||
+        s.first_stage_layers > 0 || s.last_stage_layers > 0) {
+      return Infeasible{InfeasibleReason::kPipelineParallel,
+                        "account_for_embedding/loss_in_pipeline_split shape the even split; they cannot be "
+                        "combined with stage_layers or first_stage_layers/last_stage_layers", "pp"};
+    }
+    if (t.layers + edges < vstages) {
+      return Infeasible{InfeasibleReason::kPipelineParallel,
+                        "pp*interleave=" + str(vstages) + " exceeds layers=" + str(t.layers) + " plus " +
+                            str(edges) + " counted edge(s)", "pp"};
+    }
+    if ((t.layers + edges) % vstages != 0 && !s.uneven_stages) {
+      return Infeasible{InfeasibleReason::kPipelineParallel,
+                        (s.interleave > 1 ? "pp*interleave=" : "pp=") + str(vstages) + " does not divide layers=" +
+                            str(t.layers) + " plus " + str(edges) +
+                            " counted edge(s) (set uneven_stages to allow unequal stages)", "pp"};
+    }
+  }
+  if (edges == 0 && t.layers < vstages) {
     return Infeasible{InfeasibleReason::kPipelineParallel,
                       "pp*interleave=" + str(vstages) + " exceeds layers=" + str(t.layers), "pp"};
   }
-  if (s.stage_split == StageSplit::kExplicit) {
+  if (edges > 0) {
+    // checked above
+  } else if (s.stage_split == StageSplit::kExplicit) {
     if (auto bad = check_stage_layers(s, t.layers, vstages)) return bad;
   } else if (s.stage_split == StageSplit::kBalanced && (s.first_stage_layers > 0 || s.last_stage_layers > 0)) {
     return Infeasible{InfeasibleReason::kPipelineParallel,

@@ -49,6 +49,15 @@ std::vector<int> even_split(const Plan& plan, int layers, int positions) {
   const int middle = positions - (first > 0) - (last > 0);
   const int rest = layers - first - last;
   std::vector<int> out(positions);
+  // The embedding and the loss counted as a layer each (lower_checks: not beside first/last).
+  const int embedding = op_graph ? 0 : s.embedding_as_layer, loss = op_graph ? 0 : s.loss_as_layer;
+  if (embedding + loss > 0) {
+    const int units = layers + embedding + loss;
+    for (int pos = 0; pos < positions; ++pos) out[pos] = units / positions + (pos < units % positions ? 1 : 0);
+    out.front() -= embedding;
+    out.back() -= loss;
+    return out;
+  }
   for (int pos = 0; pos < positions; ++pos) {
     const int m = pos - (first > 0);  // index among the middle stages
     out[pos] = (first > 0 && pos == 0)              ? first

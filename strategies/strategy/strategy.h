@@ -193,6 +193,13 @@ struct Strategy {
   // 0 = an even share. The other stages split the rest.
   int first_stage_layers = 0;
   int last_stage_layers = 0;
+  // The even split counts the embedding (the loss: output projection and cross-entropy) as
+  // one more layer (Megatron-Core's account_for_embedding_in_pipeline_split and
+  // account_for_loss_in_pipeline_split): the first (last) virtual stage takes one layer fewer,
+  // none when the share is one (the Llama 3 Herd's layout, Sec. 3.3.2: 126 layers over 128
+  // virtual stages, "the first model chunk on the first stage has only the embedding").
+  bool embedding_as_layer = false;
+  bool loss_as_layer = false;
   StageSplit stage_split = StageSplit::kAuto;
   std::vector<int> stage_layers;  // kExplicit: layers of each stage, in chain order
   int micro_batch = 1;

@@ -119,7 +119,7 @@ uint8_t read_recompute_module_list(const JsonNode& m) {
 
 Strategy read_strategy(const JsonNode& n) {
   n.allow_keys({"tp", "pp", "dp", "cp", "cp_comm", "cp_merge", "cp_rotate", "kv_repeat", "ep", "expert_gemm", "ep_dispatch", "shard_group", "zero_stage", "zero3_reshard", "sequence_parallel", "schedule", "interleave",
-                "uneven_stages", "first_stage_layers", "last_stage_layers", "stage_layers", "micro_batch", "global_batch", "recompute", "recompute_modules", "recompute_layers", "recompute_last_micro_batch", "fusion",
+                "uneven_stages", "first_stage_layers", "last_stage_layers", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "stage_layers", "micro_batch", "global_batch", "recompute", "recompute_modules", "recompute_layers", "recompute_last_micro_batch", "fusion",
                 "overlap_dp", "overlap_tp", "overlap_ep", "overlap_p2p", "streams", "placement", "dp_bucket", "collective", "dtype", "fp8_saved_inputs", "fp8_scaling", "tp_overlap", "async_tp_grad_reduce",
                 "master_weights_fp32", "grad_reduce_fp32", "sp_reorder_copies", "fp8_tp_all_gather", "fsdp_copies", "host_overhead", "optimizer", "workload", "offload", "description"});
   Strategy s;
@@ -146,6 +146,8 @@ Strategy read_strategy(const JsonNode& n) {
   s.interleave = static_cast<int>(n.integer_or("interleave", 1, 1, 1024));
   s.uneven_stages = n.bool_or("uneven_stages", false);
   s.first_stage_layers = static_cast<int>(n.integer_or("first_stage_layers", 0, 0, 1 << 20));
+  s.embedding_as_layer = n.bool_or("account_for_embedding_in_pipeline_split", false);
+  s.loss_as_layer = n.bool_or("account_for_loss_in_pipeline_split", false);
   s.last_stage_layers = static_cast<int>(n.integer_or("last_stage_layers", 0, 0, 1 << 20));
   if (auto c = n.find("stage_layers")) read_stage_layers(*c, s);
   s.micro_batch = static_cast<int>(n.integer_or("micro_batch", 1, 1, 1 << 24));
@@ -256,6 +258,8 @@ Json to_json(const Strategy& s) {
     j["ep_dispatch"] = std::string(enum_to_name(kEpDispatchNames, s.ep_dispatch));
   }
   if (s.first_stage_layers > 0) j["first_stage_layers"] = s.first_stage_layers;
+  if (s.embedding_as_layer) j["account_for_embedding_in_pipeline_split"] = true;
+  if (s.loss_as_layer) j["account_for_loss_in_pipeline_split"] = true;
   if (s.last_stage_layers > 0) j["last_stage_layers"] = s.last_stage_layers;
   if (s.stage_split == StageSplit::kExplicit) {
     j["stage_layers"] = s.stage_layers;

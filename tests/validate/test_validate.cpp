@@ -395,6 +395,9 @@ TEST_CASE("validate: a source running all-gather context parallelism is read as 
   // The Llama 3 Herd's method (Sec. 3.3.2), named by its source or by the case's notes.
   const TranslatedCase herd = cp_probe([](Json& c) { c["source"] = {{"title", "The Llama 3 Herd of Models"}}; });
   CHECK(herd.scenario.at("strategy").value("cp_comm", "") == "all_gather");
+  // and its pipeline layout: the first chunk only the embedding, the last only the loss.
+  CHECK(herd.scenario.at("strategy").value("account_for_embedding_in_pipeline_split", false));
+  CHECK(herd.scenario.at("strategy").value("account_for_loss_in_pipeline_split", false));
   const TranslatedCase notes = cp_probe([](Json& c) { c["parallel"]["notes"] = "CP with cp_comm_type=all_gather"; });
   CHECK(notes.scenario.at("strategy").value("cp_comm", "") == "all_gather");
   // Otherwise the stack's ring.
