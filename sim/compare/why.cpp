@@ -126,6 +126,9 @@ std::string comm_sentence(const EvaluatedStrategy& b, const EvaluatedStrategy& o
     causes.push_back(sb.cp_comm == CpComm::kRing        ? "ring attention (K/V hidden behind the attention)"
                      : sb.cp_comm == CpComm::kAllGather ? "all-gather attention (K/V gathered on the critical path)"
                                                         : "Ulysses all-to-alls (on the critical path)");
+  } else if (most == CommCategory::kContextParallel && so.cp_comm == CpComm::kRing && so.cp_rotate != sb.cp_rotate) {
+    causes.push_back(sb.cp_rotate == CpRotate::kPass ? "ring passes K/V beside every step"
+                                                     : "K/V all-gathered beside the first step only");
   }
   if (most == CommCategory::kExpertParallel && so.ep != sb.ep) causes.push_back(change("EP", so.ep, sb.ep));
   if (most == CommCategory::kExpertParallel && so.tp != sb.tp) causes.push_back(change("TP", so.tp, sb.tp));

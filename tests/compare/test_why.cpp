@@ -217,4 +217,9 @@ TEST_CASE("why: the context-parallel exchange is named as the cause of its expos
   b.prediction.comms = {{CommCategory::kContextParallel, "cp", 0, 0, 0, 0.3, 0.05}};
   CHECK(why_best({a, b})[1] == "Exposed cp communication 300.0 -> 50.0 ms per iteration "
                                "(ring attention (K/V hidden behind the attention)).");
+  // Both rings; A gathers K and V once beside the first step (PyTorch's all-gather rotation).
+  a.strategy.cp_comm = CpComm::kRing;
+  a.strategy.cp_rotate = CpRotate::kAllGather;
+  CHECK(why_best({a, b})[1] == "Exposed cp communication 300.0 -> 50.0 ms per iteration "
+                               "(ring passes K/V beside every step).");
 }
