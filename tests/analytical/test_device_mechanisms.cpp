@@ -15,6 +15,7 @@
 #include "strategies/model/model_json.h"
 #include "strategies/strategy/strategy_json.h"
 #include "tests/support/input_error.h"
+#include "tests/support/small_plans.h"
 
 using namespace stratasim;
 
@@ -363,11 +364,7 @@ TEST_CASE("attention: the short-loop attention curves run at the device's sustai
   DeviceSpec d = round_device();
   d.flash3.forward = AttentionPass{0.6, 200, 0, 0, {}};
   d.flash3.backward = d.flash3.forward;
-  Kernel fa;
-  fa.cls = OpClass::kFlashAttention;
-  fa.phase = Phase::kForward;
-  fa.matmul_flops = 1.2e10;
-  fa.attention_keys = 200, fa.attention_head_dim = 128;
+  const Kernel fa = testing::attention_kernel(1.2e10, 200);
   Kernel gemm;
   gemm.cls = OpClass::kMatmul;
   gemm.matmul_flops = 1.2e10;

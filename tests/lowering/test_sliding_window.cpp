@@ -14,6 +14,7 @@
 #include "strategies/lowering/transformer_layer.h"
 #include "strategies/model/hf_config.h"
 #include "strategies/model/model_json.h"
+#include "tests/support/small_plans.h"
 #include "strategies/strategy/strategy_json.h"
 #include "tests/support/input_error.h"
 #include "tests/support/simple_device.h"
@@ -95,11 +96,7 @@ TEST_CASE("sliding window: the windowed share runs at the non-causal rate for it
   // Plateau 0.6 at half that for 256 keys (non-causal); causal 0.4 at half for 1024 keys.
   d.flash2.forward = AttentionPass{0.6, 256, 0.4, 1024, {}};
   d.flash2.backward = d.flash2.forward;
-  Kernel fa;
-  fa.cls = OpClass::kFlashAttention;
-  fa.phase = Phase::kForward;
-  fa.matmul_flops = 3e9;
-  fa.attention_keys = 1024, fa.attention_causal = true, fa.attention_head_dim = 128;
+  Kernel fa = testing::attention_kernel(3e9, 1024, true);
   fa.attention_band_share = 1.0 / 3, fa.attention_band_keys = 256;
   // Full layers: 2e9 / (1e15 x 0.4 x 1024 / 2048) = 10 us; windowed: 1e9 / (1e15 x 0.6 x
   // 256 / 512) = 3.333 us; + 1 us launch.

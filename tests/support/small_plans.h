@@ -51,6 +51,16 @@ inline Plan lower_on_dgx_a100(const ModelSpec& m, const Strategy& s, int devices
   return *p;
 }
 
+// A fused attention kernel of `flops` whose query rows attend `keys` keys (head dim 128).
+inline Kernel attention_kernel(double flops, double keys, bool causal = false) {
+  Kernel k;
+  k.cls = OpClass::kFlashAttention;
+  k.phase = Phase::kForward;
+  k.matmul_flops = flops;
+  k.attention_keys = keys, k.attention_causal = causal, k.attention_head_dim = 128;
+  return k;
+}
+
 // The kernel of `ks` whose first graph op is `name` (a test fails when there is none).
 inline const Kernel& kernel(const std::vector<Kernel>& ks, const Block& b, std::string_view name) {
   auto it = std::find_if(ks.begin(), ks.end(),
