@@ -273,11 +273,12 @@ void set_state_bytes(Plan& plan) {
 Expected<Plan> lower(const ModelSpec& model, const Strategy& requested,
                      const HardwareModel& hardware, LowerDepth depth) {
   // stage_layers "auto": balanced over a mixed cluster's groups (unless first/last stage
-  // layers are given), even otherwise; the plan records what was chosen.
+  // layers are given or the embedding/loss count as layers), even otherwise; the plan records
+  // what was chosen.
   Strategy strategy = requested;
   if (strategy.stage_split == StageSplit::kAuto && hardware.mixed() && strategy.pp > 1 &&
       strategy.first_stage_layers == 0 && strategy.last_stage_layers == 0 &&
-      model.family != ModelFamily::kOpGraph) {
+      !strategy.embedding_as_layer && !strategy.loss_as_layer && model.family != ModelFamily::kOpGraph) {
     strategy.stage_split = StageSplit::kBalanced;
   }
   // An operator graph's stages: "auto" balances its ops by time (op_graph_stages.h).
