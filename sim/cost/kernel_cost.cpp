@@ -41,7 +41,8 @@ double matmul_s(const Kernel& k, const DeviceSpec& d, double peak, const Efficie
 // attend, its masking and its head dim (hardware_model.h AttentionPass).
 const AttentionCurves& attention_curves(const DeviceSpec& d, AttentionKernel kernel) {
   if (kernel == AttentionKernel::kCudnn && d.cudnn.present()) return d.cudnn;
-  if (kernel != AttentionKernel::kFlash2 && d.flash3.present()) return d.flash3;
+  const bool fa3_or_newer = kernel == AttentionKernel::kFlash3 || kernel == AttentionKernel::kCudnn;
+  if (fa3_or_newer && d.flash3.present()) return d.flash3;
   return d.flash2;
 }
 
@@ -51,18 +52,36 @@ const AttentionPass* attention_pass(const Kernel& k, const DeviceSpec& d, Attent
   return k.phase == Phase::kForward ? &a.forward : &a.backward;
 }
 
+// The first FlashAttention (flash-attn 0.x/1.x) against FlashAttention-2 on the same device:
+// "around 2x speedup compared to FlashAttention, reaching 50-73% of the theoretical maximum
+// FLOPs/s on A100", where FlashAttention reached "only 25-40%" (Dao 2023, arXiv 2307.08691,
+// abstract and Sec. 1; Sec. 4.1 measures 1.7-3.0x over sequence lengths, head dims and masks).
+// The paper's central figure, 2x, for every pass, length and mask: FA2's curve at half speed
+// (its plateaus 0.73 forward and 0.63 backward on A100 become 0.37 and 0.32, inside the 25-40%
+// the paper gives FA1). On Hopper, flash-attn 1.x ran its Ampere code as FA2's sm80 kernels
+// do; the same ratio is assumed there, for want of a Hopper measurement of FA1.
+constexpr double kFlash1OverFlash2 = 0.5;
+
+double generation_speed(AttentionKernel kernel) {
+  return kernel == AttentionKernel::kFlash1 ? kFlash1OverFlash2 : 1.0;
+}
+
 // The attention curves are short benchmark loops; a training run holds the device at its
 // sustained clock (DeviceSpec::sustained_clock). The GEMM curves are sustained figures already.
+double attention_speed(const DeviceSpec& d, AttentionKernel kernel) {
+  return d.sustained_clock * generation_speed(kernel);
+}
+
 double attention_fraction(const Kernel& k, const DeviceSpec& d, AttentionKernel kernel) {
   const AttentionPass* a = attention_pass(k, d, kernel);
-  if (a == nullptr) return d.matmul.at(k.matmul_flops / k.launches);
-  return d.sustained_clock * a->at(k.attention_keys, k.attention_causal, k.attention_head_dim);
+  if (a == nullptr) return generation_speed(kernel) * d.matmul.at(k.matmul_flops / k.launches);
+  return attention_speed(d, kernel) * a->at(k.attention_keys, k.attention_causal, k.attention_head_dim);
 }
 
 double attention_plateau(const Kernel& k, const DeviceSpec& d, AttentionKernel kernel) {
   const AttentionPass* a = attention_pass(k, d, kernel);
-  if (a == nullptr) return d.matmul.max_fraction;
-  return d.sustained_clock * a->plateau(k.attention_causal, k.attention_head_dim);
+  if (a == nullptr) return generation_speed(kernel) * d.matmul.max_fraction;
+  return attention_speed(d, kernel) * a->plateau(k.attention_causal, k.attention_head_dim);
 }
 
 // Sliding-window layers (Kernel::attention_band_share of the FLOP) walk unmasked-tile rows of
@@ -74,8 +93,8 @@ double attention_s(const Kernel& k, const DeviceSpec& d, double peak, AttentionK
   if (band > 0) {
     const AttentionPass* a = attention_pass(k, d, kernel);
     const double f = a != nullptr
-                         ? d.sustained_clock * a->at(k.attention_band_keys, false, k.attention_head_dim)
-                         : d.matmul.at(band / k.launches);
+                         ? attention_speed(d, kernel) * a->at(k.attention_band_keys, false, k.attention_head_dim)
+                         : generation_speed(kernel) * d.matmul.at(band / k.launches);
     s += band / (peak * f);
   }
   return s;
@@ -86,8 +105,8 @@ double attention_plateau_s(const Kernel& k, const DeviceSpec& d, double peak, At
   double s = (k.matmul_flops - band) / (peak * attention_plateau(k, d, kernel));
   if (band > 0) {
     const AttentionPass* a = attention_pass(k, d, kernel);
-    s += band / (peak * (a != nullptr ? d.sustained_clock * a->plateau(false, k.attention_head_dim)
-                                      : d.matmul.max_fraction));
+    s += band / (peak * (a != nullptr ? attention_speed(d, kernel) * a->plateau(false, k.attention_head_dim)
+                                      : generation_speed(kernel) * d.matmul.max_fraction));
   }
   return s;
 }

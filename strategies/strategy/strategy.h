@@ -41,11 +41,13 @@ enum RecomputeModule : uint8_t {
 inline constexpr uint8_t kOutputDiscardingModules = kModuleMoeAct | kModuleLayernorm | kModuleMlaUpProj;
 enum class CollectiveAlgorithm { kAuto, kRing, kTree, kHierarchical };
 // Which fused attention kernel runs: FlashAttention-2 (PyTorch SDPA, flash-attn 2),
-// FlashAttention-3 (flash-attn's Hopper kernels), or cuDNN's fused flash attention (what
-// Transformer Engine's DotProductAttention runs on Hopper). Each is costed with the device's
-// curve of that kernel (DeviceSpec::flash2/flash3/cudnn; sim/cost/kernel_cost.cpp
-// attention_curves picks it, falling back cuDNN -> FA3 -> FA2).
-enum class AttentionKernel { kFlash2, kFlash3, kCudnn };
+// FlashAttention-3 (flash-attn's Hopper kernels), cuDNN's fused flash attention (what
+// Transformer Engine's DotProductAttention runs on Hopper), or the first FlashAttention
+// (flash-attn 0.x/1.x, 2022 to 2023; xformers' memory-efficient attention dispatched to it).
+// Each is costed with the device's curve of that kernel (DeviceSpec::flash2/flash3/cudnn;
+// sim/cost/kernel_cost.cpp attention_curves picks it, falling back cuDNN -> FA3 -> FA2);
+// FlashAttention-1 runs at FlashAttention-2's curve over its measured speedup.
+enum class AttentionKernel { kFlash2, kFlash3, kCudnn, kFlash1 };
 enum class Optimizer { kAdam, kSgd };
 
 struct FusionPlan {

@@ -6,14 +6,16 @@
 namespace stratasim {
 namespace {
 
-// `attention_kernel` ("flash2", "flash3", "cudnn"), or the older `flash_attention_version` (2 or
-// 3), which names the same choice; both at once must agree.
+// `attention_kernel` ("flash1", "flash2", "flash3", "cudnn"), or the older
+// `flash_attention_version` (1, 2 or 3), which names the same choice; both at once must agree.
 AttentionKernel read_attention_kernel(const JsonNode& n, AttentionKernel preset) {
   const AttentionKernel kernel = n.enum_or("attention_kernel", kAttentionKernelNames, preset);
   const auto version = n.find("flash_attention_version");
   if (!version) return kernel;
-  const AttentionKernel by_version =
-      version->as_integer(2, 3) == 3 ? AttentionKernel::kFlash3 : AttentionKernel::kFlash2;
+  const int v = static_cast<int>(version->as_integer(1, 3));
+  const AttentionKernel by_version = v == 3   ? AttentionKernel::kFlash3
+                                     : v == 1 ? AttentionKernel::kFlash1
+                                              : AttentionKernel::kFlash2;
   if (n.has("attention_kernel") && kernel != by_version) {
     version->fail("names another kernel than attention_kernel; give only attention_kernel");
   }

@@ -29,9 +29,9 @@ inline constexpr std::array<EnumName<CollectiveAlgorithm>, 4> kAlgorithmNames = 
 inline constexpr std::array<EnumName<CpComm>, 6> kCpCommNames = {{
     {"ring", CpComm::kRing}, {"a2a", CpComm::kAllToAll}, {"all_gather", CpComm::kAllGather},
     {"p2p", CpComm::kRing}, {"ulysses", CpComm::kAllToAll}, {"allgather", CpComm::kAllGather}}};
-inline constexpr std::array<EnumName<AttentionKernel>, 3> kAttentionKernelNames = {{
+inline constexpr std::array<EnumName<AttentionKernel>, 4> kAttentionKernelNames = {{
     {"flash2", AttentionKernel::kFlash2}, {"flash3", AttentionKernel::kFlash3},
-    {"cudnn", AttentionKernel::kCudnn}}};
+    {"cudnn", AttentionKernel::kCudnn}, {"flash1", AttentionKernel::kFlash1}}};
 inline constexpr std::array<EnumName<CpMerge>, 2> kCpMergeNames = {{
     {"fused", CpMerge::kFused}, {"eager_fp32", CpMerge::kEagerFp32}}};
 inline constexpr std::array<EnumName<CpRotate>, 4> kCpRotateNames = {{

@@ -219,6 +219,44 @@ TEST_CASE("attention: fused attention runs at the curve of its kernel") {
   CHECK(kernel_time(fa, d, DType::kBf16, fa3).total_s == doctest::Approx(1.2e10 / 800e12 + 1e-6));
 }
 
+TEST_CASE("attention: the first FlashAttention runs at half FlashAttention-2's speed") {
+  // FA2 paper (arXiv 2307.08691): "around 2x speedup compared to FlashAttention". The round
+  // device's FA2 forward is 0.4 of 1000 TFLOP/s: 1.2e10 FLOP in 30 us; FA1 at 0.2: 60 us
+  // (+ 1 us launch each). Backward 0.3: 40 us and 80 us. The FA3 and cuDNN curves are never
+  // FA1's, even where the device has them.
+  DeviceSpec d = round_device();
+  d.cudnn = {{0.5, 0}, {0.4, 0}};
+  Kernel fa;
+  fa.cls = OpClass::kFlashAttention;
+  fa.phase = Phase::kForward;
+  fa.matmul_flops = 1.2e10;
+  CHECK(kernel_time(fa, d, DType::kBf16, AttentionKernel::kFlash2).total_s == doctest::Approx(31e-6));
+  CHECK(kernel_time(fa, d, DType::kBf16, AttentionKernel::kFlash1).total_s == doctest::Approx(61e-6));
+  fa.phase = Phase::kBackward;
+  CHECK(kernel_time(fa, d, DType::kBf16, AttentionKernel::kFlash1).total_s == doctest::Approx(81e-6));
+  // With the sustained clock (0.8) on top: 1.2e10 / (1000e12 * 0.3 * 0.5 * 0.8) = 100 us.
+  d.sustained_clock = 0.8;
+  CHECK(kernel_time(fa, d, DType::kBf16, AttentionKernel::kFlash1).total_s == doctest::Approx(101e-6));
+  // No attention curves at all: half the GEMM curve's 0.8: 1.2e10 / 400e12 = 30 us.
+  d.sustained_clock = 1;
+  d.flash2 = {};
+  d.flash3 = {};
+  d.cudnn = {};
+  CHECK(kernel_time(fa, d, DType::kBf16, AttentionKernel::kFlash1).total_s == doctest::Approx(31e-6));
+  // The JSON names it, also as flash_attention_version 1.
+  auto strategy = [](const char* fusion) {
+    const Json j = parse_json_text(std::string(R"({"global_batch": 8, "fusion": )") + fusion + "}", "s.json");
+    return read_strategy(JsonNode(j, "s.json", "strategy"));
+  };
+  const Strategy s = strategy(R"({"preset": "all", "attention_kernel": "flash1"})");
+  CHECK(s.fusion.attention_kernel == AttentionKernel::kFlash1);
+  CHECK(read_strategy(JsonNode(to_json(s), "rt", "strategy")) == s);
+  CHECK(strategy(R"({"flash_attention_version": 1})").fusion.attention_kernel == AttentionKernel::kFlash1);
+  CHECK_THROWS_WITH_AS(strategy(R"({"flash_attention_version": 1, "attention_kernel": "flash2"})"),
+                       doctest::Contains("strategy.fusion.flash_attention_version: 1 names another kernel"),
+                       InputError);
+}
+
 TEST_CASE("attention: attention_kernel is read, written back, and agrees with the older key") {
   auto strategy = [](const char* fusion) {
     const Json j = parse_json_text(std::string(R"({"global_batch": 8, "fusion": )") + fusion + "}", "s.json");

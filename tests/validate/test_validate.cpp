@@ -404,6 +404,33 @@ TEST_CASE("validate: a source running all-gather context parallelism is read as 
   CHECK_FALSE(cp_probe([](Json&) {}).scenario.at("strategy").contains("cp_comm"));
 }
 
+TEST_CASE("validate: LLM Foundry and xformers runs of 2022-23 attend with the first FlashAttention") {
+  auto run = [](const char* framework, const char* year, const char* arch = nullptr) {
+    return expressible_probe([&](Json& c) {
+      c["framework"] = framework;
+      c["hardware"]["gpu"] = "A100-SXM4-80GB";
+      c["source"] = {{"title", "MPT training benchmarks"}, {"venue_year", year}};
+      if (arch != nullptr) c["model"]["arch"] = arch;
+    });
+  };
+  auto kernel = [](const TranslatedCase& t) {
+    return t.scenario.at("strategy").at("fusion").value("attention_kernel", std::string("flash2"));
+  };
+  // LLM Foundry's gpu extra pinned flash-attn 1.0.x until March 2024; xformers dispatched to
+  // FlashAttention-1 until 0.0.21 (August 2023).
+  const TranslatedCase foundry = run("LLM Foundry (Composer, PyTorch FSDP)", "2023");
+  CHECK(foundry.stack == "pytorch-fsdp");
+  CHECK(kernel(foundry) == "flash1");
+  CHECK(kernel(run("xformers memory-efficient attention, FSDP", "arXiv (2023)")) == "flash1");
+  // A case naming FlashAttention-2, or a 2024 source, keeps FlashAttention-2; so does a stack
+  // outside those trainers.
+  CHECK(kernel(run("LLM Foundry (Composer, PyTorch FSDP)", "2023", "MPT with FlashAttention-2")) == "flash2");
+  CHECK(kernel(run("LLM Foundry (Composer, PyTorch FSDP)", "2024")) == "flash2");
+  CHECK(kernel(run("TorchTitan", "2023")) != "flash1");
+  // Any stack whose case names the first version.
+  CHECK(kernel(run("an in-house trainer with FlashAttention v1", "2024")) == "flash1");
+}
+
 TEST_CASE("validate: 3D-parallel DeepSpeed with Megatron and FSDP trainers with Megatron layers") {
   // DeepSpeed named with Megatron-LM in either order is Megatron-DeepSpeed (BigScience's and
   // Microsoft's runs name it both ways).
