@@ -429,6 +429,15 @@ TEST_CASE("validate: LLM Foundry and xformers runs of 2022-23 attend with the fi
   CHECK(kernel(run("TorchTitan", "2023")) != "flash1");
   // Any stack whose case names the first version.
   CHECK(kernel(run("an in-house trainer with FlashAttention v1", "2024")) == "flash1");
+  // LLM Foundry's loss is flash-attn's fused cross-entropy (modeling_mpt.py loss_fn default),
+  // whatever the year; a TorchTitan case's is not.
+  CHECK(foundry.scenario.at("strategy").at("fusion").value("fused_loss", false));
+  CHECK(run("LLM Foundry (Composer, PyTorch FSDP)", "2024").scenario.at("strategy").at("fusion").value("fused_loss", false));
+  CHECK_FALSE(run("TorchTitan", "2024").scenario.at("strategy").at("fusion").value("fused_loss", false));
+  // MPT trains without dropout (MPTConfig's pdrop defaults 0).
+  const TranslatedCase mpt = run("LLM Foundry (Composer, PyTorch FSDP)", "2023", "MPT: LayerNorm without bias, GeLU MLP");
+  CHECK(mpt.scenario.at("model").value("dropout", true) == false);
+  CHECK(mpt.scenario.at("model").value("linear_bias", true) == false);
 }
 
 TEST_CASE("validate: 3D-parallel DeepSpeed with Megatron and FSDP trainers with Megatron layers") {
