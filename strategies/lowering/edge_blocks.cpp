@@ -113,6 +113,17 @@ LayerGraph build_head(const TransformerSpec& t, const LayerShape& sh) {
     ce.eager_bytes = 10 * n * vocab_local;
     ce.eager_launches = 4;
     ce.workspace_B = 8 * n * vocab_local;
+  } else if (sh.fusion.megatron_loss_ops) {
+    // Megatron's _VocabParallelCrossEntropy (megatron/mpu/cross_entropy.py 2021,
+    // megatron/core/tensor_parallel/cross_entropy.py) on logits.float(): per element of the
+    // local logits the forward casts (read 2, write 4 B), takes the max (4), subtracts it in
+    // place (8), exponentiates in place (8), sums (4) and divides in place (8): 38 B in six
+    // kernels where one fused pass reads 4 B. The backward scales the saved softmax by the
+    // output gradient in place (8) and casts back to 16 bits (read 4, write 2): 14 B in two
+    // kernels, where a fused pass's backward moves 2 x 4 B.
+    ce.eager_bytes = 34 * n * vocab_local;
+    ce.eager_launches = 5;
+    ce.backward_bytes_factor = 14.0 / 38.0;
   }
   if (sh.tp > 1) {  // vocab-parallel cross-entropy: max and sum all-reduces over tp
     loss = tp_collective(g, "tp_loss_reduce", CommKind::kAllReduce, loss, n * 4, 2 * n * 4);

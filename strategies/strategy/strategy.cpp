@@ -64,7 +64,8 @@ bool fusion_preset(std::string_view name, FusionPlan* out) {
     // Megatron-LM (2021) defaults: fused bias+GeLU, bias+dropout+add, scale+mask+softmax,
     // apex's fused norms.
     f.elementwise_epilogue = f.bias_dropout_residual = f.fused_softmax = f.fused_norm = true;
-    f.fused_loss = true;  // vocab-parallel cross-entropy, in place on the fp32 logits
+    f.fused_loss = true;  // vocab-parallel cross-entropy, in place on the fp32 logits,
+    f.megatron_loss_ops = true;  // as Megatron's separate PyTorch ops
   } else if (name == "chains") {
     // Operator graphs: whole chains of memory-bound ops fused with the op before them.
     f.elementwise_epilogue = f.whole_chain = true;

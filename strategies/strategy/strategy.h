@@ -65,6 +65,11 @@ struct FusionPlan {
   // F.cross_entropy(logits.float()) casts, writes log-probabilities and, in the backward, fp32
   // gradients of the whole vocabulary.
   bool fused_loss = false;
+  // With fused_loss: Megatron's vocab-parallel cross-entropy as the separate PyTorch ops its
+  // code runs (logits.float(), max, subtract, exp, sum, divide in place; backward: scale in
+  // place, cast back), Megatron-LM's loss until --cross-entropy-loss-fusion (core r0.8, 2024;
+  // off by default), where fused_loss alone is one fused pass.
+  bool megatron_loss_ops = false;
   AttentionKernel attention_kernel = AttentionKernel::kFlash2;  // with flash_attention
   // Operator graphs: every run of consecutive ops from a GEMM or convolution (or any op) through
   // the memory-bound ops after it (stencils, elementwise, norms, pools, softmax) that each read

@@ -29,7 +29,7 @@ FusionPlan read_fusion(const JsonNode& n) {
     return f;
   }
   n.allow_keys({"preset", "elementwise_epilogue", "bias_dropout_residual", "norm_residual",
-                "fused_softmax", "fused_norm", "fused_loss", "flash_attention",
+                "fused_softmax", "fused_norm", "fused_loss", "megatron_loss_ops", "flash_attention",
                 "flash_attention_version", "attention_kernel", "whole_chain", "graph_groups"});
   if (auto p = n.find("preset")) {
     if (!fusion_preset(p->as_string(), &f)) p->fail("is not one of: none, epilogues, megatron, all, chains");
@@ -40,6 +40,12 @@ FusionPlan read_fusion(const JsonNode& n) {
   f.fused_softmax = n.bool_or("fused_softmax", f.fused_softmax);
   f.fused_norm = n.bool_or("fused_norm", f.fused_norm);
   f.fused_loss = n.bool_or("fused_loss", f.fused_loss);
+  f.megatron_loss_ops = n.bool_or("megatron_loss_ops", f.megatron_loss_ops);
+  if (f.megatron_loss_ops && !f.fused_loss) {
+    n.at(n.has("megatron_loss_ops") ? "megatron_loss_ops" : "fused_loss")
+        .fail("asks for Megatron's vocab-parallel cross-entropy ops without fused_loss; with fused_loss "
+              "false the loss is PyTorch's eager F.cross_entropy (give fused_loss true, or megatron_loss_ops false)");
+  }
   f.flash_attention = n.bool_or("flash_attention", f.flash_attention);
   f.whole_chain = n.bool_or("whole_chain", f.whole_chain);
   f.attention_kernel = read_attention_kernel(n, f.attention_kernel);
@@ -62,6 +68,7 @@ Json fusion_to_json(const FusionPlan& f) {
          {"fused_softmax", f.fused_softmax},
          {"fused_norm", f.fused_norm},
          {"fused_loss", f.fused_loss},
+         {"megatron_loss_ops", f.megatron_loss_ops},
          {"flash_attention", f.flash_attention}};
   if (f.attention_kernel != AttentionKernel::kFlash2) {
     j["attention_kernel"] = std::string(enum_to_name(kAttentionKernelNames, f.attention_kernel));

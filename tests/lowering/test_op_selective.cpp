@@ -3,9 +3,12 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <string>
 
 #include "hardware_models/src/hardware_json.h"
 #include "sim/analytical/analytical_engine.h"
+#include "sim/core/error.h"
+#include "sim/core/json_reader.h"
 #include "strategies/lowering/lower.h"
 #include "strategies/strategy/strategy_json.h"
 #include "tests/support/small_plans.h"
@@ -204,4 +207,53 @@ TEST_CASE("an eager cross-entropy moves and holds fp32 copies of the logits; a f
   // No recomputation, so the layer adds no transient: the last stage's transient is the loss's.
   CHECK(predict_analytical(eager).rank_memory.back().transient_B == doctest::Approx(8 * logits));
   CHECK(predict_analytical(fused).rank_memory.back().transient_B == 0);
+}
+
+TEST_CASE("Megatron's vocab-parallel cross-entropy as its separate ops: 38 B per logit forward, 14 B backward") {
+  // megatron/core/tensor_parallel/cross_entropy.py on logits.float(), per logit: cast (read 2,
+  // write 4), max (4), subtract in place (8), exp in place (8), sum (4), divide in place (8) =
+  // 38 B in six kernels; backward: scale the saved softmax in place (8), cast back (read 4,
+  // write 2) = 14 B. A fused pass reads the fp32 logits once (4 B) and its backward moves
+  // twice that; both write the fp32 loss (4 B per token) forward.
+  auto plan_of = [](bool ops) {
+    Strategy s;
+    s.global_batch = 8, s.micro_batch = 1;
+    fusion_preset("all", &s.fusion);
+    s.fusion.megatron_loss_ops = ops;
+    return testing::lower_on_dgx_a100(testing::small_gpt(4), s, 8);
+  };
+  const Plan fused = plan_of(false), ops = plan_of(true);
+  auto ce = [](const Plan& p, Phase phase) {
+    const auto& kernels = phase == Phase::kForward ? p.head->forward : p.head->backward;
+    for (const Kernel& k : kernels) {
+      if (p.head->graph.ops[k.first_op].name == "cross_entropy") return k;
+    }
+    FAIL("no cross_entropy kernel");
+    return Kernel{};
+  };
+  const double logits = 512.0 * 32000, loss = 512.0 * 4;
+  CHECK(ce(fused, Phase::kForward).bytes == doctest::Approx(4 * logits + loss));
+  CHECK(ce(ops, Phase::kForward).bytes == doctest::Approx(38 * logits + loss));
+  CHECK(ce(fused, Phase::kBackward).bytes == doctest::Approx(2 * (4 * logits + loss)));
+  CHECK(ce(ops, Phase::kBackward).bytes == doctest::Approx(14.0 / 38 * (38 * logits + loss)));
+  CHECK(ce(ops, Phase::kForward).launches == 6);
+  // The same memory: Megatron keeps the fp32 softmax, as the fused pass keeps the fp32 logits.
+  CHECK(ops.head->peak_transient_B == 0);
+  // Megatron-LM's preset runs them; the ideal "all" preset does not.
+  FusionPlan megatron;
+  fusion_preset("megatron", &megatron);
+  CHECK(megatron.megatron_loss_ops);
+  CHECK_FALSE(fused.strategy.fusion.megatron_loss_ops);
+  // Read and written back; refused without fused_loss, naming the rule.
+  auto read = [](const char* fusion) {
+    const Json j = parse_json_text(std::string(R"({"global_batch": 8, "fusion": )") + fusion + "}", "s.json");
+    return read_strategy(JsonNode(j, "s.json", "strategy"));
+  };
+  const Strategy s = read(R"({"preset": "all", "megatron_loss_ops": true})");
+  CHECK(s.fusion.megatron_loss_ops);
+  CHECK(read_strategy(JsonNode(to_json(s), "rt", "strategy")) == s);
+  CHECK_THROWS_WITH_AS(read(R"({"fused_loss": false, "megatron_loss_ops": true})"),
+                       doctest::Contains("s.json: strategy.fusion.megatron_loss_ops: true asks for Megatron's "
+                                         "vocab-parallel cross-entropy ops without fused_loss"),
+                       InputError);
 }
