@@ -13,6 +13,7 @@
 #include "sim/scenario/scenario.h"
 #include "strategies/lowering/lower.h"
 #include "strategies/model/model_json.h"
+#include "strategies/strategy/strategy_json.h"
 #include "tests/support/run_cli.h"
 #include "validate/case_rules.h"
 #include "validate/case_translation.h"
@@ -440,6 +441,34 @@ TEST_CASE("validate: LLM Foundry and xformers runs of 2022-23 attend with the fi
   CHECK(mpt.scenario.at("model").value("linear_bias", true) == false);
 }
 
+TEST_CASE("validate: every stack and modifier composes a strategy the reader accepts") {
+  // The rules compose a strategy from a stack and any modifiers that match; no combination of
+  // framework text, year and GPU may give one the scenario reader refuses (a modifier setting
+  // Megatron's loss ops on an FSDP stack without its fused loss once did).
+  const char* frameworks[] = {"Megatron-LM", "Megatron-Core r0.8.0", "NeMo", "Megatron-Bridge",
+                              "Megatron-DeepSpeed", "DeepSpeed ZeRO-3", "TorchTitan", "LLM Foundry (Composer)",
+                              "metaseq (FSDP with Megatron-LM tensor parallelism)", "fairscale",
+                              "xformers", "PyTorch FSDP", "an in-house trainer",
+                              "flash-attention training scripts", "Megatron-LM with FlashAttention v1"};
+  for (const char* framework : frameworks) {
+    for (const char* year : {"2021", "2023", "2025"}) {
+      for (const char* gpu : {"A100-SXM4-80GB", "H100-SXM5-80GB"}) {
+        CAPTURE(framework);
+        CAPTURE(year);
+        CAPTURE(gpu);
+        Json c = probe_json();
+        c["id"] = "probe";
+        c["framework"] = framework;
+        c["source"] = {{"title", "a run"}, {"venue_year", year}};
+        c["hardware"]["gpu"] = gpu;
+        const TranslatedCase t = translate_probe(c);
+        REQUIRE_MESSAGE(t.unsupported.empty(), t.unsupported);
+        CHECK_NOTHROW(read_strategy(JsonNode(t.scenario.at("strategy"), "case", "strategy")));
+      }
+    }
+  }
+}
+
 TEST_CASE("validate: 3D-parallel DeepSpeed with Megatron and FSDP trainers with Megatron layers") {
   // DeepSpeed named with Megatron-LM in either order is Megatron-DeepSpeed (BigScience's and
   // Microsoft's runs name it both ways).
@@ -462,6 +491,13 @@ TEST_CASE("validate: 3D-parallel DeepSpeed with Megatron and FSDP trainers with 
   CHECK(opt.scenario.at("strategy").at("fusion").at("flash_attention") == false);
   const TranslatedCase later = metaseq("a 2023 run");
   CHECK(later.scenario.at("strategy").at("fusion").at("flash_attention") == true);
+  // Its loss is Megatron's vocab-parallel cross-entropy, as Megatron runs it; the strategy the
+  // rules compose is one the reader accepts.
+  CHECK(opt.scenario.at("strategy").at("fusion").value("megatron_loss_ops", false));
+  CHECK(opt.scenario.at("strategy").at("fusion").value("fused_loss", false));
+  for (const TranslatedCase* t : {&mtnlg, &opt, &later}) {
+    CHECK_NOTHROW(read_strategy(JsonNode(t->scenario.at("strategy"), "case", "strategy")));
+  }
 }
 
 TEST_CASE("validate: a global batch its data replicas do not divide runs the nearest multiple") {
