@@ -477,6 +477,14 @@ TEST_CASE("validate: 3D-parallel DeepSpeed with Megatron and FSDP trainers with 
     c["hardware"]["gpu"] = "A100-SXM4-80GB";
   });
   CHECK(mtnlg.stack == "megatron-deepspeed");
+  // In bf16 it trains through DeepSpeed's BF16_Optimizer: fp32 gradients, reduced in fp32; in
+  // fp16 (the FP16 optimizer) in fp16.
+  CHECK(mtnlg.scenario.at("strategy").value("grad_reduce_fp32", false));
+  const TranslatedCase fp16 = expressible_probe([](Json& c) {
+    c["framework"] = "Megatron-DeepSpeed";
+    c["precision"] = "fp16";
+  });
+  CHECK_FALSE(fp16.scenario.at("strategy").value("grad_reduce_fp32", false));
   // metaseq borrowed Megatron's model-parallel linears but is an FSDP trainer; before 2023,
   // and naming no flash or xformers attention, its attention is unfused.
   auto metaseq = [](const char* source) {
