@@ -40,9 +40,13 @@ FusionPlan read_fusion(const JsonNode& n) {
   f.fused_softmax = n.bool_or("fused_softmax", f.fused_softmax);
   f.fused_norm = n.bool_or("fused_norm", f.fused_norm);
   f.fused_loss = n.bool_or("fused_loss", f.fused_loss);
-  f.megatron_loss_ops = n.bool_or("megatron_loss_ops", f.megatron_loss_ops);
+  if (n.has("megatron_loss_ops")) {
+    f.megatron_loss_ops = n.at("megatron_loss_ops").as_bool();
+  } else if (!f.fused_loss) {
+    f.megatron_loss_ops = false;  // a preset's Megatron loss ops go with its fused loss
+  }
   if (f.megatron_loss_ops && !f.fused_loss) {
-    n.at(n.has("megatron_loss_ops") ? "megatron_loss_ops" : "fused_loss")
+    n.at("megatron_loss_ops")
         .fail("asks for Megatron's vocab-parallel cross-entropy ops without fused_loss; with fused_loss "
               "false the loss is PyTorch's eager F.cross_entropy (give fused_loss true, or megatron_loss_ops false)");
   }

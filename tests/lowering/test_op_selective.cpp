@@ -252,6 +252,8 @@ TEST_CASE("Megatron's vocab-parallel cross-entropy as its separate ops: 38 B per
   const Strategy s = read(R"({"preset": "all", "megatron_loss_ops": true})");
   CHECK(s.fusion.megatron_loss_ops);
   CHECK(read_strategy(JsonNode(to_json(s), "rt", "strategy")) == s);
+  // Megatron's preset with its loss made eager drops the ops that went with the fused loss.
+  CHECK_FALSE(read(R"({"preset": "megatron", "fused_loss": false})").fusion.megatron_loss_ops);
   CHECK_THROWS_WITH_AS(read(R"({"fused_loss": false, "megatron_loss_ops": true})"),
                        doctest::Contains("s.json: strategy.fusion.megatron_loss_ops: true asks for Megatron's "
                                          "vocab-parallel cross-entropy ops without fused_loss"),
