@@ -469,6 +469,32 @@ TEST_CASE("validate: every stack and modifier composes a strategy the reader acc
   }
 }
 
+TEST_CASE("validate: Megatron-LM's bf16 gradients are accumulated and reduced in fp32, its loss runs as separate ops") {
+  auto run = [](const char* framework, const char* precision, const char* notes = "") {
+    return expressible_probe([&](Json& c) {
+      c["framework"] = framework;
+      c["precision"] = precision;
+      c["parallel"]["notes"] = notes;
+    });
+  };
+  auto fp32_reduce = [](const TranslatedCase& t) { return t.scenario.at("strategy").value("grad_reduce_fp32", false); };
+  auto loss_ops = [](const TranslatedCase& t) {
+    return t.scenario.at("strategy").at("fusion").value("megatron_loss_ops", false);
+  };
+  // arguments.py: bf16 sets accumulate_allreduce_grads_in_fp32 unless --grad-reduce-in-bf16.
+  CHECK(fp32_reduce(run("Megatron-LM", "bf16")));
+  CHECK(fp32_reduce(run("Megatron-Core r0.8.0", "BF16 mixed precision")));
+  CHECK_FALSE(fp32_reduce(run("Megatron-LM", "fp16")));
+  CHECK_FALSE(fp32_reduce(run("Megatron-LM", "bf16", "--grad-reduce-in-bf16")));
+  // NeMo and Megatron-Bridge configure their own DDP; TorchTitan reduces in fp32 by its own rule.
+  CHECK_FALSE(fp32_reduce(run("NeMo 24.07 (Megatron-Core)", "bf16")));
+  CHECK(fp32_reduce(run("TorchTitan", "bf16")));
+  // The loss: Megatron's ops unless the case names the fusion; NeMo fuses it.
+  CHECK(loss_ops(run("Megatron-LM", "bf16")));
+  CHECK_FALSE(loss_ops(run("Megatron-LM", "bf16", "--cross-entropy-loss-fusion")));
+  CHECK_FALSE(loss_ops(run("NeMo 24.07 (Megatron-Core)", "bf16")));
+}
+
 TEST_CASE("validate: 3D-parallel DeepSpeed with Megatron and FSDP trainers with Megatron layers") {
   // DeepSpeed named with Megatron-LM in either order is Megatron-DeepSpeed (BigScience's and
   // Microsoft's runs name it both ways).
