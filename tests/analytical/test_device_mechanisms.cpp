@@ -37,6 +37,19 @@ DeviceSpec round_device() {
   return d;
 }
 
+// The round device with a cuDNN curve too (forward 0.5, backward 0.4), for the kernel choice.
+DeviceSpec round_device_with_cudnn() {
+  DeviceSpec d = round_device();
+  d.cudnn = {{0.5, 0}, {0.4, 0}};
+  return d;
+}
+
+// A strategy of global batch 8 with the `fusion` JSON given, read as a scenario would be.
+Strategy strategy_with_fusion(const char* fusion) {
+  const Json j = parse_json_text(std::string(R"({"global_batch": 8, "fusion": )") + fusion + "}", "s.json");
+  return read_strategy(JsonNode(j, "s.json", "strategy"));
+}
+
 Kernel linear_forward() {
   Kernel k;
   k.cls = OpClass::kMatmul;
@@ -189,12 +202,8 @@ TEST_CASE("fp8: attention's batched GEMMs and the output projection stay in 16 b
 }
 
 TEST_CASE("attention: fused attention runs at the curve of its kernel") {
-  DeviceSpec d = round_device();
-  d.cudnn = {{0.5, 0}, {0.4, 0}};
-  Kernel fa;
-  fa.cls = OpClass::kFlashAttention;
-  fa.phase = Phase::kForward;
-  fa.matmul_flops = 1.2e10;
+  DeviceSpec d = round_device_with_cudnn();
+  Kernel fa = testing::attention_kernel(1.2e10, 0);
   constexpr auto fa2 = AttentionKernel::kFlash2, fa3 = AttentionKernel::kFlash3,
                  cudnn = AttentionKernel::kCudnn;
   // FA2: 1.2e10 / (1000e12 * 0.4) = 30 us; FA3: / 0.6 = 20 us; cuDNN: / 0.5 = 24 us; + 1 us
@@ -224,12 +233,8 @@ TEST_CASE("attention: the first FlashAttention runs at half FlashAttention-2's s
   // device's FA2 forward is 0.4 of 1000 TFLOP/s: 1.2e10 FLOP in 30 us; FA1 at 0.2: 60 us
   // (+ 1 us launch each). Backward 0.3: 40 us and 80 us. The FA3 and cuDNN curves are never
   // FA1's, even where the device has them.
-  DeviceSpec d = round_device();
-  d.cudnn = {{0.5, 0}, {0.4, 0}};
-  Kernel fa;
-  fa.cls = OpClass::kFlashAttention;
-  fa.phase = Phase::kForward;
-  fa.matmul_flops = 1.2e10;
+  DeviceSpec d = round_device_with_cudnn();
+  Kernel fa = testing::attention_kernel(1.2e10, 0);
   CHECK(kernel_time(fa, d, DType::kBf16, AttentionKernel::kFlash2).total_s == doctest::Approx(31e-6));
   CHECK(kernel_time(fa, d, DType::kBf16, AttentionKernel::kFlash1).total_s == doctest::Approx(61e-6));
   fa.phase = Phase::kBackward;
@@ -244,10 +249,7 @@ TEST_CASE("attention: the first FlashAttention runs at half FlashAttention-2's s
   d.cudnn = {};
   CHECK(kernel_time(fa, d, DType::kBf16, AttentionKernel::kFlash1).total_s == doctest::Approx(31e-6));
   // The JSON names it, also as flash_attention_version 1.
-  auto strategy = [](const char* fusion) {
-    const Json j = parse_json_text(std::string(R"({"global_batch": 8, "fusion": )") + fusion + "}", "s.json");
-    return read_strategy(JsonNode(j, "s.json", "strategy"));
-  };
+  auto strategy = strategy_with_fusion;
   const Strategy s = strategy(R"({"preset": "all", "attention_kernel": "flash1"})");
   CHECK(s.fusion.attention_kernel == AttentionKernel::kFlash1);
   CHECK(read_strategy(JsonNode(to_json(s), "rt", "strategy")) == s);
@@ -258,10 +260,7 @@ TEST_CASE("attention: the first FlashAttention runs at half FlashAttention-2's s
 }
 
 TEST_CASE("attention: attention_kernel is read, written back, and agrees with the older key") {
-  auto strategy = [](const char* fusion) {
-    const Json j = parse_json_text(std::string(R"({"global_batch": 8, "fusion": )") + fusion + "}", "s.json");
-    return read_strategy(JsonNode(j, "s.json", "strategy"));
-  };
+  auto strategy = strategy_with_fusion;
   const Strategy s = strategy(R"({"preset": "all", "attention_kernel": "cudnn"})");
   CHECK(s.fusion.attention_kernel == AttentionKernel::kCudnn);
   CHECK(read_strategy(JsonNode(to_json(s), "rt", "strategy")) == s);

@@ -171,6 +171,26 @@ TEST_CASE("explicit first/last stage layers balance the embedding and the head")
         "first_stage_layers=30 and last_stage_layers=7 leave -5 of 32 layers for 2 other stages");
 }
 
+namespace {
+
+// small_gpt (4 layers) on a DGX A100 at micro-batch 1 with the "all" fusion preset and the
+// loss fused or eager, as Megatron's ops or not.
+Plan plan_with_loss(bool fused_loss, bool megatron_ops) {
+  Strategy s;
+  s.global_batch = 8, s.micro_batch = 1;
+  fusion_preset("all", &s.fusion);
+  s.fusion.fused_loss = fused_loss;
+  s.fusion.megatron_loss_ops = megatron_ops;
+  return testing::lower_on_dgx_a100(testing::small_gpt(4), s, 8);
+}
+
+const Kernel& cross_entropy(const Plan& p, Phase phase) {
+  return testing::kernel(phase == Phase::kForward ? p.head->forward : p.head->backward, *p.head,
+                         "cross_entropy");
+}
+
+}  // namespace
+
 TEST_CASE("an eager cross-entropy moves and holds fp32 copies of the logits; a fused one does not") {
   // small_gpt: micro-batch 1 x seq 512 = 512 tokens, vocab 32000, tp 1: n V = 16,384,000
   // logits. TorchTitan's F.cross_entropy(pred.float()) per logit: the forward casts (read 2,
@@ -178,23 +198,9 @@ TEST_CASE("an eager cross-entropy moves and holds fp32 copies of the logits; a f
   // kernel; the backward moves twice the forward's bytes. At the backward's start the fp32
   // output gradient and the fp32 input gradient (4 + 4 B) are live beside the saved
   // log-probabilities.
-  auto plan_of = [](bool fused_loss) {
-    Strategy s;
-    s.global_batch = 8, s.micro_batch = 1;
-    fusion_preset("all", &s.fusion);
-    s.fusion.fused_loss = fused_loss;
-    return testing::lower_on_dgx_a100(testing::small_gpt(4), s, 8);
-  };
   // Lowered one after the other: the block cache must tell them apart.
-  const Plan fused = plan_of(true), eager = plan_of(false);
-  auto ce = [](const Plan& p, Phase phase) {
-    const auto& kernels = phase == Phase::kForward ? p.head->forward : p.head->backward;
-    for (const Kernel& k : kernels) {
-      if (p.head->graph.ops[k.first_op].name == "cross_entropy") return k;
-    }
-    FAIL("no cross_entropy kernel");
-    return Kernel{};
-  };
+  const Plan fused = plan_with_loss(true, false), eager = plan_with_loss(false, false);
+  auto ce = cross_entropy;
   const double logits = 512.0 * 32000;
   CHECK(ce(eager, Phase::kForward).bytes - ce(fused, Phase::kForward).bytes ==
         doctest::Approx(10 * logits));
@@ -215,22 +221,8 @@ TEST_CASE("Megatron's vocab-parallel cross-entropy as its separate ops: 38 B per
   // 38 B in six kernels; backward: scale the saved softmax in place (8), cast back (read 4,
   // write 2) = 14 B. A fused pass reads the fp32 logits once (4 B) and its backward moves
   // twice that; both write the fp32 loss (4 B per token) forward.
-  auto plan_of = [](bool ops) {
-    Strategy s;
-    s.global_batch = 8, s.micro_batch = 1;
-    fusion_preset("all", &s.fusion);
-    s.fusion.megatron_loss_ops = ops;
-    return testing::lower_on_dgx_a100(testing::small_gpt(4), s, 8);
-  };
-  const Plan fused = plan_of(false), ops = plan_of(true);
-  auto ce = [](const Plan& p, Phase phase) {
-    const auto& kernels = phase == Phase::kForward ? p.head->forward : p.head->backward;
-    for (const Kernel& k : kernels) {
-      if (p.head->graph.ops[k.first_op].name == "cross_entropy") return k;
-    }
-    FAIL("no cross_entropy kernel");
-    return Kernel{};
-  };
+  const Plan fused = plan_with_loss(true, false), ops = plan_with_loss(true, true);
+  auto ce = cross_entropy;
   const double logits = 512.0 * 32000, loss = 512.0 * 4;
   CHECK(ce(fused, Phase::kForward).bytes == doctest::Approx(4 * logits + loss));
   CHECK(ce(ops, Phase::kForward).bytes == doctest::Approx(38 * logits + loss));
