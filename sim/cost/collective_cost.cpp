@@ -175,9 +175,14 @@ CollectiveChoice collective_time(CommKind kind, double bytes, const CommGroup& g
     case CollectiveAlgorithm::kHierarchical: return {hier, algorithm};
     case CollectiveAlgorithm::kAuto: break;
   }
+  // NCCL's choice: for an all-reduce the faster of ring, tree and the two-level algorithms
+  // (NVLS tree, CollNet); an all-gather or a reduce-scatter across nodes runs as a ring (its
+  // tuner admits only RING, PAT for one GPU per node, and NVLS/CollNet with SHARP switches
+  // that take them: src/graph/tuning.cc ncclTopoTuneModel), so never hierarchically unless
+  // the strategy names it.
   CollectiveChoice best{ring, CollectiveAlgorithm::kRing};
   if (tree < best.time_s) best = {tree, CollectiveAlgorithm::kTree};
-  if (hier < best.time_s) best = {hier, CollectiveAlgorithm::kHierarchical};
+  if (is_all_reduce(kind) && hier < best.time_s) best = {hier, CollectiveAlgorithm::kHierarchical};
   return best;
 }
 

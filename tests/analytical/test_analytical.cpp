@@ -88,6 +88,29 @@ TEST_CASE("collectives: auto picks the fastest of ring, tree and hierarchical ac
   }
 }
 
+TEST_CASE("collectives: an all-gather or reduce-scatter across nodes runs as NCCL's ring, never hierarchically") {
+  // NCCL's tuner admits only RING (PAT for one GPU per node, NVLS/CollNet with SHARP switches)
+  // for AllGather and ReduceScatter across nodes (src/graph/tuning.cc). A small gather over 512
+  // ranks is latency-bound: the two-level algorithm (7 NVLink steps, then 63 across nodes) is
+  // about twice as quick on paper as the ring's 511 steps, and auto must still take the ring. An
+  // all-reduce takes the fastest, two-level included.
+  const HardwareModel hw = cluster(512);
+  const CommGroup dp{GroupKind::kData, 512, 8};
+  for (CommKind kind : {CommKind::kAllGather, CommKind::kReduceScatter}) {
+    const double ring = collective_time(kind, 1e8, dp, hw, CollectiveAlgorithm::kRing).time_s;
+    const double hier = collective_time(kind, 1e8, dp, hw, CollectiveAlgorithm::kHierarchical).time_s;
+    REQUIRE(hier < 0.6 * ring);
+    const auto best = collective_time(kind, 1e8, dp, hw, CollectiveAlgorithm::kAuto);
+    CHECK(best.algorithm == CollectiveAlgorithm::kRing);
+    CHECK(best.time_s == ring);
+  }
+  const double hier = collective_time(CommKind::kAllReduce, 1e8, dp, hw, CollectiveAlgorithm::kHierarchical).time_s;
+  const double ring = collective_time(CommKind::kAllReduce, 1e8, dp, hw, CollectiveAlgorithm::kRing).time_s;
+  const double tree = collective_time(CommKind::kAllReduce, 1e8, dp, hw, CollectiveAlgorithm::kTree).time_s;
+  CHECK(collective_time(CommKind::kAllReduce, 1e8, dp, hw, CollectiveAlgorithm::kAuto).time_s ==
+        std::min({ring, tree, hier}));
+}
+
 TEST_CASE("collectives: a flat ring crosses each node once, its crossing edge gets k / 8 of the NICs") {
   // DGX A100: 8 NICs of 200 Gb/s (25 GB/s) per node, at the NIC's efficiency e; 8 devices.
   // A 64-rank ring visiting each node's k = 8 members in a row leaves a node by one edge: with
