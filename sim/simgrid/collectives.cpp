@@ -14,27 +14,45 @@ namespace stratasim::simgrid_detail {
 namespace sg4 = simgrid::s4u;
 
 double Simulation::ring(const RingSpec& r, int rank, int replica, const char* what, bool serial) {
+  return rings(std::vector<RingSpec>{r}, rank, replica, what, serial);
+}
+
+// The channels of one ring, driven by this member alone: each step posts every channel's
+// receive and send and waits for all of them, so a ring in c channels costs c messages per
+// member and step but no actor of its own (creating them dominated large rings' replay).
+double Simulation::rings(const std::vector<RingSpec>& channels, int rank, int replica,
+                         const char* what, bool serial) {
+  const RingSpec& r = channels.front();
   const int n = static_cast<int>(r.members.size());
   if (n <= 1 || r.steps <= 0 || r.step_bytes <= 0) return 0;
   RingEntry& e = ring_entry_[r.tag];
   if (e.at_s.empty()) e.at_s.assign(n, -1), e.left = n;
   e.at_s[r.position] = sg4::Engine::get_clock();
-  const int simulated = std::min(r.steps, std::max(1, options_.max_ring_steps));
-  const int next = (r.position + 1) % n;
+  const int c = static_cast<int>(channels.size());
+  const int by_messages = std::max(1, options_.max_ring_messages / std::max(1, n * c));
+  const int simulated = std::min({r.steps, std::max(1, options_.max_ring_steps), by_messages});
   std::vector<sg4::Link*> links;
   double latency = 0;
-  hosts_[r.members[r.position]]->route_to(hosts_[r.members[next]], links, &latency);
+  hosts_[r.members[r.position]]->route_to(hosts_[r.members[(r.position + 1) % n]], links, &latency);
   const double extra_latency = double(r.steps - simulated) * latency / simulated;
-  const uint64_t size = message_size(r.step_bytes * r.steps / simulated);
-  sg4::Mailbox* inbox = sg4::Mailbox::by_name(r.tag + "/" + std::to_string(r.position));
-  sg4::Mailbox* outbox = sg4::Mailbox::by_name(r.tag + "/" + std::to_string(next));
+  std::vector<sg4::Mailbox*> inbox, outbox;
+  std::vector<uint64_t> size;
+  for (const RingSpec& ch : channels) {
+    inbox.push_back(sg4::Mailbox::by_name(ch.tag + "/" + std::to_string(ch.position)));
+    outbox.push_back(sg4::Mailbox::by_name(ch.tag + "/" + std::to_string((ch.position + 1) % n)));
+    size.push_back(message_size(ch.step_bytes * ch.steps / simulated));
+  }
+  std::vector<int*> got(c, nullptr);
+  std::vector<sg4::CommPtr> comms;
   for (int s = 0; s < simulated; ++s) {
-    int* got = nullptr;
-    sg4::CommPtr in = inbox->get_async<int>(&got);
-    outbox->put_async(&micro_batch_ids_[0], size)->wait();
-    in->wait();
+    comms.clear();
+    for (int k = 0; k < c; ++k) {
+      comms.push_back(inbox[k]->get_async<int>(&got[k]));
+      comms.push_back(outbox[k]->put_async(&micro_batch_ids_[0], size[k]));
+    }
+    sg4::Comm::wait_all(comms);
     if (extra_latency > 0) sg4::this_actor::sleep_for(extra_latency);
-    run_.activities += 2;
+    run_.activities += 2 * c;
   }
   // Every member has entered once our last step is done: the collective itself started when
   // the last one came; waiting for the others before is idle time, not communication.
@@ -42,10 +60,11 @@ double Simulation::ring(const RingSpec& r, int rank, int replica, const char* wh
   const double start = *std::max_element(entry.at_s.begin(), entry.at_s.end());
   const double mine = entry.at_s[r.position];
   if (--entry.left == 0) ring_entry_.erase(r.tag);
-  if (r.quiet) return sg4::Engine::get_clock() - start;
   if (serial) sync_wait_s_[r.members[r.position]] += std::max(0.0, start - mine);
   if (start > mine) record(rank, replica, EventKind::kIdle, -1, 0, mine, "wait for peers", start);
-  record(rank, replica, EventKind::kComm, -1, 0, start, what, -1, r.step_bytes * r.steps);
+  double bytes = 0;
+  for (const RingSpec& ch : channels) bytes += ch.step_bytes * ch.steps;
+  record(rank, replica, EventKind::kComm, -1, 0, start, what, -1, bytes);
   return sg4::Engine::get_clock() - start;
 }
 
@@ -90,8 +109,8 @@ int Simulation::ring_channels(const std::vector<int>& members) const {
 
 // The ring as `channels` rings of 1/channels of its bytes side by side: in channel c each
 // node's members (consecutive in the ring) start at their c-th, so channel c leaves a node
-// from its (c - 1)-th member's rail and enters the next at its c-th. Channel 0 runs here
-// (and records), the others in actors of their own on this host.
+// from its (c - 1)-th member's rail and enters the next at its c-th. This member drives all
+// of them in step (rings()), recording the collective once.
 double Simulation::channel_rings(const RingSpec& r, int channels, int rank, int replica,
                                  const char* what, bool serial) {
   std::vector<RingSpec> spec(channels, r);
@@ -100,7 +119,6 @@ double Simulation::channel_rings(const RingSpec& r, int channels, int rank, int 
     RingSpec& s = spec[ch];
     s.tag = r.tag + "/ch" + std::to_string(ch);
     s.step_bytes = r.step_bytes / channels;
-    s.quiet = ch > 0;
     s.members.clear();
     for (int first = 0; first < n;) {
       int last = first;  // [first, last): one node's members
@@ -112,16 +130,7 @@ double Simulation::channel_rings(const RingSpec& r, int channels, int rank, int 
     s.position = static_cast<int>(
         std::find(s.members.begin(), s.members.end(), r.members[r.position]) - s.members.begin());
   }
-  std::vector<sg4::ActorPtr> helpers;
-  for (int ch = 1; ch < channels; ++ch) {
-    helpers.push_back(sg4::Actor::create("ring-channel", hosts_[r.members[r.position]],
-                                         [this, s = spec[ch], rank, replica, what] {
-                                           ring(s, rank, replica, what, false);
-                                         }));
-  }
-  const double t = ring(spec[0], rank, replica, what, serial);
-  for (sg4::ActorPtr& a : helpers) a->join();
-  return t;
+  return rings(spec, rank, replica, what, serial);
 }
 
 // Hierarchical (collective_cost.h): over the k members sharing this host's node a ring

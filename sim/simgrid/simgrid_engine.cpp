@@ -48,6 +48,10 @@ void check_supported(const Plan& plan, const SimgridOptions& options) {
     throw InputError("simgrid options", "max_ring_steps", std::to_string(options.max_ring_steps),
                      "must be >= 1");
   }
+  if (options.max_ring_messages < 1) {
+    throw InputError("simgrid options", "max_ring_messages",
+                     std::to_string(options.max_ring_messages), "must be >= 1");
+  }
   if (options.max_dp_buckets < 1) {
     throw InputError("simgrid options", "max_dp_buckets", std::to_string(options.max_dp_buckets),
                      "must be >= 1");

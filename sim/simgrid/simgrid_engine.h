@@ -24,6 +24,12 @@ struct SimgridOptions {
   // step) up to this many steps; longer rings are aggregated into this many steps carrying
   // the same bytes, with the skipped steps' latency added (PLATFORM-NOTES: speed).
   int max_ring_steps = 64;
+  // ... and to at most this many messages per collective (members x channels x steps, at
+  // least one step): a ring over 128 ranks in 4 channels then runs in 2 steps, not 64. Each
+  // step's messages are concurrent flows the fluid model shares out, so fewer, larger steps
+  // keep the bytes on every link and the bandwidth each gets; what they lose is how the
+  // ring's steps interleave with other traffic (PLATFORM-NOTES: speed).
+  int max_ring_messages = 1024;
   // Gradient buckets simulated (at most): the plan's buckets (iteration.h) up to this many,
   // each carrying its share of the bytes; the analytical engine costs every plan bucket.
   int max_dp_buckets = 64;

@@ -103,7 +103,6 @@ struct RingSpec {
   int position = 0;          // this host's place in `members`
   double step_bytes = 0;
   int steps = 0;
-  bool quiet = false;  // another channel of the same ring records its events
 };
 
 // Inference runs only the schedule's forwards (GPipe's order: the micro-batches streamed).
@@ -194,6 +193,8 @@ class Simulation {
   // compute(seconds), releasing the buckets whose share of the backward it completes.
   void compute_tracked(double seconds, BucketSignal* signal);
   double ring(const RingSpec& ring, int rank, int replica, const char* what, bool serial);
+  double rings(const std::vector<RingSpec>& channels, int rank, int replica, const char* what,
+               bool serial);
   int ring_channels(const std::vector<int>& members) const;
   double channel_rings(const RingSpec& r, int channels, int rank, int replica, const char* what,
                        bool serial);

@@ -392,11 +392,50 @@ TEST_CASE("simgrid: a flat ring across nodes runs at the node's NICs, as the ana
   }
 }
 
+// A ring's steps aggregated under the message budget (SimgridOptions::max_ring_messages) keep
+// its time: 64 devices in 8 rail-optimized nodes run an all-reduce ring of 126 steps in 8
+// channels (8 x 64 messages a step). With a budget of one message it runs in 1 step carrying
+// all the bytes (the skipped steps' latency added), with 1e6 in max_ring_steps (64) steps:
+// each step's flows share the links the same way, so the two take the same time, within the
+// latency the longer replay pays in its per-step handshakes.
+TEST_CASE("simgrid: a ring aggregated into fewer steps by the message budget takes the same time") {
+  const Plan plan = plan_for(
+      R"({"tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 64, "collective": "ring",
+          "overlap_dp": false, "dp_bucket": "4GB", "fusion": "megatron"})",
+      64, R"({"topology": "rail_optimized"})", 4, 4096, 256);
+  auto dp_total = [](const Prediction& p) {
+    for (const CommStat& c : p.comms) {
+      if (c.category == CommCategory::kDataParallel) return c.total_s;
+    }
+    return 0.0;
+  };
+  const Prediction one = predict_simgrid(plan, SimgridOptions{.timeline = false, .max_ring_messages = 1});
+  const Prediction many =
+      predict_simgrid(plan, SimgridOptions{.timeline = false, .max_ring_messages = 1000000});
+  REQUIRE(dp_total(many) > 0);
+  CHECK(rel(dp_total(one), dp_total(many)) < 0.02);
+  CHECK(rel(one.iteration_s, many.iteration_s) < 0.005);
+  // The notes count the activities: the budget cut the messages, not just the steps' sizes.
+  auto activities = [](const Prediction& p) {
+    for (const std::string& n : p.notes) {
+      const auto at = n.find(" nodes, ");
+      if (n.rfind("simgrid: ", 0) == 0 && at != std::string::npos) {
+        return std::stoll(n.substr(at + 8));
+      }
+    }
+    return 0LL;
+  };
+  REQUIRE(activities(many) > 0);
+  CHECK(activities(one) * 8 < activities(many));
+}
+
 // (d) Bad input is reported, never a crash.
 TEST_CASE("simgrid: bad options are InputErrors") {
   const Plan plan = plan_for(pipeline("1f1b", 1, 2, 4), 2);
   CHECK_THROWS_WITH_AS(predict_simgrid(plan, SimgridOptions{.max_ring_steps = 0}),
                        "simgrid options: max_ring_steps: 0 must be >= 1", InputError);
+  CHECK_THROWS_WITH_AS(predict_simgrid(plan, SimgridOptions{.max_ring_messages = 0}),
+                       "simgrid options: max_ring_messages: 0 must be >= 1", InputError);
 }
 
 using stratasim::testing::run_cli;
