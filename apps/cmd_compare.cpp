@@ -58,8 +58,7 @@ Json rows_json(const ScenarioResult& r) {
   for (size_t i = 0; i < r.variants.size() && i < variants.size(); ++i) {
     const VariantResult& v = r.variants[i];
     if (!v.feasible()) continue;
-    const PredictionInterval in = model_interval(v.plan->model.family, v.prediction.iteration_s,
-                                                 v.plan->hardware.device.name);
+    const PredictionInterval in = plan_interval(*v.plan, v.prediction.iteration_s);
     variants[i]["interval"] = {{"coverage", in.coverage},
                                {"iteration_low_s", in.low_s},
                                {"iteration_high_s", in.high_s},

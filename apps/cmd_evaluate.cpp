@@ -100,9 +100,8 @@ int cmd_evaluate(int argc, char** argv) {
   }
   const Prediction p = predict_analytical(*plan, options);
   std::fputs(evaluation_report(l.scenario, *plan, p, l.variant).c_str(), stdout);
-  // How sure: the errors of the development cases on this device generation.
-  const PredictionInterval interval =
-      model_interval(plan->model.family, p.iteration_s, plan->hardware.device.name);
+  // How sure: the errors of the development cases on this device generation and strategy family.
+  const PredictionInterval interval = plan_interval(*plan, p.iteration_s);
   if (interval.cases > 0) {
     std::printf("  %.0f%% interval     %.4g - %.4g s (errors of %s, validate --published)\n",
                 100 * interval.coverage, interval.low_s, interval.high_s, interval.basis.c_str());

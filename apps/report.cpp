@@ -298,9 +298,9 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
     }
     const Strategy& s = r.plan->strategy;
     const Prediction& p = r.prediction;
-    // The 80% interval from the development cases' errors on this device generation.
-    const PredictionInterval in =
-        model_interval(r.plan->model.family, p.iteration_s, r.plan->hardware.device.name);
+    // The 80% interval from the development cases' errors on this device generation and
+    // strategy family.
+    const PredictionInterval in = plan_interval(*r.plan, p.iteration_s);
     // No interval (no development cases of the kind): empty cells, not a zero-width range.
     const std::string low = in.cases > 0 ? format_text("%.9g", in.low_s) : "";
     const std::string high = in.cases > 0 ? format_text("%.9g", in.high_s) : "";

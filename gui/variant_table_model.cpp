@@ -129,9 +129,9 @@ QVariant VariantTableModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::UserRole) return sort_value(v, index.column());
   if (role == Qt::ToolTipRole && !v.feasible()) return QString::fromStdString(v.infeasible);
   if (role == Qt::ToolTipRole && index.column() == kIteration) {
-    // How sure: the errors of the development cases on this GPU generation (intervals.h).
-    const PredictionInterval in = model_interval(v.plan->model.family, v.prediction.iteration_s,
-                                                 v.plan->hardware.device.name);
+    // How sure: the errors of the development cases on this GPU generation and strategy family
+    // (intervals.h).
+    const PredictionInterval in = plan_interval(*v.plan, v.prediction.iteration_s);
     return QString::fromStdString(
         format_text("%.0f%% interval %s", 100 * in.coverage, interval_text(in).c_str()));
   }

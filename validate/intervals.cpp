@@ -20,10 +20,11 @@ double quantile(std::vector<double> v, double q) {
 }
 
 std::vector<double> errors_of(const std::vector<CaseError>& errors, const std::string& hardware,
-                              const std::string& exclude_source) {
+                              const std::string& exclude_source, const std::string& family = "") {
   std::vector<double> e;
   for (const CaseError& c : errors) {
-    if (c.source != exclude_source && (hardware.empty() || c.hardware == hardware)) {
+    if (c.source != exclude_source && (hardware.empty() || c.hardware == hardware) &&
+        (family.empty() || c.family == family)) {
       e.push_back(c.error);
     }
   }
@@ -37,7 +38,7 @@ std::vector<CaseError> case_errors(const ValidationReport& report) {
   for (const CaseResult& c : report.cases) {
     // Intervals are for times: measured memory and speedups (ratios) stay out.
     if (!c.failure.empty() || c.group.find(":memory") != std::string::npos || !c.baseline.empty()) continue;
-    out.push_back({c.group, c.hardware, c.error, c.predicted, c.published});
+    out.push_back({c.group, c.hardware, c.family, c.error, c.predicted, c.published});
   }
   return out;
 }
@@ -55,14 +56,30 @@ std::string device_generation(const std::string& device_name) {
   return "";
 }
 
+std::string strategy_family(const Plan& plan) {
+  if (plan.model.transformer.moe.experts > 1) return "mixture of experts";
+  if (plan.cp > 1 || plan.model.transformer.seq_len >= kLongContextTokens) return "long context";
+  return "dense";
+}
+
 PredictionInterval prediction_interval(const std::vector<CaseError>& errors, double predicted_s,
                                        const std::string& hardware, double coverage,
-                                       const std::string& exclude_source) {
+                                       const std::string& exclude_source,
+                                       const std::string& family) {
   PredictionInterval p;
   p.coverage = coverage;
-  std::vector<double> e = errors_of(errors, hardware, exclude_source);
-  p.basis = std::to_string(e.size()) + " " + hardware + " development cases";
-  if (hardware.empty() || static_cast<int>(e.size()) < kMinCases) {
+  // The most alike cases there are enough of: generation and family, generation, all.
+  std::vector<double> e;
+  if (!hardware.empty() && !family.empty()) {
+    e = errors_of(errors, hardware, exclude_source, family);
+    p.basis = std::to_string(e.size()) + " " + hardware + " development cases (" + family + ")";
+  }
+  if (static_cast<int>(e.size()) < kMinFamilyCases && !hardware.empty()) {
+    e = errors_of(errors, hardware, exclude_source);
+    p.basis = std::to_string(e.size()) + " " + hardware + " development cases";
+    if (static_cast<int>(e.size()) < kMinCases) e.clear();
+  }
+  if (e.empty()) {
     e = errors_of(errors, "", exclude_source);
     p.basis = std::to_string(e.size()) + " development cases (all device generations)";
   }
@@ -79,7 +96,8 @@ PredictionInterval prediction_interval(const std::vector<CaseError>& errors, dou
 }
 
 PredictionInterval model_interval(ModelFamily family, double predicted_s,
-                                  const std::string& device_name, double coverage) {
+                                  const std::string& device_name, double coverage,
+                                  const std::string& strategy) {
   if (family == ModelFamily::kOpGraph) {
     PredictionInterval p;
     p.coverage = coverage;
@@ -88,7 +106,12 @@ PredictionInterval model_interval(ModelFamily family, double predicted_s,
     return p;
   }
   return prediction_interval(development_errors(), predicted_s, device_generation(device_name),
-                             coverage);
+                             coverage, "", strategy);
+}
+
+PredictionInterval plan_interval(const Plan& plan, double predicted_s, double coverage) {
+  return model_interval(plan.model.family, predicted_s, plan.hardware.device.name, coverage,
+                        strategy_family(plan));
 }
 
 std::string interval_text(const PredictionInterval& p) {
@@ -105,7 +128,7 @@ CrossValidation cross_validate(const std::vector<CaseError>& errors, double cove
     SourceCrossResult& s = by_source[c.source];
     s.source = c.source;
     const PredictionInterval p =
-        prediction_interval(errors, c.predicted, c.hardware, coverage, c.source);
+        prediction_interval(errors, c.predicted, c.hardware, coverage, c.source, c.family);
     const bool in = c.measured >= p.low_s && c.measured <= p.high_s;
     ++s.cases;
     s.mape += std::fabs(c.error);

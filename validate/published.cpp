@@ -11,6 +11,7 @@
 #include "sim/scenario/scenario.h"
 #include "sim/search/search.h"
 #include "strategies/lowering/lower.h"
+#include "validate/intervals.h"
 
 namespace stratasim {
 
@@ -263,6 +264,7 @@ std::vector<CaseResult> evaluate_case(const TranslatedCase& c) {
       Expected<Plan> lowered = lower(s.model, *chosen.strategy, s.hardware);
       if (lowered) {
         plan = std::move(*lowered);
+        base.family = strategy_family(*plan);
       } else {
         base.failure = lowered.error().detail;
       }

@@ -30,6 +30,7 @@ struct CaseResult {
   std::string group;       // measured memory goes to "<group>:memory"
   std::string stack;
   std::string hardware;    // device generation: "A100", "H100", ...
+  std::string family;      // strategy family of the chosen plan (intervals.h strategy_family)
   std::string metric;      // "iteration s (from tokens/s/GPU)"
   double predicted = 0;    // SI (s or B)
   double published = 0;
