@@ -41,8 +41,8 @@ std::string device_generation(const std::string& device_name);
 // experts" (a model with experts), else "long context" (context parallelism, or sequences of
 // kLongContextTokens and more, where attention outweighs the linear layers), else "dense".
 // Their errors differ in kind: the development set's MoE cases run 28% fast on average, its
-// long-context ones 15%, its dense ones 2-5%; one interval for all of them was too wide for
-// the dense cases and too narrow, in the wrong place, for the others.
+// long-context ones 13% (H100), its dense ones 2%; one interval for all of them was too wide
+// for the dense cases and too narrow, in the wrong place, for the others.
 inline constexpr int kLongContextTokens = 16384;
 std::string strategy_family(const Plan& plan);
 
@@ -50,7 +50,7 @@ struct PredictionInterval {
   double coverage = 0.8;
   double low_s = 0, high_s = 0;
   int cases = 0;      // development cases whose errors formed it
-  std::string basis;  // "22 H100 development cases (long context)", "68 H100 development
+  std::string basis;  // "20 H100 development cases (long context)", "68 H100 development
                       // cases", "251 development cases (all device generations)"
 };
 
