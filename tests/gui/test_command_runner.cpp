@@ -4,9 +4,11 @@
 
 #include <QtTest/QSignalSpy>
 #include <QtTest/QTest>
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <string>
 
 #include "gui/command_runner.h"
@@ -16,14 +18,26 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A process's command line, or "" when it exits while being read (the read then fails with
+// ESRCH, which std::ifstream reports by throwing from underflow: CI saw exactly that race).
+std::string command_line(const fs::path& proc_dir) {
+  const int fd = ::open((proc_dir / "cmdline").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string cmd;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) cmd.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return cmd;
+}
+
 // Processes whose command line contains `marker` (NULs between arguments read as spaces).
 int processes_with(const std::string& marker) {
   int n = 0;
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    const std::string pid = e.path().filename().string();
+  std::error_code ec;
+  for (fs::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string pid = it->path().filename().string();
     if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(e.path() / "cmdline", std::ios::binary);
-    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string cmd = command_line(it->path());
     for (char& c : cmd) c = c == '\0' ? ' ' : c;
     n += cmd.find(marker) != std::string::npos;
   }
