@@ -16,11 +16,19 @@ struct Tile {
 constexpr Tile kTiles[] = {{256, 128, 1.0}, {128, 256, 1.0}, {128, 128, 0.93}};
 
 // Time of a GEMM of `flops` producing an m x n output `batch` times, in `rounds` launches one
-// after another (per-expert GEMMs on concurrent streams): each round pays the size curve's
-// fixed cost (the curve at the round's FLOP).
+// after another (per-expert GEMMs on concurrent streams). The size curve plateau x f / (f + h)
+// is a fixed cost h / (peak x plateau) per launch on top of the FLOP at the plateau rate; wave
+// quantization (tiles over the SMs) stretches only the FLOP part: a launch's fixed cost is the
+// same whether its last wave is full or not. The curve's h was fitted to whole square GEMMs
+// (H100 fp8 1024^3: 274 TFLOPS, 2048^3: 1011 TFLOPS, hardware_models/catalog): with 128 x 128
+// tiles (64 of 132 SMs busy, 0.45) and 128 x 256 tiles (128 of 132) both give h = 5.8-6.1 GFLOP
+// in this form, the catalog's 6 GFLOP, where stretching the fixed cost too predicted 164
+// TFLOPS at 1024^3. A skinny GEMM (an MoE router's n = 8 experts) then costs its FLOP through
+// its few useful tile columns plus one fixed cost, not 1/wave fixed costs.
 double gemm_s(double flops, double m, double n, double batch, const DeviceSpec& d, double peak,
               const EfficiencyCurve& curve, double rounds = 1) {
-  return flops / (peak * curve.at(flops / rounds) * wave_efficiency(m, n, batch, d.compute_units));
+  const double rate = peak * curve.max_fraction;
+  return flops / (rate * wave_efficiency(m, n, batch, d.compute_units)) + rounds * curve.half_size / rate;
 }
 
 double matmul_s(const Kernel& k, const DeviceSpec& d, double peak, const EfficiencyCurve& curve) {

@@ -383,7 +383,12 @@ void Simulation::sync_and_step(int rank, int replica, sg4::ActorPtr reducer) {
         r.tag = "embedding-d" + std::to_string(replica);
         r.members = {host_index(0, replica), host_index(p_ - 1, replica)};
         r.position = rank == 0 ? 0 : 1;
-        r.step_bytes = op.bytes / 2;
+        // Below NCCL's plateau the message moves at a fraction of its link's bandwidth
+        // (LinkSpec::size_efficiency), as collective_cost.h's ring divides it: the steps carry
+        // bytes / factor.
+        const bool same_node = host_node_[r.members[0]] == host_node_[r.members[1]];
+        const LinkSpec& link = same_node ? on(rank).hardware.node.device_link : on(rank).hardware.node.nic;
+        r.step_bytes = op.bytes / size_efficiency_at(link, op.bytes) / 2;
         r.steps = 2;
         me.embedding_s = ring(r, rank, replica, "embedding all-reduce", true);
         break;
