@@ -542,6 +542,10 @@ std::vector<CaseMetric> metrics_of(const JsonNode& c, const GroupRule* group, co
     out.push_back({MetricKind::kIterationTime,
                    "iteration s (from TFLOP/s/GPU, " + group->flop_convention + ")",
                    flops / rate, relative_rounding(m.at("tflops_per_gpu"))});
+  } else if (has_number(m, "moe_layer_forward_ms") && has_number(m, "moe_layer_backward_ms")) {
+    out.push_back({MetricKind::kMoeLayerTime, "MoE layer fwd+bwd s",
+                   (m.at("moe_layer_forward_ms").get<double>() + m.at("moe_layer_backward_ms").get<double>()) * kMilli,
+                   relative_rounding(m.at("moe_layer_forward_ms"))});
   } else if (has_number(m, "layer_total_ms")) {
     out.push_back({MetricKind::kLayerTime, "layer fwd+bwd s",
                    m.at("layer_total_ms").get<double>() * kMilli,

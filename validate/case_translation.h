@@ -17,9 +17,11 @@ namespace stratasim {
 // kSpeedup: samples/s over the samples/s of the group's baseline case (CaseMetric::baseline).
 // Memory, as the source measured it (`measured.memory_kind`): what the framework's tensors held
 // (kMemoryAllocated), what its caching allocator reserved (kMemoryReserved), or the process's
-// use as nvidia-smi shows it, with the CUDA context (kMemoryDevice).
+// use as nvidia-smi shows it, with the CUDA context (kMemoryDevice). kLayerTime: one
+// transformer layer's forward and backward; kMoeLayerTime: only its MoE module's (Megatron-Core's
+// MoELayer: router to combine and the shared experts, as its layer benchmark times it).
 enum class MetricKind {
-  kIterationTime, kLayerTime, kMemoryAllocated, kMemoryReserved, kMemoryDevice, kSpeedup
+  kIterationTime, kLayerTime, kMoeLayerTime, kMemoryAllocated, kMemoryReserved, kMemoryDevice, kSpeedup
 };
 bool is_memory(MetricKind k);
 

@@ -77,6 +77,22 @@ Chosen choose_strategy(const Scenario& s) {
   return c;
 }
 
+// The forward and backward time of the layer's kernels that belong to its MoE module (router
+// to combine, shared experts; LayerOp::module), as exposed in the layer's own timeline.
+double moe_module_s(const Block& b, const Plan& plan) {
+  double t = 0;
+  for (const std::vector<Kernel>* list : {&b.forward, &b.backward}) {
+    const std::vector<KernelTiming> timings = kernel_timings(*list, plan);
+    for (size_t i = 0; i < list->size(); ++i) {
+      const int op = (*list)[i].first_op;
+      if (op >= 0 && op < static_cast<int>(b.graph.ops.size()) && (b.graph.ops[op].module & kModuleMoe)) {
+        t += timings[i].exposed_s;
+      }
+    }
+  }
+  return t;
+}
+
 double predicted_value(const CaseMetric& m, const Plan& plan, const Prediction& p) {
   switch (m.kind) {
     case MetricKind::kIterationTime: return p.iteration_s;
@@ -84,6 +100,7 @@ double predicted_value(const CaseMetric& m, const Plan& plan, const Prediction& 
       const BlockCost cost = block_cost(*plan.layer, plan);
       return cost.forward_s + cost.backward_s;
     }
+    case MetricKind::kMoeLayerTime: return moe_module_s(*plan.layer, plan);
     case MetricKind::kMemoryAllocated: return p.peak_allocated_B;
     case MetricKind::kMemoryReserved: return p.peak_reserved_B;
     case MetricKind::kMemoryDevice: return p.peak_memory_B;

@@ -18,7 +18,9 @@
 #include "validate/case_rules.h"
 #include "validate/case_translation.h"
 #include "validate/flop_conventions.h"
+#include "validate/intervals.h"
 #include "validate/published.h"
+#include "sim/cost/block_cost.h"
 
 using namespace stratasim;
 
@@ -119,6 +121,46 @@ TEST_CASE("validate: a two-case source added as a file is evaluated with its own
   const testing::CliRun run = testing::run_cli("validate --published --data-only --data " + path);
   CHECK(run.output.find("newsrc_b") != std::string::npos);
   CHECK(run.output.find("newsrc ") != std::string::npos);
+}
+
+TEST_CASE("validate: an MoE layer's own time is its MoE module's kernels, kept out of the intervals") {
+  // Megatron-Core's layer benchmark times one MoELayer (router to combine): the prediction is
+  // the layer's kernels from the router to the unpermute, here found by their names.
+  const std::string path = write_temp("stratasim_moe_layer_source.json", R"js([
+    {"id": "moelayer_1", "source": "a test", "model": {"layers": 1, "hidden": 4096, "heads": 8,
+     "seq_len": 4096, "vocab": 32000, "experts": 8, "top_k": 2, "moe_ffn_hidden": 14336,
+     "ffn_hidden": 14336, "arch": "an MoE layer proxy"},
+     "parallel": {"tp": 1, "pp": 1, "dp": 8, "ep": 8, "micro_batch": 1, "global_batch": 8,
+                  "recompute": "none", "sequence_parallel": false},
+     "hardware": {"gpu": "H100-SXM5-80GB", "gpus_per_node": 8, "num_gpus": 8},
+     "framework": "Megatron-Core", "precision": "bf16",
+     "measured": {"moe_layer_forward_ms": 4.25, "moe_layer_backward_ms": 7.75}}])js");
+  const ValidationSet set = load_validation_set({path}, false);
+  const ValidationReport r = validate_published(set);
+  REQUIRE(r.cases.size() == 1);
+  const CaseResult& c = r.cases[0];
+  REQUIRE(c.failure.empty());
+  CHECK(c.metric == "MoE layer fwd+bwd s");
+  CHECK(c.published == doctest::Approx(12.0e-3));
+  const Scenario s = read_scenario(set.cases[0].scenario, "moelayer_1");
+  Expected<Plan> plan = lower(s.model, s.strategy, s.hardware);
+  REQUIRE(plan.has_value());
+  const Block& b = *plan->layer;
+  const std::set<std::string> moe = {"router", "router_topk", "permute", "ep_dispatch", "expert_fc1",
+                                     "expert_gelu", "expert_fc2", "ep_combine", "unpermute"};
+  double by_name = 0, layer = 0;
+  int named = 0;
+  for (const std::vector<Kernel>* list : {&b.forward, &b.backward}) {
+    const std::vector<KernelTiming> t = kernel_timings(*list, *plan);
+    for (size_t i = 0; i < list->size(); ++i) {
+      layer += t[i].exposed_s;
+      if (moe.count(std::string(b.graph.ops[(*list)[i].first_op].name))) by_name += t[i].exposed_s, ++named;
+    }
+  }
+  CHECK(named == 18);  // nine kernels forward, nine backward
+  CHECK(c.predicted == doctest::Approx(by_name).epsilon(1e-12));
+  CHECK(c.predicted < 0.9 * layer);  // attention and the norms are outside the module
+  CHECK(case_errors(r).empty());     // a mechanism check, not an iteration: no interval from it
 }
 
 TEST_CASE("validate: cases it cannot express yet are listed with the reason, not dropped") {
