@@ -103,7 +103,22 @@ LayerGraph build_head(const TransformerSpec& t, const LayerShape& sh) {
   LayerOp& ce = add_op(g, "cross_entropy", OpClass::kMemoryBound, logits, loss);
   ce.saves = kSaveInput0;  // softmax of the logits, reused by the backward
   ce.other_flops = 5 * n * vocab_local;
-  if (!sh.fusion.fused_loss) {
+  if (!sh.fusion.fused_loss && !sh.fusion.megatron_loss_ops && sh.tp > 1) {
+    // Eager F.cross_entropy(logits.float()) on vocab-sharded logits: PyTorch's loss_parallel
+    // (TorchTitan with tp > 1: train.py's loss_parallel context; torch/distributed/tensor/
+    // parallel/loss.py), the decomposed log_softmax and a fused nll + log_softmax backward.
+    // Per element of the local logits the forward casts (read 2, write 4 B), takes the max (4),
+    // shifts (8), exponentiates (8), sums (4) and subtracts the log-sum (8): 38 B where one
+    // fused pass reads 4. The backward writes zeros (4), adds exp(x) to them (read 8, write 4
+    // through an exp temporary: 12 + 8), scales by the output gradient (8) and casts back
+    // (6): 38 B, the forward's. At its peak the saved log-probabilities (counted with the saved
+    // logits) sit beside the zeros, exp(x) and their sum, all fp32: 12 B beyond them, where an
+    // unsharded eager loss holds 8.
+    ce.eager_bytes = 34 * n * vocab_local;
+    ce.eager_launches = 6;
+    ce.backward_bytes_factor = 1;
+    ce.workspace_B = 12 * n * vocab_local;
+  } else if (!sh.fusion.fused_loss) {
     // Eager F.cross_entropy(logits.float()) (TorchTitan's loss, HF models): per element of the
     // logits the forward casts bf16 -> fp32 (read 2, write 4 B) and log_softmax reads the
     // fp32 copy once more than one fused pass (4 B) -- 10 B beyond the fused op; the backward

@@ -175,9 +175,9 @@ namespace {
 
 // small_gpt (4 layers) on a DGX A100 at micro-batch 1 with the "all" fusion preset and the
 // loss fused or eager, as Megatron's ops or not.
-Plan plan_with_loss(bool fused_loss, bool megatron_ops) {
+Plan plan_with_loss(bool fused_loss, bool megatron_ops, int tp = 1) {
   Strategy s;
-  s.global_batch = 8, s.micro_batch = 1;
+  s.global_batch = 8, s.micro_batch = 1, s.tp = tp;
   fusion_preset("all", &s.fusion);
   s.fusion.fused_loss = fused_loss;
   s.fusion.megatron_loss_ops = megatron_ops;
@@ -213,6 +213,24 @@ TEST_CASE("an eager cross-entropy moves and holds fp32 copies of the logits; a f
   // No recomputation, so the layer adds no transient: the last stage's transient is the loss's.
   CHECK(predict_analytical(eager).rank_memory.back().transient_B == doctest::Approx(8 * logits));
   CHECK(predict_analytical(fused).rank_memory.back().transient_B == 0);
+}
+
+TEST_CASE("PyTorch's loss_parallel: eager cross-entropy on vocab-sharded logits, 38 B per logit each way, 12 B held") {
+  // tp 2: each rank holds 512 tokens x 16,000 of the 32,000 logits. torch/distributed/tensor/
+  // parallel/loss.py, per local logit: forward cast (read 2, write 4), max (4), shift (8), exp
+  // (8), sum (4), minus the log-sum (8) = 38 B where a fused pass reads 4: 34 B beyond it, in
+  // six kernels beyond its one. Backward (nll and log_softmax fused): zeros (4), exp(x) (8),
+  // the sum of the two (12), times the output gradient (8), cast back (6) = 38 B, the
+  // forward's. Held at its peak beside the saved log-probabilities: the zeros, exp(x) and
+  // their sum, 12 B fp32, where the unsharded eager loss (tp 1, above) holds 8.
+  const Plan fused = plan_with_loss(true, false, 2), sharded = plan_with_loss(false, false, 2);
+  auto ce = cross_entropy;
+  const double logits = 512.0 * 16000;
+  CHECK(ce(sharded, Phase::kForward).bytes - ce(fused, Phase::kForward).bytes == doctest::Approx(34 * logits));
+  CHECK(ce(sharded, Phase::kBackward).bytes == doctest::Approx(ce(sharded, Phase::kForward).bytes));
+  CHECK(ce(sharded, Phase::kForward).launches == 7);
+  CHECK(sharded.head->peak_transient_B == doctest::Approx(12 * logits));
+  CHECK(plan_with_loss(false, false, 1).head->peak_transient_B == doctest::Approx(8 * 512.0 * 32000));
 }
 
 TEST_CASE("Megatron's vocab-parallel cross-entropy as its separate ops: 38 B per logit forward, 14 B backward") {
