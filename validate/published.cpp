@@ -297,7 +297,9 @@ std::vector<CaseResult> evaluate_case(const TranslatedCase& c) {
       r.baseline = m.baseline;
       r.published = m.published;
       r.rel_rounding = m.rel_rounding;
-      if (plan) {
+      if (plan && m.kind == MetricKind::kMoeLayerTime && plan->model.transformer.moe.experts <= 1) {
+        r.failure = "an MoE layer's time measured, but the model has no experts";
+      } else if (plan) {
         r.predicted = predicted_value(m, *plan, p);
         if (m.kind == MetricKind::kIterationTime) r.predicted *= c.batch_scale;
         r.error = (r.predicted - r.published) / r.published;

@@ -161,6 +161,19 @@ TEST_CASE("validate: an MoE layer's own time is its MoE module's kernels, kept o
   CHECK(c.predicted == doctest::Approx(by_name).epsilon(1e-12));
   CHECK(c.predicted < 0.9 * layer);  // attention and the norms are outside the module
   CHECK(case_errors(r).empty());     // a mechanism check, not an iteration: no interval from it
+
+  // The same measurement on a model without experts has nothing to compare: a failure, named.
+  const std::string dense = write_temp("stratasim_moe_layer_dense.json", R"js([
+    {"id": "moelayer_2", "source": "a test", "model": {"layers": 1, "hidden": 4096, "heads": 8,
+     "seq_len": 4096, "vocab": 32000, "ffn_hidden": 14336, "arch": "a dense layer"},
+     "parallel": {"tp": 1, "pp": 1, "dp": 8, "micro_batch": 1, "global_batch": 8,
+                  "recompute": "none", "sequence_parallel": false},
+     "hardware": {"gpu": "H100-SXM5-80GB", "gpus_per_node": 8, "num_gpus": 8},
+     "framework": "Megatron-Core", "precision": "bf16",
+     "measured": {"moe_layer_forward_ms": 4.25, "moe_layer_backward_ms": 7.75}}])js");
+  const ValidationReport d = validate_published(load_validation_set({dense}, false));
+  REQUIRE(d.cases.size() == 1);
+  CHECK(d.cases[0].failure == "an MoE layer's time measured, but the model has no experts");
 }
 
 TEST_CASE("validate: cases it cannot express yet are listed with the reason, not dropped") {
