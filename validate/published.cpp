@@ -297,7 +297,7 @@ std::vector<CaseResult> evaluate_case(const TranslatedCase& c) {
       r.baseline = m.baseline;
       r.published = m.published;
       r.rel_rounding = m.rel_rounding;
-      if (plan && m.kind == MetricKind::kMoeLayerTime && plan->model.transformer.moe.experts <= 1) {
+      if (plan && m.kind == MetricKind::kMoeLayerTime && !plan->model.transformer.moe.enabled()) {
         r.failure = "an MoE layer's time measured, but the model has no experts";
       } else if (plan) {
         r.predicted = predicted_value(m, *plan, p);

@@ -23,7 +23,8 @@ struct KernelTime {
 // tiles do wasted work. Fraction of the device doing useful work, best over the tile shapes.
 double wave_efficiency(double m, double n, double batch, int compute_units);
 
-// Roofline: compute at peak * efficiency(FLOP) * wave efficiency, memory at
+// Roofline: a GEMM's compute is its FLOP at peak * plateau * wave efficiency plus the size
+// curve's fixed cost (half_size at peak * plateau) per launch, memory at
 // bandwidth * efficiency(bytes). With dtype fp8, only linear-layer GEMMs (Kernel::fp8_eligible)
 // run at the fp8 peak and efficiency, plus their cast kernels; everything else runs at the
 // 16-bit storage dtype. Fused attention uses the device's curves of the `attention` kernel

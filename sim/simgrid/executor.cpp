@@ -36,6 +36,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "hardware_models/src/hardware_model.h"
 #include "sim/cost/block_cost_memo.h"
 #include "sim/cost/optimizer_cost.h"
 #include "sim/cost/step_timing.h"

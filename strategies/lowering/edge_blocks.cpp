@@ -103,10 +103,11 @@ LayerGraph build_head(const TransformerSpec& t, const LayerShape& sh) {
   LayerOp& ce = add_op(g, "cross_entropy", OpClass::kMemoryBound, logits, loss);
   ce.saves = kSaveInput0;  // softmax of the logits, reused by the backward
   ce.other_flops = 5 * n * vocab_local;
-  if (!sh.fusion.fused_loss && !sh.fusion.megatron_loss_ops && sh.tp > 1) {
-    // Eager F.cross_entropy(logits.float()) on vocab-sharded logits: PyTorch's loss_parallel
-    // (TorchTitan with tp > 1: train.py's loss_parallel context; torch/distributed/tensor/
-    // parallel/loss.py), the decomposed log_softmax and a fused nll + log_softmax backward.
+  if (!sh.fusion.fused_loss && sh.fusion.loss_parallel && sh.tp > 1) {
+    // FusionPlan::loss_parallel: eager F.cross_entropy(logits.float()) on vocab-sharded logits
+    // as PyTorch's loss_parallel runs it (TorchTitan with tp > 1: train.py's loss_parallel
+    // context; torch/distributed/tensor/parallel/loss.py), the decomposed log_softmax and a
+    // fused nll + log_softmax backward.
     // Per element of the local logits the forward casts (read 2, write 4 B), takes the max (4),
     // shifts (8), exponentiates (8), sums (4) and subtracts the log-sum (8): 38 B where one
     // fused pass reads 4. The backward writes zeros (4), adds exp(x) to them (read 8, write 4

@@ -70,6 +70,12 @@ struct FusionPlan {
   // place, cast back), Megatron-LM's loss until --cross-entropy-loss-fusion (core r0.8, 2024;
   // off by default), where fused_loss alone is one fused pass.
   bool megatron_loss_ops = false;
+  // Without fused_loss and with tp > 1: PyTorch's loss_parallel (torch/distributed/tensor/
+  // parallel/loss.py, TorchTitan's loss under tensor parallelism), the eager F.cross_entropy
+  // on vocabulary-sharded logits as its decomposed log_softmax and fused nll + log_softmax
+  // backward: 38 B per local logit each way and 12 B held at the backward's peak, where the
+  // unsharded eager loss moves 14 and 28 and holds 8.
+  bool loss_parallel = false;
   AttentionKernel attention_kernel = AttentionKernel::kFlash2;  // with flash_attention
   // Operator graphs: every run of consecutive ops from a GEMM or convolution (or any op) through
   // the memory-bound ops after it (stencils, elementwise, norms, pools, softmax) that each read

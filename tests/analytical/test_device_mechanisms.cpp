@@ -446,18 +446,21 @@ TEST_CASE("gemm: wave quantization stretches a GEMM's FLOP, not its fixed cost")
   k.phase = Phase::kForward;
   // 1024^3: 128 x 128 tiles are 64 tiles on 132 SMs, one wave at 0.93 x 64/132 = 0.45091
   // (256 x 128: 32 tiles, 0.24242). 2 x 1024^3 FLOP at 0.8e15 x 0.45091, plus the fixed cost
-  // 1e9 / 0.8e15 = 1.25 us: 5.9523 + 1.25 = 7.2023 us.
+  // 1e9 / 0.8e15 = 1.25 us: 5.9531 + 1.25 = 7.2031 us (stretching the fixed cost too gave
+  // 8.7252 us). Compared in microseconds: Approx's default scale would make a tolerance of
+  // microseconds absolute.
   k.gemm_m = 1024, k.gemm_n = 1024, k.gemm_k = 1024;
   k.matmul_flops = 2.0 * 1024 * 1024 * 1024;
   const double wave = 0.93 * 64 / 132;
-  CHECK(kernel_time(k, d, DType::kBf16).total_s == doctest::Approx(k.matmul_flops / (0.8e15 * wave) + 1.25e-6));
-  CHECK(kernel_time(k, d, DType::kBf16).total_s == doctest::Approx(7.2023e-6).epsilon(1e-4));
+  auto us = [&] { return kernel_time(k, d, DType::kBf16).total_s * 1e6; };
+  CHECK(us() == doctest::Approx(k.matmul_flops / (0.8e15 * wave) * 1e6 + 1.25));
+  CHECK(us() == doctest::Approx(7.2031).epsilon(1e-4));
   // A router's skinny GEMM, 4096 tokens x 8 experts x 4096: 32 tiles of 128 x 128 whose columns
-  // are 8/128 useful: 0.93 x 0.0625 x 32/132 = 0.014091; its 0.268 GFLOP take 23.8 us, plus
-  // one fixed cost (1.25 us), not the 1.25 us / 0.014 = 89 us of a stretched fixed cost.
+  // are 8/128 useful: 0.93 x 0.0625 x 32/132 = 0.014091; its 0.268 GFLOP take 23.813 us, plus
+  // one fixed cost (1.25 us): 25.063 us, not 23.813 + 1.25 / 0.014091 = 112.5 us.
   k.gemm_m = 4096, k.gemm_n = 8, k.gemm_k = 4096;
   k.matmul_flops = 2.0 * 4096 * 8 * 4096;
   const double skinny = 0.93 * 0.0625 * 32 / 132;
-  CHECK(kernel_time(k, d, DType::kBf16).total_s == doctest::Approx(k.matmul_flops / (0.8e15 * skinny) + 1.25e-6));
-  CHECK(kernel_time(k, d, DType::kBf16).total_s == doctest::Approx(25.06e-6).epsilon(1e-3));
+  CHECK(us() == doctest::Approx(k.matmul_flops / (0.8e15 * skinny) * 1e6 + 1.25));
+  CHECK(us() == doctest::Approx(25.063).epsilon(1e-4));
 }

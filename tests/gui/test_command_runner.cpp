@@ -4,6 +4,7 @@
 
 #include <QtTest/QSignalSpy>
 #include <QtTest/QTest>
+#include <cerrno>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -25,23 +26,30 @@ std::string command_line(const fs::path& proc_dir) {
   if (fd < 0) return {};
   std::string cmd;
   char buf[4096];
-  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) cmd.append(buf, static_cast<size_t>(n));
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    cmd.append(buf, static_cast<size_t>(n));
+  }
   ::close(fd);
   return cmd;
 }
 
-// Processes whose command line contains `marker` (NULs between arguments read as spaces).
+// Processes whose command line contains `marker` (NULs between arguments read as spaces); -1
+// when /proc cannot be listed, so that a count of 0 always means none was found.
 int processes_with(const std::string& marker) {
   int n = 0;
   std::error_code ec;
-  for (fs::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+  fs::directory_iterator it("/proc", ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
     const std::string pid = it->path().filename().string();
     if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
     std::string cmd = command_line(it->path());
     for (char& c : cmd) c = c == '\0' ? ' ' : c;
     n += cmd.find(marker) != std::string::npos;
   }
-  return n;
+  return ec ? -1 : n;
 }
 
 void cancel_and_wait(stratasim::CommandRunner& runner) {

@@ -175,12 +175,13 @@ namespace {
 
 // small_gpt (4 layers) on a DGX A100 at micro-batch 1 with the "all" fusion preset and the
 // loss fused or eager, as Megatron's ops or not.
-Plan plan_with_loss(bool fused_loss, bool megatron_ops, int tp = 1) {
+Plan plan_with_loss(bool fused_loss, bool megatron_ops, int tp = 1, bool loss_parallel = false) {
   Strategy s;
   s.global_batch = 8, s.micro_batch = 1, s.tp = tp;
   fusion_preset("all", &s.fusion);
   s.fusion.fused_loss = fused_loss;
   s.fusion.megatron_loss_ops = megatron_ops;
+  s.fusion.loss_parallel = loss_parallel;
   return testing::lower_on_dgx_a100(testing::small_gpt(4), s, 8);
 }
 
@@ -223,7 +224,7 @@ TEST_CASE("PyTorch's loss_parallel: eager cross-entropy on vocab-sharded logits,
   // the sum of the two (12), times the output gradient (8), cast back (6) = 38 B, the
   // forward's. Held at its peak beside the saved log-probabilities: the zeros, exp(x) and
   // their sum, 12 B fp32, where the unsharded eager loss (tp 1, above) holds 8.
-  const Plan fused = plan_with_loss(true, false, 2), sharded = plan_with_loss(false, false, 2);
+  const Plan fused = plan_with_loss(true, false, 2), sharded = plan_with_loss(false, false, 2, true);
   auto ce = cross_entropy;
   const double logits = 512.0 * 16000;
   CHECK(ce(sharded, Phase::kForward).bytes - ce(fused, Phase::kForward).bytes == doctest::Approx(34 * logits));
@@ -231,6 +232,21 @@ TEST_CASE("PyTorch's loss_parallel: eager cross-entropy on vocab-sharded logits,
   CHECK(ce(sharded, Phase::kForward).launches == 7);
   CHECK(sharded.head->peak_transient_B == doctest::Approx(12 * logits));
   CHECK(plan_with_loss(false, false, 1).head->peak_transient_B == doctest::Approx(8 * 512.0 * 32000));
+  // Without loss_parallel the sharded eager loss stays the plain one (8 B held), and with tp 1
+  // loss_parallel changes nothing.
+  CHECK(plan_with_loss(false, false, 2).head->peak_transient_B == doctest::Approx(8 * logits));
+  CHECK(plan_with_loss(false, false, 1, true).head->peak_transient_B == doctest::Approx(8 * 512.0 * 32000));
+  // Read and written back; refused with a fused loss, naming the rule.
+  auto read = [](const char* fusion) {
+    const Json j = parse_json_text(std::string(R"({"global_batch": 8, "fusion": )") + fusion + "}", "s.json");
+    return read_strategy(JsonNode(j, "s.json", "strategy"));
+  };
+  CHECK(read(R"({"loss_parallel": true})").fusion.loss_parallel);
+  CHECK(to_json(read(R"({"loss_parallel": true})")).at("fusion").at("loss_parallel") == true);
+  CHECK_FALSE(to_json(read(R"({"preset": "all"})")).at("fusion").contains("loss_parallel"));
+  CHECK_THROWS_WITH_AS(read(R"({"fused_loss": true, "loss_parallel": true})"),
+                       doctest::Contains("s.json: strategy.fusion.loss_parallel: true asks for PyTorch's loss_parallel with fused_loss"),
+                       InputError);
 }
 
 TEST_CASE("Megatron's vocab-parallel cross-entropy as its separate ops: 38 B per logit forward, 14 B backward") {
