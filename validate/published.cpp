@@ -78,16 +78,19 @@ Chosen choose_strategy(const Scenario& s) {
 }
 
 // The forward and backward time of the layer's kernels that belong to its MoE module (router
-// to combine, shared experts; LayerOp::module), as exposed in the layer's own timeline.
+// to combine, shared experts; LayerOp::module), as exposed in the layer's own timeline. A kernel
+// fusing ops from inside and outside the module (the shared experts' add with the residual add
+// after the MoELayer) counts by its share of the module's ops.
 double moe_module_s(const Block& b, const Plan& plan) {
+  const int ops = static_cast<int>(b.graph.ops.size());
   double t = 0;
   for (const std::vector<Kernel>* list : {&b.forward, &b.backward}) {
     const std::vector<KernelTiming> timings = kernel_timings(*list, plan);
     for (size_t i = 0; i < list->size(); ++i) {
-      const int op = (*list)[i].first_op;
-      if (op >= 0 && op < static_cast<int>(b.graph.ops.size()) && (b.graph.ops[op].module & kModuleMoe)) {
-        t += timings[i].exposed_s;
-      }
+      const int first = std::max(0, (*list)[i].first_op), last = std::min(ops - 1, (*list)[i].last_op);
+      int inside = 0;
+      for (int op = first; op <= last; ++op) inside += (b.graph.ops[op].module & kModuleMoe) != 0;
+      if (inside > 0) t += timings[i].exposed_s * inside / (last - first + 1);
     }
   }
   return t;

@@ -126,7 +126,7 @@ TEST_CASE("validate: a two-case source added as a file is evaluated with its own
 TEST_CASE("validate: an MoE layer's own time is its MoE module's kernels, kept out of the intervals") {
   // Megatron-Core's layer benchmark times one MoELayer (router to combine): the prediction is
   // the layer's kernels from the router to the unpermute, here found by their names.
-  const std::string path = write_temp("stratasim_moe_layer_source.json", R"js([
+  const std::string moe_case = R"js([
     {"id": "moelayer_1", "source": "a test", "model": {"layers": 1, "hidden": 4096, "heads": 8,
      "seq_len": 4096, "vocab": 32000, "experts": 8, "top_k": 2, "moe_ffn_hidden": 14336,
      "ffn_hidden": 14336, "arch": "an MoE layer proxy"},
@@ -134,7 +134,8 @@ TEST_CASE("validate: an MoE layer's own time is its MoE module's kernels, kept o
                   "recompute": "none", "sequence_parallel": false},
      "hardware": {"gpu": "H100-SXM5-80GB", "gpus_per_node": 8, "num_gpus": 8},
      "framework": "Megatron-Core", "precision": "bf16",
-     "measured": {"moe_layer_forward_ms": 4.25, "moe_layer_backward_ms": 7.75}}])js");
+     "measured": {"moe_layer_forward_ms": 4.25, "moe_layer_backward_ms": 7.75}}])js";
+  const std::string path = write_temp("stratasim_moe_layer_source.json", moe_case);
   const ValidationSet set = load_validation_set({path}, false);
   const ValidationReport r = validate_published(set);
   REQUIRE(r.cases.size() == 1);
@@ -161,6 +162,36 @@ TEST_CASE("validate: an MoE layer's own time is its MoE module's kernels, kept o
   CHECK(c.predicted == doctest::Approx(by_name).epsilon(1e-12));
   CHECK(c.predicted < 0.9 * layer);  // attention and the norms are outside the module
   CHECK(case_errors(r).empty());     // a mechanism check, not an iteration: no interval from it
+
+  // With a shared expert: its GEMMs and its bias + activation kernel join the module, and the
+  // kernel fusing its add with the residual add after the MoELayer counts by its one op of two
+  // inside (the rest of the layer is the same, so the difference is these alone).
+  Json doc = parse_json_text(moe_case, "moe_case");
+  doc[0]["id"] = "moelayer_shared";
+  doc[0]["model"]["shared_experts"] = 1;
+  const std::string shared_path = write_temp("stratasim_moe_layer_shared.json", doc.dump());
+  const ValidationSet shared_set = load_validation_set({shared_path}, false);
+  const ValidationReport shared_report = validate_published(shared_set);
+  REQUIRE(shared_report.cases.size() == 1);
+  const Scenario ss = read_scenario(shared_set.cases[0].scenario, "moelayer_shared");
+  Expected<Plan> sp = lower(ss.model, ss.strategy, ss.hardware);
+  REQUIRE(sp.has_value());
+  double shared = 0;
+  int fused = 0;
+  for (const std::vector<Kernel>* list : {&sp->layer->forward, &sp->layer->backward}) {
+    const std::vector<KernelTiming> t = kernel_timings(*list, *sp);
+    for (size_t i = 0; i < list->size(); ++i) {
+      const Kernel& k = (*list)[i];
+      const std::string first(sp->layer->graph.ops[k.first_op].name), last(sp->layer->graph.ops[k.last_op].name);
+      if (first == "shared_add" && last == "residual_add" && k.last_op == k.first_op + 1) {
+        shared += t[i].exposed_s / 2, ++fused;
+      } else if (first == "shared_fc1" || first == "shared_fc2" || first == "fc1_bias" || first == "gelu") {
+        shared += t[i].exposed_s;
+      }
+    }
+  }
+  CHECK(fused == 2);  // forward and backward
+  CHECK(shared_report.cases[0].predicted - c.predicted == doctest::Approx(shared).epsilon(1e-9));
 
   // The same measurement on a model without experts has nothing to compare: a failure, named.
   const std::string dense = write_temp("stratasim_moe_layer_dense.json", R"js([
