@@ -15,6 +15,7 @@
 #include "strategies/model/model_json.h"
 #include "strategies/strategy/strategy_json.h"
 #include "tests/support/input_error.h"
+#include "tests/support/simple_device.h"
 #include "tests/support/small_plans.h"
 
 using namespace stratasim;
@@ -434,11 +435,8 @@ TEST_CASE("attention: the short-loop attention curves run at the device's sustai
 
 TEST_CASE("gemm: wave quantization stretches a GEMM's FLOP, not its fixed cost") {
   // 1e15 FLOP/s, plateau 0.8, half the plateau at 1e9 FLOP, 132 SMs, no launch cost.
-  DeviceSpec d;
-  d.peak_flops[static_cast<int>(DType::kBf16)] = 1e15;
-  d.memory_bandwidth_Bps = 1e15;
+  DeviceSpec d = testing::simple_device();
   d.matmul = {0.8, 1e9};
-  d.memory = {1.0, 0};
   d.kernel_overhead_s = 0;
   d.compute_units = 132;
   Kernel k;

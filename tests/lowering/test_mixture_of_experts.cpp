@@ -16,6 +16,7 @@
 #include "sim/cost/kernel_cost.h"
 #include "strategies/strategy/strategy_json.h"
 #include "tests/support/input_error.h"
+#include "tests/support/simple_device.h"
 #include "tests/support/small_plans.h"
 
 using namespace stratasim;
@@ -357,11 +358,8 @@ TEST_CASE("moe: Transformer Engine's per-expert GEMMs on 4 streams pay a launch'
   // The time, worked by hand on a device without wave quantization: 1e10 FLOP at 0.8 of
   // 1e15 FLOP/s, half the plateau at 1e9 FLOP a launch. One grouped launch: the curve at 1e10,
   // 0.8 x 10/11; 5 rounds of concurrent launches: the curve at 2e9, 0.8 x 2/3.
-  DeviceSpec d;
-  d.peak_flops[static_cast<int>(DType::kBf16)] = 1e15;
-  d.memory_bandwidth_Bps = 1e12;
+  DeviceSpec d = testing::simple_device();
   d.matmul = {0.8, 1e9};
-  d.memory = {1.0, 0};
   d.kernel_overhead_s = 0;
   Kernel k;
   k.cls = OpClass::kMatmul;
