@@ -17,21 +17,22 @@ namespace {
 std::string pct(double x) { return format_text("%.1f%%", 100 * x); }
 
 std::string memory_table(const Prediction& p) {
-  std::string out = format_text("  %-5s %11s %11s %11s %11s %11s %11s %11s %11s %11s\n", "rank", "weights",
-                        "gradients", "optimizer", "activations", "transient", "buffers",
-                        "workspace", "context", "total");
+  std::string out = format_text("  %-5s %11s %11s %11s %11s %11s %11s %11s %11s %11s %11s\n", "rank",
+                                 "weights", "gradients", "optimizer", "activations", "transient",
+                                 "buffers", "workspace", "fragmented", "context", "total");
   for (size_t r = 0; r < p.rank_memory.size(); ++r) {
     const MemoryBreakdown& m = p.rank_memory[r];
-    out += format_text("  %-5zu %11s %11s %11s %11s %11s %11s %11s %11s %11s%s\n", r,
+    out += format_text("  %-5zu %11s %11s %11s %11s %11s %11s %11s %11s %11s %11s%s\n", r,
                format_bytes(m.weights_B).c_str(), format_bytes(m.gradients_B).c_str(),
                format_bytes(m.optimizer_B).c_str(), format_bytes(m.activations_B).c_str(),
                format_bytes(m.transient_B).c_str(), format_bytes(m.buffers_B).c_str(),
-               format_bytes(m.workspace_B).c_str(), format_bytes(m.context_B).c_str(),
-               format_bytes(m.total()).c_str(), int(r) == p.peak_rank ? "  <- peak" : "");
+               format_bytes(m.workspace_B).c_str(), format_bytes(m.fragmentation_B).c_str(),
+               format_bytes(m.context_B).c_str(), format_bytes(m.total()).c_str(),
+               int(r) == p.peak_rank ? "  <- peak" : "");
   }
   out += format_text("  views    allocated %s (the tensors: max_memory_allocated), reserved %s "
-                     "(+ allocator workspace: max_memory_reserved), device %s (+ CUDA context: "
-                     "nvidia-smi)\n",
+                     "(+ allocator workspace and fragmentation: max_memory_reserved), device %s "
+                     "(+ CUDA context: nvidia-smi)\n",
                      format_bytes(p.peak_allocated_B).c_str(), format_bytes(p.peak_reserved_B).c_str(),
                      format_bytes(p.peak_memory_B).c_str());
   return out;

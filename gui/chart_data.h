@@ -30,7 +30,7 @@ struct MemoryComponent {
   const char* name;
   double MemoryBreakdown::*bytes;
 };
-inline constexpr std::array<MemoryComponent, 8> kMemoryComponents{{
+inline constexpr std::array<MemoryComponent, 9> kMemoryComponents{{
     {"weights", &MemoryBreakdown::weights_B},
     {"gradients", &MemoryBreakdown::gradients_B},
     {"optimizer", &MemoryBreakdown::optimizer_B},
@@ -38,6 +38,7 @@ inline constexpr std::array<MemoryComponent, 8> kMemoryComponents{{
     {"transient", &MemoryBreakdown::transient_B},
     {"buffers", &MemoryBreakdown::buffers_B},
     {"workspace", &MemoryBreakdown::workspace_B},
+    {"fragmentation", &MemoryBreakdown::fragmentation_B},
     {"context", &MemoryBreakdown::context_B},
 }};
 

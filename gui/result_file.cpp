@@ -22,9 +22,11 @@ constexpr std::array<EnumName<EventKind>, 7> kEventNames{{
 MemoryBreakdown read_memory(const JsonNode& n) {
   MemoryBreakdown m;
   for (const MemoryComponent& c : kMemoryComponents) {
-    // Results written before the CUDA context was its own component have none.
+    // Results written before the CUDA context or the allocator's fragmentation were their
+    // own components have none.
     const std::string key = std::string(c.name) + "_B";
-    m.*c.bytes = c.bytes == &MemoryBreakdown::context_B ? n.number_or(key, 0) : n.number(key);
+    const bool newer = c.bytes == &MemoryBreakdown::context_B || c.bytes == &MemoryBreakdown::fragmentation_B;
+    m.*c.bytes = newer ? n.number_or(key, 0) : n.number(key);
   }
   m.host_B = n.number_or("host_B", 0);
   return m;

@@ -16,9 +16,10 @@ namespace {
 
 // One device's breakdown: `params` parameters (`experts` of them routed experts), `activation_sum`
 // saved per micro-batch over its `chunks` chunks, `transient` working set, `in_flight`
-// chunk-micro-batches held at once.
+// chunk-micro-batches held at once; `transient_reserved` the largest working set with the caching
+// allocator's slack beside it (Block::allocator_slack_B).
 MemoryBreakdown rank_breakdown(const Plan& plan, double params, double experts, double activation_sum,
-                               double transient, int chunks, int in_flight) {
+                               double transient, double transient_reserved, int chunks, int in_flight) {
   const Strategy& s = plan.strategy;
   const StateBytes state{plan.weight_bytes_per_param, plan.grad_state_bytes_per_param,
                          plan.optimizer_bytes_per_param};
@@ -45,6 +46,10 @@ MemoryBreakdown rank_breakdown(const Plan& plan, double params, double experts, 
   }
   m.activations_B = in_flight * activation_sum / std::max(1, chunks);
   m.transient_B = transient;
+  // The allocator's high-water mark sits above the tensors' when a working set leaves holes
+  // its later tensors do not fit (the eager loss: allocator_replay.h), by what exceeds the
+  // rank's largest working set.
+  m.fragmentation_B = std::max(0.0, transient_reserved - transient);
   // p2p send and receive buffers; the gradient bucket being reduced.
   m.buffers_B = (plan.pp > 1 ? 2 * plan.p2p_bytes : 0) +
                 (plan.dp > 1 && !plan.inference()
@@ -68,7 +73,7 @@ std::vector<MemoryBreakdown> rank_memory(const Plan& plan, const std::vector<int
   std::vector<MemoryBreakdown> out(plan.pp);
   // One pass over the virtual stages, summed per rank (pp x v stages: not pp passes).
   struct RankSum {
-    double params = 0, experts = 0, activation_sum = 0, transient = 0;
+    double params = 0, experts = 0, activation_sum = 0, transient = 0, transient_reserved = 0;
     int chunks = 0;
   };
   std::vector<RankSum> sums(plan.pp);
@@ -77,10 +82,14 @@ std::vector<MemoryBreakdown> rank_memory(const Plan& plan, const std::vector<int
     a.params += st.params;
     a.experts += st.expert_params;
     a.activation_sum += st.activation_B;
+    auto hold = [&a](const Block& b) {
+      a.transient = std::max(a.transient, b.peak_transient_B);
+      a.transient_reserved = std::max(a.transient_reserved, b.peak_transient_B + b.allocator_slack_B);
+    };
     for (const auto& [block, times] : plan.layer_runs(st)) {
-      if (times > 0) a.transient = std::max(a.transient, block->peak_transient_B);
+      if (times > 0) hold(*block);
     }
-    if (st.has_head && plan.head) a.transient = std::max(a.transient, plan.head->peak_transient_B);
+    if (st.has_head && plan.head) hold(*plan.head);
     ++a.chunks;
   }
   // Placement (op graphs, pp 1): the replica's devices hold different ops; the rank reports
@@ -89,7 +98,7 @@ std::vector<MemoryBreakdown> rank_memory(const Plan& plan, const std::vector<int
     MemoryBreakdown fullest;
     for (const PlacedDevice& d : plan.placed) {
       const MemoryBreakdown m = rank_breakdown(plan, d.params, 0, d.activation_B * plan.block_repeat,
-                                               d.peak_transient_B, 1, in_flight[0]);
+                                               d.peak_transient_B, d.peak_transient_B, 1, in_flight[0]);
       if (m.total() > fullest.total()) fullest = m;
     }
     out[0] = fullest;
@@ -97,7 +106,7 @@ std::vector<MemoryBreakdown> rank_memory(const Plan& plan, const std::vector<int
   }
   for (int r = 0; r < plan.pp; ++r) {
     out[r] = rank_breakdown(plan, sums[r].params, sums[r].experts, sums[r].activation_sum,
-                            sums[r].transient, sums[r].chunks, in_flight[r]);
+                            sums[r].transient, sums[r].transient_reserved, sums[r].chunks, in_flight[r]);
   }
   return out;
 }

@@ -160,7 +160,8 @@ void add_memory_counters(Json& events, const Prediction& p, const std::set<int>&
     for (const auto& c : changes) most = std::max(most, level += c.second);
     if (most <= 0) continue;
     const MemoryBreakdown& m = p.rank_memory[r];
-    const double states = m.weights_B + m.gradients_B + m.optimizer_B + m.buffers_B + m.workspace_B;
+    const double states =
+        m.weights_B + m.gradients_B + m.optimizer_B + m.buffers_B + m.workspace_B + m.fragmentation_B;
     // In GiB; the activations of one micro-batch in flight: the rank's stored activations
     // divided by the most micro-batches it holds at once.
     add_counter(events, r, "memory (GiB)", "activations", changes, m.activations_B / most / kGiB,

@@ -48,7 +48,8 @@ Json to_json(const MemoryBreakdown& m) {
   Json j{{"weights_B", m.weights_B},         {"gradients_B", m.gradients_B},
               {"optimizer_B", m.optimizer_B},     {"activations_B", m.activations_B},
               {"transient_B", m.transient_B},     {"buffers_B", m.buffers_B},
-              {"workspace_B", m.workspace_B},     {"context_B", m.context_B},
+              {"workspace_B", m.workspace_B},     {"fragmentation_B", m.fragmentation_B},
+              {"context_B", m.context_B},
               {"allocated_B", m.allocated()},     {"reserved_B", m.reserved()},
               {"total_B", m.total()}};
   if (m.host_B > 0) j["host_B"] = m.host_B;

@@ -17,6 +17,9 @@ struct MemoryBreakdown {
   double transient_B = 0;    // rematerialised by recomputation, largest live working set
   double buffers_B = 0;      // communication buffers (p2p, gradient buckets)
   double workspace_B = 0;    // the caching allocator's slack and library workspaces
+  // Reserved by the caching allocator in holes its later tensors do not fit (the eager loss's
+  // bf16 logits under its fp32 gradients): part of reserved(), not of allocated().
+  double fragmentation_B = 0;
   double context_B = 0;      // the CUDA context: outside the framework's allocator
   // Held in host memory for this device (optimizer offload: its optimizer-state shard and fp32
   // gradient shard); not part of total(), which is the device's.
@@ -28,7 +31,7 @@ struct MemoryBreakdown {
   double allocated() const {
     return weights_B + gradients_B + optimizer_B + activations_B + transient_B + buffers_B;
   }
-  double reserved() const { return allocated() + workspace_B; }
+  double reserved() const { return allocated() + workspace_B + fragmentation_B; }
   double total() const { return reserved() + context_B; }
 };
 

@@ -386,11 +386,17 @@ void lower_block(Block& block, Recompute mode, bool forward_only) {
           ? 0
           : saved_bytes_with(g, saved_with(g, u, Recompute::kNone), Recompute::kNone) -
                 block.saved_activation_B;
-  for (const LayerOp& op : g.ops) block.peak_transient_B = std::max(block.peak_transient_B, op.workspace_B);
+  double reserved = 0;  // an op's working set with the allocator's slack beside it
+  for (const LayerOp& op : g.ops) {
+    block.peak_transient_B = std::max(block.peak_transient_B, op.workspace_B);
+    reserved = std::max(reserved, op.workspace_B + op.allocator_slack_B);
+  }
+  block.allocator_slack_B = std::max(0.0, reserved - block.peak_transient_B);
   if (forward_only) {
     block.backward.clear();
     block.saved_activation_B = 0;
     block.peak_transient_B = 0;
+    block.allocator_slack_B = 0;
     for (const LayerOp& op : g.ops) {
       double live = op.workspace_B + (op.output >= 0 ? g.tensors[op.output].bytes : 0.0);
       for (int16_t t : op.inputs) live += t >= 0 ? g.tensors[t].bytes : 0.0;

@@ -1,11 +1,45 @@
 #include "strategies/lowering/edge_blocks.h"
 
+#include "strategies/lowering/allocator_replay.h"
 #include "strategies/lowering/spatial_split.h"
 
 #include <algorithm>
+#include <array>
 
 namespace stratasim {
 namespace {
+
+// The tensors an eager loss allocates and frees, per element of the local logits (bytes), in
+// PyTorch's order; ids: 0 the bf16 logits (the output projection's result), 1 their fp32 copy
+// (logits.float()), 2 the saved log-probabilities, the rest gradients and temporaries.
+// F.cross_entropy (aten log_softmax + nll_loss): train.py drops the logits after the loss
+// (`del pred`); the backward's nll gradient (zeros with the target's -1, 4 B) and
+// log_softmax's input gradient (4 B) are live together with the saved log-probabilities;
+// after log_softmax's node runs its input buffer and saved result go, and the cast back to
+// bf16 (2 B) follows.
+constexpr std::array<AllocatorStep, 11> kEagerLossTrace{{
+    {0, 2}, {1, 4}, {2, 4}, {1, 0}, {0, 0},  // forward, then the logits dropped
+    {3, 4}, {4, 4}, {3, 0}, {2, 0}, {5, 2}, {4, 0},  // backward
+}};
+// PyTorch's loss_parallel (torch/distributed/tensor/parallel/loss.py): _log_softmax shifts
+// by the max (4 B), exponentiates (a 4 B temporary, freed after its sum) and subtracts the
+// log-sum (the saved result, 4 B); the fused nll + log_softmax backward computes
+// (zeros_like(x) with -1 at the targets + exp(x)) * grad_output: the zeros, the exp
+// temporary, their sum and the product, beside the saved log-probabilities.
+constexpr std::array<AllocatorStep, 19> kLossParallelTrace{{
+    {0, 2}, {1, 4}, {6, 4}, {7, 4}, {7, 0}, {2, 4}, {6, 0}, {1, 0}, {0, 0},  // forward
+    {3, 4}, {8, 4}, {9, 4}, {8, 0}, {4, 4}, {9, 0}, {3, 0}, {2, 0}, {5, 2}, {4, 0},  // backward
+}};
+
+// An eager loss's working set beyond its saved fp32 log-probabilities (counted with the saved
+// logits), and what the caching allocator holds beside it: both per element of the logits.
+// The bf16 logits' 2 B hole under the log-probabilities takes none of the 4 B gradients, so
+// the range grows past it (TorchTitan's 8B at 32K tokens a GPU: 8.4 GB).
+void set_loss_memory(LayerOp& ce, std::span<const AllocatorStep> trace, double elements) {
+  const AllocatorPeaks peaks = replay_caching_allocator(trace);
+  ce.workspace_B = (peaks.allocated_B - 4) * elements;
+  ce.allocator_slack_B = (peaks.reserved_B - peaks.allocated_B) * elements;
+}
 
 int add_tensor(LayerGraph& g, double bytes, double saved = -1) {
   g.tensors.push_back(TensorInfo{bytes, saved < 0 ? bytes : saved});
@@ -114,21 +148,22 @@ LayerGraph build_head(const TransformerSpec& t, const LayerShape& sh) {
     // through an exp temporary: 12 + 8), scales by the output gradient (8) and casts back
     // (6): 38 B, the forward's. At its peak the saved log-probabilities (counted with the saved
     // logits) sit beside the zeros, exp(x) and their sum, all fp32: 12 B beyond them, where an
-    // unsharded eager loss holds 8.
+    // unsharded eager loss holds 8 (kLossParallelTrace).
     ce.eager_bytes = 34 * n * vocab_local;
     ce.eager_launches = 6;
     ce.backward_bytes_factor = 1;
-    ce.workspace_B = 12 * n * vocab_local;
+    set_loss_memory(ce, kLossParallelTrace, n * vocab_local);
   } else if (!sh.fusion.fused_loss) {
     // Eager F.cross_entropy(logits.float()) (TorchTitan's loss, HF models): per element of the
     // logits the forward casts bf16 -> fp32 (read 2, write 4 B) and log_softmax reads the
     // fp32 copy once more than one fused pass (4 B) -- 10 B beyond the fused op; the backward
     // (2x) writes the nll gradient, runs log_softmax's backward and casts back. Four kernels
     // beyond one. At the backward's start the saved log-probabilities (counted in the saved
-    // logits) share memory with the fp32 output gradient and the fp32 input gradient: 8 B.
+    // logits) share memory with the fp32 output gradient and the fp32 input gradient: 8 B
+    // (kEagerLossTrace).
     ce.eager_bytes = 10 * n * vocab_local;
     ce.eager_launches = 4;
-    ce.workspace_B = 8 * n * vocab_local;
+    set_loss_memory(ce, kEagerLossTrace, n * vocab_local);
   } else if (sh.fusion.megatron_loss_ops) {
     // Megatron's _VocabParallelCrossEntropy (megatron/mpu/cross_entropy.py 2021,
     // megatron/core/tensor_parallel/cross_entropy.py) on logits.float(): per element of the

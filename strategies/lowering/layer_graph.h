@@ -84,6 +84,10 @@ struct LayerOp {
   // Memory live beyond the saved tensors while this op runs its backward (eager intermediates
   // such as the fp32 gradients of an unfused cross-entropy); part of the block's peak.
   double workspace_B = 0;
+  // Memory its working set leaves reserved but unusable in the framework's caching allocator
+  // (holes too small for the tensors that come after them: allocator_replay.h); reserved, not
+  // allocated, and beside workspace_B at the op's peak.
+  double allocator_slack_B = 0;
   bool high_precision = false;  // a GEMM kept 16-bit under fp8 training (attention, logits)
   bool attention_core = false;  // recomputed by selective recomputation (Korthikanti 2022)
   // The Megatron-Core modules this op belongs to (RecomputeModule bits, strategy.h), which

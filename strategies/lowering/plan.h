@@ -79,6 +79,8 @@ struct Block {
   std::vector<Kernel> backward;  // recomputation kernels first, then the backward proper
   double saved_activation_B = 0;  // kept from forward to backward, per micro-batch
   double peak_transient_B = 0;    // largest working set during its backward
+  // Reserved beyond that working set at its most (LayerOp::allocator_slack_B).
+  double allocator_slack_B = 0;
   double params = 0;              // parameters on one device (after TP sharding), experts included
   double expert_params = 0;       // the routed experts' share of params (after EP sharding)
 };

@@ -214,6 +214,15 @@ TEST_CASE("an eager cross-entropy moves and holds fp32 copies of the logits; a f
   // No recomputation, so the layer adds no transient: the last stage's transient is the loss's.
   CHECK(predict_analytical(eager).rank_memory.back().transient_B == doctest::Approx(8 * logits));
   CHECK(predict_analytical(fused).rank_memory.back().transient_B == 0);
+  // The caching allocator (test_allocator_replay.cpp): the bf16 logits' 2 B hole takes none of
+  // the 4 B gradients, so the reserved view holds 2 B a logit beyond the tensors; reserved, not
+  // allocated. A fused loss leaves none.
+  CHECK(eager.head->allocator_slack_B == doctest::Approx(2 * logits));
+  const MemoryBreakdown m = predict_analytical(eager).rank_memory.back();
+  CHECK(m.fragmentation_B == doctest::Approx(2 * logits));
+  CHECK(m.reserved() - m.allocated() == doctest::Approx(m.workspace_B + 2 * logits));
+  CHECK(fused.head->allocator_slack_B == 0);
+  CHECK(predict_analytical(fused).rank_memory.back().fragmentation_B == 0);
 }
 
 TEST_CASE("PyTorch's loss_parallel: eager cross-entropy on vocab-sharded logits, 38 B per logit each way, 12 B held") {
@@ -231,6 +240,10 @@ TEST_CASE("PyTorch's loss_parallel: eager cross-entropy on vocab-sharded logits,
   CHECK(ce(sharded, Phase::kBackward).bytes == doctest::Approx(ce(sharded, Phase::kForward).bytes));
   CHECK(ce(sharded, Phase::kForward).launches == 7);
   CHECK(sharded.head->peak_transient_B == doctest::Approx(12 * logits));
+  // Replayed through the caching allocator: [0,2) logits, [2,6) fp32 copy, [6,10) shifted,
+  // [10,14) exp (freed), the log-probabilities in its place; backward: zeros [0,4) and exp(x)
+  // [4,8) in the 10 B hole, their sum beyond the top [14,18): 18 reserved, 16 allocated.
+  CHECK(sharded.head->allocator_slack_B == doctest::Approx(2 * logits));
   CHECK(plan_with_loss(false, false, 1).head->peak_transient_B == doctest::Approx(8 * 512.0 * 32000));
   // Without loss_parallel the sharded eager loss stays the plain one (8 B held), and with tp 1
   // loss_parallel changes nothing.
