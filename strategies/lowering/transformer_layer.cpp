@@ -633,6 +633,16 @@ int moe_mlp(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSp
                                {up, routes}, act, 6, FusionRule::kEpilogue, 3);
   glu.saves = kSaveInput0 | kSaveInput1;  // its input and the router weights
   glu.module |= kModuleMoeAct;
+  if (sh.expert_gemm_streams > 0 && t.activation != Activation::kSwiGLU) {
+    // Megatron-Core's TEGroupedMLP (ExpertGemm::kMultiStream) fuses only gated activations
+    // with the router weights (experts.py bias_act_func: weighted_bias_swiglu_impl,
+    // weighted_bias_quick_geglu_impl); a non-gated one runs as eager ops: the activation (read
+    // and write e B an element), a multiply by the fp32 router probabilities (read e, write
+    // 4 B) and a cast back (read 4, write e): 4e + 8 B where one fused pass moves 2e, so 2e + 8
+    // B (12 in bf16) and two launches beyond it; the backward moves twice that.
+    glu.eager_bytes = (2 * d.e + 8) * received * fe;
+    glu.eager_launches = 2;
+  }
   int down = B.tensor(received * d.h * d.e);
   LayerOp& fc2 = B.matmul("expert_fc2", act, down, local_experts * fe * d.h * d.e, rows, d.h, fe,
                           local_experts);

@@ -103,7 +103,9 @@ enum class CpMerge { kFused, kEagerFp32 };
 enum class CpRotate { kPass, kAllGather };
 // How an MoE layer's expert GEMMs run: kGrouped, one grouped-GEMM kernel over the local experts
 // (CUTLASS grouped GEMM, torch._grouped_mm); kMultiStream, Transformer Engine's GroupedLinear
-// (Megatron-Core's TEGroupedMLP): a cuBLAS GEMM per local expert, round robin on 4 streams.
+// (Megatron-Core's TEGroupedMLP): a cuBLAS GEMM per local expert, round robin on 4 streams,
+// with TEGroupedMLP's activation path (a non-gated activation and its router-weight multiply
+// as eager ops; gated ones fused).
 enum class ExpertGemm { kGrouped, kMultiStream };
 // How an MoE layer's tokens reach their experts' ranks (sim/cost/collective_cost.h
 // expert_exchange_bytes): kAllToAll, an NCCL all-to-all that sends every routed copy of a

@@ -371,6 +371,36 @@ TEST_CASE("moe: Transformer Engine's per-expert GEMMs on 4 streams pay a launch'
   CHECK(kernel_time(k, d, DType::kBf16).total_s == doctest::Approx(1e10 / (1e15 * 0.8 * 2 / 3)));
 }
 
+TEST_CASE("moe: TEGroupedMLP runs a non-gated expert activation as eager ops, 12 B an element beyond one pass") {
+  // GeLU experts (no gated unit), ep 1, micro-batch 1 x 512 tokens, top-2: 1024 token copies
+  // through experts of width 512: 524,288 activation elements. Megatron-Core's TEGroupedMLP
+  // (experts.py bias_act_func) fuses only SwiGLU and quick-GeGLU with the router weights; GeLU
+  // runs as gelu (read 2, write 2 B), a multiply by the fp32 probabilities (read 2, write 4)
+  // and a cast back (read 4, write 2): 16 B where a fused pass moves 4, 12 B and 2 launches
+  // beyond it; the backward twice the bytes. A grouped-GEMM stack and SwiGLU stay one pass.
+  ModelSpec gelu = moe_model();
+  gelu.transformer.activation = Activation::kGeLU;
+  Strategy s = moe_strategy(1, 1);
+  s.global_batch = 8;
+  const Plan fused = testing::lower_on_dgx_a100(gelu, s, 8);
+  s.expert_gemm = ExpertGemm::kMultiStream;
+  const Plan eager = testing::lower_on_dgx_a100(gelu, s, 8);
+  const Plan swiglu = testing::lower_on_dgx_a100(moe_model(), s, 8);
+  const double elements = 512.0 * 2 * 512;
+  auto act = [](const Plan& p, Phase phase, std::string_view name) {
+    return kernel(phase == Phase::kForward ? p.layer->forward : p.layer->backward, *p.layer, name);
+  };
+  const Kernel f0 = act(fused, Phase::kForward, "expert_gelu"), f1 = act(eager, Phase::kForward, "expert_gelu");
+  CHECK(f1.bytes - f0.bytes == doctest::Approx(12 * elements));
+  CHECK(f1.launches - f0.launches == 2);
+  CHECK(act(eager, Phase::kBackward, "expert_gelu").bytes - act(fused, Phase::kBackward, "expert_gelu").bytes ==
+        doctest::Approx(24 * elements));
+  Strategy grouped = moe_strategy(1, 1);
+  grouped.global_batch = 8;
+  CHECK(act(swiglu, Phase::kForward, "expert_swiglu").bytes ==
+        doctest::Approx(act(testing::lower_on_dgx_a100(moe_model(), grouped, 8), Phase::kForward, "expert_swiglu").bytes));
+}
+
 TEST_CASE("moe: expert_gemm in the scenario, its round trip and its error") {
   const Strategy s = read_text(R"({"global_batch": 8, "expert_gemm": "multi_stream"})");
   CHECK(s.expert_gemm == ExpertGemm::kMultiStream);
