@@ -29,7 +29,8 @@ LayerShape shape_of(const Strategy& s, bool causal) {
                     .fp8_saved_inputs = s.dtype == DType::kFp8 && s.fp8_saved_inputs, .causal = causal,
                     .forward_only = s.workload == Workload::kInference, .fusion = s.fusion,
                     .recompute_modules = s.recompute_modules,
-                    .expert_gemm_streams = s.expert_gemm == ExpertGemm::kMultiStream ? kTeComputeStreams : 0};
+                    .expert_gemm_streams = s.expert_gemm == ExpertGemm::kMultiStream ? kTeComputeStreams : 0,
+                    .expert_sort = s.ep_dispatch == EpDispatch::kAllToAll};
 }
 
 // Explicit op groups from the strategy ("fuse conv1, bn1, relu1"); they must be consecutive.

@@ -615,13 +615,27 @@ int moe_mlp(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSp
   topk.other_flops = 6 * tokens * m.experts;  // softmax (or sigmoid) and top-k over the scores
   topk.saves = kSaveOutput;
 
+  // A permutation's backward is the inverse permutation of the gradients: the forward's bytes
+  // (Transformer Engine's moe_permute: its backward is moe_unpermute of the gradient), where a
+  // memory-bound op's backward otherwise reads its saved input as well.
   int permuted = B.tensor(copies * d.h * d.e);
-  B.op("permute", OpClass::kMemoryBound, {y, routes}, permuted);
+  B.op("permute", OpClass::kMemoryBound, {y, routes}, permuted).backward_bytes_factor = 1;
   int dispatched = B.tensor(received * d.h * d.e);
   LayerOp& dispatch = B.op("ep_dispatch", OpClass::kCollective, {permuted}, dispatched);
   dispatch.comm = CommKind::kAllToAll;
   dispatch.comm_bytes = received * d.h * d.e;
   dispatch.group = GroupKind::kExpert;
+  // Tokens from an all-to-all arrive grouped by source rank; the local experts' GEMMs need them
+  // grouped by expert: one more permutation of the received copies and their router weights
+  // (Megatron-Core's alltoall dispatcher: "Permutation 2: Sort tokens by local expert",
+  // sort_chunks_by_idxs in dispatch_postprocess, and its inverse in combine_preprocess;
+  // token_dispatcher.py). DeepEP and HybridEP permute into expert order as they receive.
+  const bool sort = sh.expert_sort && local_experts > 1;
+  if (sort) {
+    int sorted = B.tensor(received * d.h * d.e);
+    B.op("sort_by_expert", OpClass::kMemoryBound, {dispatched}, sorted).backward_bytes_factor = 1;
+    dispatched = sorted;
+  }
 
   int up = B.tensor(received * fe_in * d.e);
   LayerOp& fc1 = B.matmul("expert_fc1", dispatched, up, local_experts * d.h * fe_in * d.e, rows,
@@ -649,6 +663,11 @@ int moe_mlp(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSp
   fc2.model_flops = 2 * copies * fe * d.h;
   fc2.gemm_rounds = fc1.gemm_rounds;
 
+  if (sort) {
+    int unsorted = B.tensor(received * d.h * d.e);
+    B.op("unsort_by_expert", OpClass::kMemoryBound, {down}, unsorted).backward_bytes_factor = 1;
+    down = unsorted;
+  }
   int combined = B.tensor(copies * d.h * d.e);
   LayerOp& combine = B.op("ep_combine", OpClass::kCollective, {down}, combined);
   combine.comm = CommKind::kAllToAll;

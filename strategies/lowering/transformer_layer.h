@@ -44,6 +44,10 @@ struct LayerShape {
   // Streams the per-expert GEMMs of an MoE layer spread over (Strategy::expert_gemm): 4 for
   // Transformer Engine's GroupedLinear, 0 for one grouped kernel.
   int expert_gemm_streams = 0;
+  // The MoE dispatch is an all-to-all of per-expert copies (Strategy::ep_dispatch kAllToAll):
+  // what a rank receives arrives grouped by source rank, so with more than one local expert it
+  // is sorted by expert after the dispatch and back before the combine.
+  bool expert_sort = false;
 };
 
 LayerGraph build_transformer_layer(const TransformerSpec& t, const LayerShape& shape);

@@ -263,16 +263,18 @@ TEST_CASE("moe: saved activations of the routed experts, per token copy") {
     REQUIRE(it != g.ops.end());
     return it->output;
   };
-  // 1024 copies: the dispatched tokens (fc1's input, 1024 x 1024 x 2 B), the gate and up
-  // projections (the weighted SwiGLU's input, 1024 x 1024 x 2 B) and its output (fc2's input,
-  // 1024 x 512 x 2 B) are kept; the experts' outputs are not (the combine sums them unweighted).
-  CHECK(saved[output_of("ep_dispatch")]);
+  // 1024 copies: the dispatched tokens sorted by expert (fc1's input, 1024 x 1024 x 2 B), the
+  // gate and up projections (the weighted SwiGLU's input, 1024 x 1024 x 2 B) and its output
+  // (fc2's input, 1024 x 512 x 2 B) are kept; the experts' outputs are not (the combine sums
+  // them unweighted), nor the unsorted tokens as they arrive (a permutation saves nothing).
+  CHECK(saved[output_of("sort_by_expert")]);
+  CHECK_FALSE(saved[output_of("ep_dispatch")]);
   CHECK(saved[output_of("expert_fc1")]);
   CHECK(saved[output_of("expert_swiglu")]);
   CHECK_FALSE(saved[output_of("expert_fc2")]);
   CHECK_FALSE(saved[output_of("ep_combine")]);
   CHECK_FALSE(saved[output_of("permute")]);
-  CHECK(g.tensors[output_of("ep_dispatch")].saved_bytes == doctest::Approx(1024.0 * 1024 * 2));
+  CHECK(g.tensors[output_of("sort_by_expert")].saved_bytes == doctest::Approx(1024.0 * 1024 * 2));
   CHECK(g.tensors[output_of("expert_swiglu")].saved_bytes == doctest::Approx(1024.0 * 512 * 2));
 }
 
@@ -399,6 +401,37 @@ TEST_CASE("moe: TEGroupedMLP runs a non-gated expert activation as eager ops, 12
   grouped.global_batch = 8;
   CHECK(act(swiglu, Phase::kForward, "expert_swiglu").bytes ==
         doctest::Approx(act(testing::lower_on_dgx_a100(moe_model(), grouped, 8), Phase::kForward, "expert_swiglu").bytes));
+}
+
+TEST_CASE("moe: an all-to-all dispatch sorts what a rank receives by local expert and back; DeepEP does not") {
+  // ep 1 on one rank: 8 local experts; micro-batch 1 x 512 tokens, top-2: 1024 copies of
+  // 1024 x 2 B received. Megatron-Core's alltoall dispatcher (token_dispatcher.py "Permutation
+  // 2", sort_chunks_by_idxs) reads and writes them once after the dispatch and once before the
+  // combine: 2 x 1024 x 1024 x 2 B each; a permutation's backward is the inverse permutation,
+  // the same bytes. DeepEP receives in expert order; one local expert needs no sort.
+  Strategy s = moe_strategy(1, 1);
+  s.global_batch = 8;
+  const Plan a2a = testing::lower_on_dgx_a100(moe_model(), s, 8);
+  const double copies = 512.0 * 2 * 1024 * 2;  // bytes of the received copies
+  for (std::string_view name : {"sort_by_expert", "unsort_by_expert"}) {
+    CHECK(kernel(a2a.layer->forward, *a2a.layer, name).bytes == doctest::Approx(2 * copies));
+    CHECK(kernel(a2a.layer->backward, *a2a.layer, name).bytes == doctest::Approx(2 * copies));
+  }
+  // permute reads the 512 tokens and their routing (top-2 weights and indices, 8 B each) and
+  // writes their 1024 copies; its backward the same bytes.
+  CHECK(kernel(a2a.layer->backward, *a2a.layer, "permute").bytes ==
+        doctest::Approx(kernel(a2a.layer->forward, *a2a.layer, "permute").bytes));
+  CHECK(kernel(a2a.layer->forward, *a2a.layer, "permute").bytes == doctest::Approx(512.0 * 1024 * 2 + 512.0 * 2 * 8 + copies));
+  auto has = [](const Plan& p, std::string_view name) {
+    return std::any_of(p.layer->graph.ops.begin(), p.layer->graph.ops.end(),
+                       [&](const LayerOp& op) { return op.name == name; });
+  };
+  s.ep_dispatch = EpDispatch::kDeepEP;
+  CHECK_FALSE(has(testing::lower_on_dgx_a100(moe_model(), s, 8), "sort_by_expert"));
+  s.ep_dispatch = EpDispatch::kAllToAll;
+  s.ep = 8;  // 8 experts on 8 ranks: one a rank
+  CHECK_FALSE(has(testing::lower_on_dgx_a100(moe_model(), s, 8), "unsort_by_expert"));
+  CHECK(has(a2a, "unsort_by_expert"));
 }
 
 TEST_CASE("moe: expert_gemm in the scenario, its round trip and its error") {
