@@ -126,19 +126,36 @@ PhaseSums sum_kernels(const std::vector<Kernel>& ks, const Plan& plan) {
   return sum;
 }
 
+}  // namespace
+
+double ep_paired_share(const Plan& plan) {
+  const double passes = double(std::max(1, plan.micro_batches)) * std::max(1, plan.chunks);
+  double warmup = 1;
+  if (plan.pp > 1) {
+    warmup = plan.chunks > 1 ? (plan.pp - 1) + (plan.chunks - 1.0) * plan.pp + 1 : (plan.pp - 1) / 2.0 + 1;
+  }
+  return std::clamp(1 - warmup / passes, 0.0, 1.0);
+}
+
+namespace {
+
 // Strategy::overlap_ep: a forward and a backward of different micro-batches run interleaved,
 // each pass's token all-to-alls beside the other pass's compute (its kernels without exposed
 // communication): what exceeds that compute stays exposed, and the compute runs
-// overlap_slowdown times slower while they overlap, as for TP overlap above.
+// overlap_slowdown times slower while they overlap, as for TP overlap above. Only the
+// steady state's passes have a partner (ep_paired_share): the warm-up forwards and cool-down
+// backwards run alone, their all-to-alls exposed.
 void overlap_expert_all_to_all(PhaseSums& f, PhaseSums& b, const Plan& plan) {
   if (!plan.strategy.overlap_ep || f.ep_total_s + b.ep_total_s <= 0) return;
   const double interference = 1 - 1 / plan.hardware.device.overlap_slowdown;
+  const double paired = ep_paired_share(plan);
   auto compute = [](const PhaseSums& s) {
     return s.time_s - s.comm_exposed_s - s.cp_exposed_s - s.ep_exposed_s;
   };
   const double beside_f = compute(b), beside_b = compute(f);
   auto hide = [&](PhaseSums& s, double partner) {
-    const double exposed = std::max(s.ep_total_s - partner, interference * s.ep_total_s);
+    const double overlapped = std::max(s.ep_total_s - partner, interference * s.ep_total_s);
+    const double exposed = paired * overlapped + (1 - paired) * s.ep_total_s;
     s.time_s += exposed - s.ep_exposed_s;
     s.ep_exposed_s = exposed;
   };

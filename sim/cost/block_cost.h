@@ -24,6 +24,15 @@ struct BlockCost {
   double hardware_flops = 0;  // forward + recompute + backward
 };
 
+// Strategy::overlap_ep as Megatron-Core's combined 1F1B runs it (pipeline_parallel/
+// combined_1f1b.py, schedules.py): a forward is paired with another micro-batch's backward only
+// in the schedule's steady state. Per rank, interleaved over v chunks with micro-batch groups of
+// pp, (pp - rank - 1) x 2 + (v - 1) pp + 1 chunk forwards warm up alone (the + 1: one extra
+// forward so that each pair is independent), pp - 1 + (v - 1) pp + 1 on average over the ranks;
+// one-chunk pipelines (pp - 1)/2 + 1; without pipelining 1 (the first forward, and the last
+// backward). The share of a rank's passes that have a partner, of M v in all.
+double ep_paired_share(const Plan& plan);
+
 BlockCost block_cost(const Block& b, const Plan& plan);
 
 // Per kernel of one phase list: its time, the part that stays exposed (a collective with

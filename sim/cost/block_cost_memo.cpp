@@ -25,7 +25,7 @@ double attention_checksum(const AttentionCurves& a) {
 }
 
 // Every number block_cost() reads from the plan besides the block itself.
-using Signature = std::array<double, 70>;
+using Signature = std::array<double, 71>;
 
 Signature signature_of(const Plan& plan) {
   const HardwareModel& hw = plan.hardware;
@@ -55,7 +55,7 @@ Signature signature_of(const Plan& plan) {
                    attention_checksum(d.flash3), attention_checksum(d.cudnn),
                    double(s.fusion.attention_kernel),
                    d.overlap_slowdown, d.sustained_clock, s.host_overhead_s, d.speed_variability, curve_checksum(hw.node.device_link),
-                   curve_checksum(hw.node.nic)}) {
+                   curve_checksum(hw.node.nic), ep_paired_share(plan)}) {
     sig.at(i++) = v;
   }
   return sig;

@@ -218,12 +218,40 @@ TEST_CASE("moe: overlap_ep hides each pass's all-to-alls behind the other pass's
   CHECK(a.ep_exposed_s == doctest::Approx(a.ep_total_s));
   // Forward all-to-alls beside the backward's compute and vice versa; with a compute longer
   // than the traffic only the interference stays: (1 - 1/overlap_slowdown) x the traffic.
+  // Megatron-Core's combined 1F1B pairs passes only in its steady state: without pipelining
+  // the first forward and the last backward run alone. 16 ranks, dp 16, global batch 16:
+  // one micro-batch, so no pass has a partner and everything stays exposed; at global batch
+  // 128, 8 micro-batches: 7 of 8 passes paired.
   const double interference = 1 - 1 / hw.device.overlap_slowdown;
   const double compute_f = a.forward_s - a.comm_exposed_s / 2 - a.ep_exposed_s / 2;
   CHECK(compute_f > a.ep_total_s / 2);  // small a2a on NVLink: fully hidden but for interference
-  CHECK(b.ep_exposed_s == doctest::Approx(interference * a.ep_total_s));
-  CHECK(b.forward_s + b.backward_s ==
-        doctest::Approx(a.forward_s + a.backward_s - (a.ep_exposed_s - b.ep_exposed_s)));
+  CHECK(overlapped.micro_batches == 1);
+  CHECK(ep_paired_share(overlapped) == 0);
+  CHECK(b.ep_exposed_s == doctest::Approx(a.ep_total_s));
+  s.global_batch = 128;
+  const Plan eight = *lower(moe_model(), s, hw);
+  REQUIRE(eight.micro_batches == 8);
+  CHECK(ep_paired_share(eight) == doctest::Approx(7.0 / 8));
+  const BlockCost c = block_cost(*eight.layer, eight);
+  CHECK(c.ep_exposed_s == doctest::Approx((7.0 / 8 * interference + 1.0 / 8) * a.ep_total_s));
+  CHECK(c.forward_s + c.backward_s ==
+        doctest::Approx(a.forward_s + a.backward_s - (a.ep_exposed_s - c.ep_exposed_s)));
+}
+
+TEST_CASE("moe: the combined 1F1B's unpaired warm-up passes, worked by hand") {
+  // Megatron-Core schedules.py: interleaved over v chunks, rank r warms up with
+  // (pp - r - 1) x 2 + (v - 1) pp + 1 chunk forwards; over ranks on average pp - 1 + (v - 1) pp
+  // + 1. pp 8, v 4, 128 micro-batches: 7 + 24 + 1 = 32 of 512 chunk passes alone.
+  Plan p;
+  p.pp = 8, p.chunks = 4, p.micro_batches = 128;
+  CHECK(ep_paired_share(p) == doctest::Approx(1 - 32.0 / 512));
+  // One chunk a rank: pp - r - 1 warm-up forwards, (pp - 1)/2 on average, + 1: pp 4, 8
+  // micro-batches: 1 - 2.5/8.
+  p.pp = 4, p.chunks = 1, p.micro_batches = 8;
+  CHECK(ep_paired_share(p) == doctest::Approx(1 - 2.5 / 8));
+  // Fewer micro-batches than warm-up passes: none paired.
+  p.micro_batches = 2;
+  CHECK(ep_paired_share(p) == 0);
 }
 
 TEST_CASE("fp8: linear layers keep the FP8 cast of their input (Transformer Engine), 1 B per element") {
