@@ -107,8 +107,17 @@ TransformerBlocks build(const TransformerSpec& t, const LayerShape& shape, Recom
   // With tied embeddings and pp > 1, the last stage keeps a copy of the word embedding.
   const bool output_matrix = !t.tied_embeddings || pipelined;
   const double norm_params = head_params(t) - (t.tied_embeddings ? 0 : vocab * h);
+  // Multi-token prediction (TransformerSpec::mtp_layers) on the last stage: per depth a layer,
+  // the 2h x h projection and three norms (the embedding's, the hidden state's, its final
+  // one); the output head is shared, and the word embedding too, of which a pipelined last
+  // stage keeps a copy (Megatron-Core shares it with the last stage as for tied embeddings).
+  const double mtp = t.mtp_layers;
+  const double mtp_params =
+      mtp * ((layer_params(t) - experts - replicated) / tp + replicated + 2 * h * h / tp + 3 * h) +
+      (mtp > 0 && pipelined && !t.tied_embeddings ? vocab * h / tp : 0);
   out.head = make_block(build_head(t, shape), Recompute::kNone, fo,
-                        norm_params + (output_matrix ? vocab * h / tp : 0));
+                        norm_params + (output_matrix ? vocab * h / tp : 0) + mtp_params,
+                        mtp * experts / shape.ep);
   return out;
 }
 

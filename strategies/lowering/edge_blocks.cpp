@@ -99,20 +99,31 @@ LayerGraph build_embedding(const TransformerSpec& t, const LayerShape& sh) {
   return g;
 }
 
-LayerGraph build_head(const TransformerSpec& t, const LayerShape& sh) {
-  LayerGraph g;
+namespace {
+
+// A norm over the hidden state `x` (nr tokens of h); eager RMSNorm without fused_norm (see
+// transformer_layer).
+int append_norm(LayerGraph& g, const TransformerSpec& t, const LayerShape& sh, std::string_view name, int x) {
   const double e = sh.element_bytes, n = double(sh.micro_batch) * t.seq_len / sh.cp, h = t.hidden;
   const double nr = sh.sequence_parallel ? n / sh.tp : n;
-  const double vocab_local = double(t.vocab) / sh.tp;
-  g.input_tensor = add_tensor(g, nr * h * e);
   int y = add_tensor(g, nr * h * e);
-  LayerOp& norm = add_op(g, "final_norm", OpClass::kMemoryBound, g.input_tensor, y);
+  LayerOp& norm = add_op(g, name, OpClass::kMemoryBound, x, y);
   norm.saves = kSaveInput0;
   norm.other_flops = 5 * nr * h;
-  if (t.norm == NormKind::kRMSNorm && !sh.fusion.fused_norm) {  // eager: see transformer_layer
+  if (t.norm == NormKind::kRMSNorm && !sh.fusion.fused_norm) {
     norm.eager_bytes = nr * h * (2 * e + 28);
     norm.eager_launches = 5;
   }
+  return y;
+}
+
+// The final norm, the vocabulary projection and the loss on hidden state `x` of `g`; returns the
+// loss tensor.
+int append_head(LayerGraph& g, const TransformerSpec& t, const LayerShape& sh, int x) {
+  const double e = sh.element_bytes, n = double(sh.micro_batch) * t.seq_len / sh.cp, h = t.hidden;
+  const double nr = sh.sequence_parallel ? n / sh.tp : n;
+  const double vocab_local = double(t.vocab) / sh.tp;
+  int y = append_norm(g, t, sh, "final_norm", x);
   if (sh.sequence_parallel) {
     int gathered = add_tensor(g, n * h * e, nr * h * e);
     LayerOp& ag = add_op(g, "sp_all_gather_head", OpClass::kCollective, y, gathered);
@@ -179,6 +190,76 @@ LayerGraph build_head(const TransformerSpec& t, const LayerShape& sh) {
   if (sh.tp > 1) {  // vocab-parallel cross-entropy: max and sum all-reduces over tp
     loss = tp_collective(g, "tp_loss_reduce", CommKind::kAllReduce, loss, n * 4, 2 * n * 4);
     g.ops.back().comm_phases = CommPhases::kForwardOnly;
+  }
+  return loss;
+}
+
+
+// Appends `part`'s ops to `g`, part's input tensor being g's tensor `input`; returns part's
+// output tensor in g. Fusion groups stay apart from g's.
+int append_graph(LayerGraph& g, const LayerGraph& part, int input) {
+  std::vector<int> index(part.tensors.size());
+  for (size_t i = 0; i < part.tensors.size(); ++i) {
+    if (int(i) == part.input_tensor) {
+      index[i] = input;
+    } else {
+      index[i] = int(g.tensors.size());
+      g.tensors.push_back(part.tensors[i]);
+    }
+  }
+  int16_t groups = 0;
+  for (const LayerOp& op : g.ops) groups = std::max<int16_t>(groups, op.fusion_group + 1);
+  for (LayerOp op : part.ops) {
+    for (int16_t& in : op.inputs) {
+      if (in >= 0) in = static_cast<int16_t>(index[in]);
+    }
+    if (op.output >= 0) op.output = static_cast<int16_t>(index[op.output]);
+    if (op.fusion_group >= 0) op.fusion_group = static_cast<int16_t>(op.fusion_group + groups);
+    g.ops.push_back(op);
+  }
+  g.fp8_saved_fraction = std::max(g.fp8_saved_fraction, part.fp8_saved_fraction);
+  return index[part.output_tensor];
+}
+
+// One multi-token prediction depth (TransformerSpec::mtp_layers; DeepSeek-V3 Sec. 2.2,
+// Megatron-Core's MultiTokenPredictionLayer) on the previous depth's hidden state `hidden`: the
+// next tokens' embedding (a lookup in the shared table), both normalized, concatenated and
+// projected 2h -> h (eh_proj, split over tp like the layer's linears), then one transformer
+// layer of the model's last kind. Returns its output hidden state.
+int append_mtp_depth(LayerGraph& g, const TransformerSpec& t, const LayerShape& sh, int hidden) {
+  const double e = sh.element_bytes, n = double(sh.micro_batch) * t.seq_len / sh.cp, h = t.hidden;
+  const double nr = sh.sequence_parallel ? n / sh.tp : n;
+  const int ids = add_tensor(g, n * 4);
+  const int embedded = append_graph(g, build_embedding(t, sh), ids);
+  const int enorm = append_norm(g, t, sh, "mtp_enorm", embedded);
+  const int hnorm = append_norm(g, t, sh, "mtp_hnorm", hidden);
+  const int both = add_tensor(g, 2 * nr * h * e);
+  LayerOp& cat = add_op(g, "mtp_concat", OpClass::kMemoryBound, enorm, both);
+  cat.inputs[1] = static_cast<int16_t>(hnorm);
+  cat.backward_bytes_factor = 1;  // its backward splits the gradient: the same bytes
+  const int projected = add_tensor(g, nr * h * e);
+  LayerOp& proj = add_op(g, "mtp_eh_proj", OpClass::kMatmul, both, projected);
+  proj.matmul_flops = proj.model_flops = 2 * n * 2 * h * h / sh.tp;
+  proj.gemm_m = n, proj.gemm_n = h / sh.tp, proj.gemm_k = 2 * h;
+  proj.weight_bytes = 2 * h * h / sh.tp * e;
+  proj.saves = kSaveInput0;
+  return append_graph(g, build_transformer_layer(t, sh), projected);
+}
+
+}  // namespace
+
+LayerGraph build_head(const TransformerSpec& t, const LayerShape& sh) {
+  LayerGraph g;
+  const double n = double(sh.micro_batch) * t.seq_len / sh.cp;
+  const double nr = sh.sequence_parallel ? n / sh.tp : n;
+  g.input_tensor = add_tensor(g, nr * t.hidden * sh.element_bytes);
+  int loss = append_head(g, t, sh, g.input_tensor);
+  // Multi-token prediction: each depth reads the one before (the main model's last hidden
+  // state first) and ends in the shared output head and a loss of its own.
+  int hidden = g.input_tensor;
+  for (int depth = 0; depth < t.mtp_layers; ++depth) {
+    hidden = append_mtp_depth(g, t, sh, hidden);
+    loss = append_head(g, t, sh, hidden);
   }
   g.output_tensor = loss;
   return g;

@@ -265,9 +265,12 @@ std::vector<IterOp> rank_tail(const Plan& plan, int rank, double all_params, dou
                                  GroupKind::kExpertData, -1,
                                  expert_params * plan.weight_bytes_per_param, 1, s.collective));
   }
-  // The V-shape puts the first and the last stage on rank 0: no sync either.
+  // Tied embeddings, or multi-token prediction's lookups in the word embedding on the last
+  // stage: the first and the last stage sum the embedding's gradient. The V-shape puts the
+  // first and the last stage on rank 0: no sync either.
   const bool tied = plan.model.family != ModelFamily::kOpGraph &&
-                    plan.model.transformer.tied_embeddings && plan.pp > 1 && !mirrored &&
+                    (plan.model.transformer.tied_embeddings || plan.model.transformer.mtp_layers > 0) &&
+                    plan.pp > 1 && !mirrored &&
                     !plan.stage_map().v_shape;
   if (tied && (rank == 0 || rank == plan.pp - 1)) {
     const TransformerSpec& t = plan.model.transformer;

@@ -158,6 +158,7 @@ TransformerSpec deepseek(const JsonNode& n) {
   t.moe.expert_ffn_hidden = dim(n, "moe_intermediate_size");
   t.moe.shared_experts = count_or(n, "n_shared_experts", 0);
   t.moe.first_dense_layers = count_or(n, "first_k_dense_replace", 0);
+  t.mtp_layers = count_or(n, "num_nextn_predict_layers", 0);
   t.mla.kv_lora_rank = dim(n, "kv_lora_rank");
   t.mla.q_lora_rank = count_or(n, "q_lora_rank", 0);
   if (t.mla.q_lora_rank == 0) {

@@ -81,6 +81,7 @@ void read_transformer_fields(const JsonNode& n, TransformerSpec& t) {
   t.head_dim_override = static_cast<int>(n.integer_or("head_dim", t.head_dim_override, 0, 1000000));
   t.sliding_window = static_cast<int>(n.integer_or("sliding_window", t.sliding_window, 0, 100000000));
   t.windowed_layers = static_cast<int>(n.integer_or("windowed_layers", t.windowed_layers, 0, 100000));
+  t.mtp_layers = static_cast<int>(n.integer_or("mtp_layers", t.mtp_layers, 0, 16));
   if (auto moe = n.find("moe")) t.moe = read_moe(*moe, t.moe);
   if (auto mla = n.find("mla")) t.mla = read_mla(*mla, t.mla);
 }
@@ -246,7 +247,7 @@ ModelSpec read_model(const JsonNode& n) {
   n.allow_keys({"preset", "hf_config", "name", "family", "layers", "hidden", "heads", "kv_heads",
                 "ffn_hidden", "activation", "norm", "seq_len", "vocab", "tied_embeddings",
                 "learned_positions", "rotary", "qk_norm", "linear_bias", "dropout", "head_dim",
-                "sliding_window", "windowed_layers", "moe", "mla", "ops", "repeat",
+                "sliding_window", "windowed_layers", "mtp_layers", "moe", "mla", "ops", "repeat",
                 "description"});
   ModelSpec m;
   if (n.has("hf_config")) {
@@ -268,7 +269,7 @@ ModelSpec read_model(const JsonNode& n) {
   n.allow_keys({"preset", "hf_config", "name", "family", "layers", "hidden", "heads", "kv_heads",
                 "ffn_hidden", "activation", "norm", "seq_len", "vocab", "tied_embeddings",
                 "learned_positions", "rotary", "qk_norm", "linear_bias", "dropout", "head_dim",
-                "sliding_window", "windowed_layers", "moe", "mla",
+                "sliding_window", "windowed_layers", "mtp_layers", "moe", "mla",
                 "description"});
   read_transformer_fields(n, m.transformer);
   check_transformer(n, m.transformer);
@@ -313,6 +314,7 @@ Json to_json(const ModelSpec& m) {
     j["sliding_window"] = t.sliding_window;
     if (t.windowed_layers >= 0) j["windowed_layers"] = t.windowed_layers;
   }
+  if (t.mtp_layers > 0) j["mtp_layers"] = t.mtp_layers;
   if (t.moe.enabled()) {
     const MoeSpec& m = t.moe;
     j["moe"] = Json{{"experts", m.experts}, {"top_k", m.top_k},

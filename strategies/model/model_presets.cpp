@@ -84,13 +84,14 @@ const std::map<std::string, std::function<ModelSpec()>>& presets() {
       // DeepSeek-V3 technical report (DeepSeek-AI 2024), Sec. 4.2 and its Hugging Face config: 61
       // layers (the first 3 dense, ffn 18432), hidden 7168, 128 heads of multi-head latent
       // attention (q rank 1536, kv rank 512, 128 + 64 RoPE query/key dims, 128 value dims), 256
-      // routed experts of 2048 (top-8) and 1 shared, vocabulary 129280; the multi-token
-      // prediction module is left out.
+      // routed experts of 2048 (top-8) and 1 shared, vocabulary 129280, and one multi-token
+      // prediction depth (Sec. 2.2, 4.2: D = 1; num_nextn_predict_layers 1).
       {"deepseek-v3",
        [] {
          ModelSpec m = moe(llama("deepseek-v3", 61, 7168, 128, 128, 18432, 4096, 129280), 256, 8, 2048);
          m.transformer.moe.shared_experts = 1;
          m.transformer.moe.first_dense_layers = 3;
+         m.transformer.mtp_layers = 1;
          m.transformer.mla = MlaSpec{.q_lora_rank = 1536, .kv_lora_rank = 512};
          return m;
        }},

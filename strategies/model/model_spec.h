@@ -78,6 +78,13 @@ struct TransformerSpec {
   // layer, so a layer's attention is costed as the windowed share's mean.
   int sliding_window = 0;
   int windowed_layers = -1;
+  // Multi-token prediction depths (DeepSeek-V3 Sec. 2.2; Megatron-Core's mtp_num_layers,
+  // Hugging Face's num_nextn_predict_layers): each one more transformer layer of the model's
+  // last kind on the last pipeline stage, fed by the next token's embedding and the previous
+  // depth's hidden state (both normalized, concatenated and projected 2h -> h), ending in the
+  // shared output head and a loss of its own. Trained with the model, not part of its
+  // parameter count (DeepSeek-V3: 671B without its 14B MTP module).
+  int mtp_layers = 0;
   MoeSpec moe;
   MlaSpec mla;
 
