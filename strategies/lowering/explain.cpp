@@ -97,10 +97,14 @@ std::string explain(const Plan& plan) {
     const std::string range = units > 0 ? format_text("%s %d-%d", st.block >= 0 ? "ops" : "layers", st.first_layer,
                                                       st.first_layer + units - 1)
                                         : std::string("no layers");
+    const int mtp = plan.model.family == ModelFamily::kOpGraph ? 0 : plan.model.transformer.mtp_layers;
+    const std::string head = !st.has_head ? std::string()
+                             : mtp > 0    ? format_text(" + head + %d multi-token prediction depth%s", mtp, mtp > 1 ? "s" : "")
+                                          : std::string(" + head");
     out += format_text("  stage %zu (rank %d, chunk %d%s): %s%s%s | params/device %s | "
                 "activations %s per micro-batch\n",
                 i, st.rank, st.chunk, on.c_str(), range.c_str(),
-                st.has_embedding ? " + embedding" : "", st.has_head ? " + head" : "",
+                st.has_embedding ? " + embedding" : "", head.c_str(),
                 format_count(st.params).c_str(), format_bytes(st.activation_B).c_str());
   }
   for (size_t d = 0; d < plan.placed.size(); ++d) {
