@@ -129,6 +129,8 @@ PhaseSums sum_kernels(const std::vector<Kernel>& ks, const Plan& plan) {
 }  // namespace
 
 double ep_paired_share(const Plan& plan) {
+  // GPipe runs every forward before any backward: nothing to pair.
+  if (plan.strategy.schedule == ScheduleKind::kGPipe) return 0;
   const double passes = double(std::max(1, plan.micro_batches)) * std::max(1, plan.chunks);
   double warmup = 1;
   if (plan.pp > 1) {

@@ -30,7 +30,8 @@ struct BlockCost {
 // pp, (pp - rank - 1) x 2 + (v - 1) pp + 1 chunk forwards warm up alone (the + 1: one extra
 // forward so that each pair is independent), pp - 1 + (v - 1) pp + 1 on average over the ranks;
 // one-chunk pipelines (pp - 1)/2 + 1; without pipelining 1 (the first forward, and the last
-// backward). The share of a rank's passes that have a partner, of M v in all.
+// backward); schedules of two chunks a rank (DualPipe, ZB-V) counted as interleaved ones; GPipe
+// none. The share of a rank's passes that have a partner, of M v in all.
 double ep_paired_share(const Plan& plan);
 
 BlockCost block_cost(const Block& b, const Plan& plan);

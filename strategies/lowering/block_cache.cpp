@@ -71,7 +71,7 @@ struct BlockKeyHash {
   }
 };
 
-std::shared_ptr<const Block> make_block(LayerGraph graph, Recompute mode, bool forward_only,
+std::shared_ptr<Block> make_block(LayerGraph graph, Recompute mode, bool forward_only,
                                         double params, double expert_params = 0) {
   auto b = std::make_shared<Block>();
   b->graph = std::move(graph);
@@ -112,12 +112,15 @@ TransformerBlocks build(const TransformerSpec& t, const LayerShape& shape, Recom
   // one); the output head is shared, and the word embedding too, of which a pipelined last
   // stage keeps a copy (Megatron-Core shares it with the last stage as for tied embeddings).
   const double mtp = t.mtp_layers;
+  const double norm = t.norm == NormKind::kLayerNorm ? 2 * h : h;  // gain (and bias)
+  const double mtp_linear = mtp * ((layer_params(t) - experts - replicated) / tp + replicated + 2 * h * h / tp);
   const double mtp_params =
-      mtp * ((layer_params(t) - experts - replicated) / tp + replicated + 2 * h * h / tp + 3 * h) +
-      (mtp > 0 && pipelined && !t.tied_embeddings ? vocab * h / tp : 0);
-  out.head = make_block(build_head(t, shape), Recompute::kNone, fo,
-                        norm_params + (output_matrix ? vocab * h / tp : 0) + mtp_params,
-                        mtp * experts / shape.ep);
+      mtp_linear + mtp * 3 * norm + (mtp > 0 && pipelined && !t.tied_embeddings ? vocab * h / tp : 0);
+  auto head = make_block(build_head(t, shape), Recompute::kNone, fo,
+                         norm_params + (output_matrix ? vocab * h / tp : 0) + mtp_params,
+                         mtp * experts / shape.ep);
+  head->mtp_linear_params = mtp_linear + mtp * experts / shape.ep;
+  out.head = head;
   return out;
 }
 

@@ -222,9 +222,11 @@ int append_graph(LayerGraph& g, const LayerGraph& part, int input) {
 }
 
 // One multi-token prediction depth (TransformerSpec::mtp_layers; DeepSeek-V3 Sec. 2.2,
-// Megatron-Core's MultiTokenPredictionLayer) on the previous depth's hidden state `hidden`: the
-// next tokens' embedding (a lookup in the shared table), both normalized, concatenated and
-// projected 2h -> h (eh_proj, split over tp like the layer's linears), then one transformer
+// Megatron-Core's MultiTokenPredictionLayer, multi_token_prediction.py) on the previous depth's
+// hidden state `hidden`: the next tokens' embedding (a lookup in the shared table), both
+// normalized, concatenated and projected 2h -> h by eh_proj, a column-parallel linear without
+// bias whose output is gathered over tp (gather_from_tensor_model_parallel_region) and, with
+// sequence parallelism, re-split (scatter_to_sequence_parallel_region), then one transformer
 // layer of the model's last kind. Returns its output hidden state.
 int append_mtp_depth(LayerGraph& g, const TransformerSpec& t, const LayerShape& sh, int hidden) {
   const double e = sh.element_bytes, n = double(sh.micro_batch) * t.seq_len / sh.cp, h = t.hidden;
@@ -237,12 +239,28 @@ int append_mtp_depth(LayerGraph& g, const TransformerSpec& t, const LayerShape& 
   LayerOp& cat = add_op(g, "mtp_concat", OpClass::kMemoryBound, enorm, both);
   cat.inputs[1] = static_cast<int16_t>(hnorm);
   cat.backward_bytes_factor = 1;  // its backward splits the gradient: the same bytes
-  const int projected = add_tensor(g, nr * h * e);
-  LayerOp& proj = add_op(g, "mtp_eh_proj", OpClass::kMatmul, both, projected);
+  int input = both;
+  if (sh.tp > 1 && sh.sequence_parallel) {  // the column-parallel input gathered (saved sharded)
+    input = add_tensor(g, 2 * n * h * e, 2 * nr * h * e);
+    LayerOp& ag = add_op(g, "mtp_sp_all_gather", OpClass::kCollective, both, input);
+    ag.comm = CommKind::kAllGather;
+    ag.comm_bytes = 2 * n * h * e;
+  } else if (sh.tp > 1) {  // its input gradient summed over tp
+    input = tp_collective(g, "mtp_input_grad", CommKind::kAllReduce, both, 2 * n * h * e, 2 * n * h * e);
+    g.ops.back().comm_phases = CommPhases::kBackwardOnly;
+  }
+  int projected = add_tensor(g, n * h / sh.tp * e);
+  LayerOp& proj = add_op(g, "mtp_eh_proj", OpClass::kMatmul, input, projected);
   proj.matmul_flops = proj.model_flops = 2 * n * 2 * h * h / sh.tp;
   proj.gemm_m = n, proj.gemm_n = h / sh.tp, proj.gemm_k = 2 * h;
   proj.weight_bytes = 2 * h * h / sh.tp * e;
   proj.saves = kSaveInput0;
+  if (sh.tp > 1) {
+    // The output all-gathered over tp: forward only without sequence parallelism (its backward
+    // is a split); with it, the scatter back to the sequence shard gathers the gradient again.
+    projected = tp_collective(g, "mtp_gather_output", CommKind::kAllGather, projected, nr * h * e, n * h * e);
+    if (!sh.sequence_parallel) g.ops.back().comm_phases = CommPhases::kForwardOnly;
+  }
   return append_graph(g, build_transformer_layer(t, sh), projected);
 }
 

@@ -374,7 +374,7 @@ void lower_iteration(Plan& plan) {
     rank_experts[st.rank] += st.expert_params;
     // The embedding and the output projection stay 16 bit under fp8 training.
     rank_linear[st.rank] += st.params - (st.has_embedding && plan.embedding ? plan.embedding->params : 0) -
-                            (st.has_head && plan.head ? plan.head->params : 0);
+                            (st.has_head && plan.head ? plan.head->params - plan.head->mtp_linear_params : 0);
   }
   it.stages.clear();
   it.stages.reserve(plan.stages.size());

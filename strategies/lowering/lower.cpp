@@ -224,6 +224,7 @@ void assign_stages(Plan& plan) {
     }
     if (st.has_head) {
       st.params += plan.head->params;
+      st.expert_params += plan.head->expert_params;  // multi-token prediction's routed experts
       st.activation_B += plan.head->saved_activation_B;
     }
   }

@@ -83,6 +83,9 @@ struct Block {
   double allocator_slack_B = 0;
   double params = 0;              // parameters on one device (after TP sharding), experts included
   double expert_params = 0;       // the routed experts' share of params (after EP sharding)
+  // The head's multi-token prediction depths: the parameters of their layers and projections,
+  // which fp8 training casts like any layer's (the rest of the head stays 16 bit).
+  double mtp_linear_params = 0;
 };
 
 struct VirtualStage {

@@ -661,7 +661,7 @@ int moe_mlp(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSp
   LayerOp& fc2 = B.matmul("expert_fc2", act, down, local_experts * fe * d.h * d.e, rows, d.h, fe,
                           local_experts);
   fc2.model_flops = 2 * copies * fe * d.h;
-  fc2.gemm_rounds = fc1.gemm_rounds;
+  fc2.gemm_rounds = expert_gemm_rounds(sh, local_experts);  // fc1's (a reference into g.ops may dangle)
 
   if (sort) {
     int unsorted = B.tensor(received * d.h * d.e);

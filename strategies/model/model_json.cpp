@@ -81,12 +81,16 @@ void read_transformer_fields(const JsonNode& n, TransformerSpec& t) {
   t.head_dim_override = static_cast<int>(n.integer_or("head_dim", t.head_dim_override, 0, 1000000));
   t.sliding_window = static_cast<int>(n.integer_or("sliding_window", t.sliding_window, 0, 100000000));
   t.windowed_layers = static_cast<int>(n.integer_or("windowed_layers", t.windowed_layers, 0, 100000));
-  t.mtp_layers = static_cast<int>(n.integer_or("mtp_layers", t.mtp_layers, 0, 16));
+  t.mtp_layers = static_cast<int>(n.integer_or("mtp_layers", t.mtp_layers, 0, TransformerSpec::kMaxMtpLayers));
   if (auto moe = n.find("moe")) t.moe = read_moe(*moe, t.moe);
   if (auto mla = n.find("mla")) t.mla = read_mla(*mla, t.mla);
 }
 
 void check_transformer(const JsonNode& n, const TransformerSpec& t) {
+  if (t.mtp_layers > TransformerSpec::kMaxMtpLayers) {  // a Hugging Face num_nextn_predict_layers is read unbounded
+    n.fail("has mtp_layers=" + std::to_string(t.mtp_layers) + " multi-token prediction depths; at most " +
+           std::to_string(TransformerSpec::kMaxMtpLayers) + " are modelled");
+  }
   if (t.head_dim_override == 0 && t.hidden % t.heads != 0) {
     n.fail("has hidden=" + std::to_string(t.hidden) + " not divisible by heads=" +
            std::to_string(t.heads));

@@ -85,6 +85,7 @@ struct TransformerSpec {
   // shared output head and a loss of its own. Trained with the model, not part of its
   // parameter count (DeepSeek-V3: 671B without its 14B MTP module).
   int mtp_layers = 0;
+  static constexpr int kMaxMtpLayers = 16;
   MoeSpec moe;
   MlaSpec mla;
 

@@ -14,6 +14,7 @@
 #include "strategies/lowering/lower.h"
 #include "strategies/model/model_json.h"
 #include "strategies/strategy/strategy_json.h"
+#include "tests/support/temp_file.h"
 #include "tests/support/run_cli.h"
 #include "validate/case_rules.h"
 #include "validate/case_translation.h"
@@ -26,11 +27,7 @@ using namespace stratasim;
 
 namespace {
 
-std::string write_temp(const std::string& name, const std::string& text) {
-  const auto path = std::filesystem::temp_directory_path() / name;
-  std::ofstream(path) << text;
-  return path.string();
-}
+using testing::write_temp;
 
 // A new source of two cases, with its own group and tolerance: no code, only this file.
 const char* kTwoCaseSource = R"({
