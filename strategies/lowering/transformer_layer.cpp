@@ -257,13 +257,15 @@ int qk_norm(Builder& B, const Dims& d, const LayerShape& sh, int qkv) {
 // (with v passed along; the copy of v is a small overcount). Fused (Transformer Engine,
 // Megatron-Core): one pass over q and k. Eager (torchtitan apply_rotary_emb): xq.float()
 // [read e, write 4], complex multiply by freqs_cis [4, 4], type_as [4, e] per element of q and
-// k: 16 more bytes per element and 2 more kernels for each of q and k.
+// k: 16 more bytes per element and 2 more kernels for each of q and k. The complex form stays
+// so under torch.compile (FusionPlan::complex_rope): the casts around the ATen complex multiply
+// are kernels of their own.
 int rotary(Builder& B, const Dims& d, const LayerShape& sh, int qkv) {
   int rotated = B.tensor(d.n * (d.q + 2 * d.kv) / d.t * d.e);
   const double qk_elements = d.n * (d.q + d.kv) / d.t;
   LayerOp& rope = B.elementwise("rope", {qkv}, rotated, 0, FusionRule::kNone, -1);
   rope.other_flops = 6 * qk_elements;
-  if (!sh.fusion.fused_norm) {
+  if (!sh.fusion.fused_norm || sh.fusion.complex_rope) {
     rope.eager_bytes = 16 * qk_elements;
     rope.eager_launches = 4;
   }

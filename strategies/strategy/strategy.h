@@ -76,6 +76,12 @@ struct FusionPlan {
   // backward: 38 B per local logit each way and 12 B held at the backward's peak, where the
   // unsharded eager loss moves 14 and 28 and holds 8.
   bool loss_parallel = false;
+  // The rotary embedding written with complex numbers (Meta's Llama reference code, TorchTitan's
+  // apply_rotary_emb: view_as_complex, a complex multiply, view_as_real): torch.compile's
+  // Inductor leaves complex ops to ATen (torch/_inductor/lowering.py: make_fallback(aten.
+  // view_as_complex); "Torchinductor does not support code generation for complex operators"),
+  // so it runs as its eager kernels even where fused_norm fuses the rest.
+  bool complex_rope = false;
   AttentionKernel attention_kernel = AttentionKernel::kFlash2;  // with flash_attention
   // Operator graphs: every run of consecutive ops from a GEMM or convolution (or any op) through
   // the memory-bound ops after it (stencils, elementwise, norms, pools, softmax) that each read

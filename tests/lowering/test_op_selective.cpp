@@ -104,7 +104,7 @@ TEST_CASE("op_selective and grad_reduce_fp32 are strategy keys; fp32 reduction d
 
 TEST_CASE("eager RMSNorm and rotary embedding move their fp32 intermediates; fused ones do not") {
   // A Llama-style layer (RMSNorm, RoPE), b s = 512 tokens, h = 1024, 16 heads (MHA), bf16.
-  auto layer_of = [](bool fused) {
+  auto layer_of = [](bool fused, bool complex_rope = false) {
     ModelSpec m = testing::small_gpt(4);
     TransformerSpec& t = m.transformer;
     t.norm = NormKind::kRMSNorm, t.activation = Activation::kSwiGLU, t.rotary = true;
@@ -113,9 +113,10 @@ TEST_CASE("eager RMSNorm and rotary embedding move their fp32 intermediates; fus
     s.global_batch = 8;
     s.fusion.flash_attention = true;
     s.fusion.fused_norm = fused;
+    s.fusion.complex_rope = complex_rope;
     return testing::lower_on_dgx_a100(m, s, 8);
   };
-  const Plan eager = layer_of(false), fused = layer_of(true);
+  const Plan eager = layer_of(false), fused = layer_of(true), compiled = layer_of(true, true);
   auto kernel = [](const Plan& p, std::string_view name) {
     for (const Kernel& k : p.layer->forward) {
       if (p.layer->graph.ops[k.first_op].name == name) return k;
@@ -134,6 +135,18 @@ TEST_CASE("eager RMSNorm and rotary embedding move their fp32 intermediates; fus
   CHECK(kernel(eager, "rope").bytes - kernel(fused, "rope").bytes ==
         doctest::Approx(16 * tokens * 2 * h));
   CHECK(kernel(eager, "rope").launches == 5);
+  // Complex-valued RoPE under torch.compile (complex_rope): the norm fuses, the rope's complex
+  // multiply stays an ATen kernel between its casts, as eager.
+  CHECK(kernel(compiled, "norm1").bytes == doctest::Approx(kernel(fused, "norm1").bytes));
+  CHECK(kernel(compiled, "rope").bytes == doctest::Approx(kernel(eager, "rope").bytes));
+  CHECK(kernel(compiled, "rope").launches == 5);
+  // Read from a scenario's fusion and written back; absent when off.
+  const Json j = parse_json_text(R"({"global_batch": 8, "fusion": {"preset": "all", "complex_rope": true}})", "s.json");
+  const Strategy read = read_strategy(JsonNode(j, "s.json", "strategy"));
+  CHECK(read.fusion.complex_rope);
+  CHECK(read.fusion.fused_norm);
+  CHECK(to_json(read).at("fusion").at("complex_rope") == true);
+  CHECK_FALSE(to_json(Strategy{}).at("fusion").contains("complex_rope"));
   // Activations saved for the backward do not change: the attention saves the rotated q, k, v.
   CHECK(eager.layer->saved_activation_B == doctest::Approx(fused.layer->saved_activation_B));
 }
