@@ -161,14 +161,24 @@ double fp8_cast_bytes(const Kernel& k, Fp8Scaling scaling) {
                          kRowwiseGradOutputB * m * n;
   }
   // An input cast before the tensor-parallel all-gather (Kernel::fp8_input_precast) is not
-  // cast again: the forward casts only the weight.
+  // cast again: the forward casts only the weight. Its gathered copy is row-major only, so the
+  // weight gradient's GEMM makes the column-major copy torch._scaled_mm wants (torchao
+  // float8_ops.py preprocess_addmm: b_data.t().contiguous().t(); read and write 1 B).
+  // An output gradient gathered in FP8 (Kernel::fp8_grad_shard: torchao's Float8RowwiseParallel
+  // casts it after the reduce-scatter's backward-facing redistribute, i.e. on the rank's shard,
+  // before the all-gather) costs its amax and cast on that shard (5 B an element of it) and the
+  // row-major copy the weight gradient's transposed operand needs (a_data.contiguous(): 2 B).
   const double input = k.fp8_input_precast ? 0 : 6 * m * kk;
-  return forward ? input + 5 * kk * n : 6 * m * n + 3 * kk * n;
+  const double input_transpose = k.fp8_input_precast ? 2 * m * kk : 0;
+  const double grad = k.fp8_grad_shard > 0 ? (5 * k.fp8_grad_shard + 2) * m * n : 6 * m * n;
+  return forward ? input + 5 * kk * n : grad + input_transpose + 3 * kk * n;
 }
 
 int fp8_cast_launches(const Kernel& k, Fp8Scaling scaling) {
   switch (scaling) {
-    case Fp8Scaling::kTensorwise: return k.fp8_input_precast && k.phase == Phase::kForward ? 2 : 4;
+    case Fp8Scaling::kTensorwise:
+      if (k.phase == Phase::kForward) return k.fp8_input_precast ? 2 : 4;
+      return 4 + (k.fp8_input_precast ? 1 : 0) + (k.fp8_grad_shard > 0 ? 1 : 0);
     case Fp8Scaling::kRowwise: return k.phase == Phase::kForward ? 2 : 5;
     case Fp8Scaling::kDelayed: return 1;
     case Fp8Scaling::kCurrent: return 2;

@@ -116,6 +116,7 @@ Kernel make_kernel(const LayerGraph& g, const Usage& u, const std::vector<bool>&
     if (op.cls == OpClass::kMatmul && !op.high_precision) {
       k.fp8_eligible = true;
       if (op.inputs[0] >= 0 && g.tensors[op.inputs[0]].fp8) k.fp8_input_precast = true;
+      if (op.output >= 0) k.fp8_grad_shard = g.tensors[op.output].fp8_grad_shard;
     }
     k.mm_calls = static_cast<uint8_t>(std::max<int>(k.mm_calls, mm_calls(op)));
     if (op.gemm_m > 0) {

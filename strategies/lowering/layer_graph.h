@@ -43,6 +43,10 @@ struct TensorInfo {
   double bytes = 0;          // bytes as read/written by the ops (after sharding)
   double saved_bytes = 0;    // bytes kept for backward when saved (may be sharded under SP)
   bool fp8 = false;          // already cast to FP8 (a GEMM reading it skips its input cast)
+  // Its gradient arrives gathered in FP8, cast on a shard of this share of it before the
+  // all-gather (Strategy::fp8_tp_all_gather: the backward of a row-parallel GEMM's
+  // sequence-parallel reduce-scatter); 0: the gradient arrives 16-bit.
+  double fp8_grad_shard = 0;
 };
 
 inline constexpr int kMaxOpInputs = 3;

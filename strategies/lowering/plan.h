@@ -54,6 +54,9 @@ struct Kernel {
   bool fp8_eligible = false;
   // Its forward input arrives already cast to FP8 (Strategy::fp8_tp_all_gather): no input cast.
   bool fp8_input_precast = false;
+  // Its output gradient arrives gathered in FP8, cast on a shard of this share of it
+  // (TensorInfo::fp8_grad_shard); 0: the backward casts the whole 16-bit gradient.
+  double fp8_grad_shard = 0;
   bool parameter_traffic = false;  // LayerOp::parameter_traffic: never recomputed
   // Separate matrix multiplies the kernel's GEMM runs as under eager model code (LayerOp::
   // mm_split: q, k, v or gate and up as one nn.Linear each); 0 for a kernel without one.

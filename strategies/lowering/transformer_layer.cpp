@@ -202,14 +202,22 @@ int reduce_and_residual(Builder& B, const Dims& d, const LayerShape& sh, const T
                         bool input_grad_reduced) {
   const double region = d.nr * d.h * d.e;
   int reduced = partial;
+  // Strategy::fp8_tp_all_gather: torchao's Float8RowwiseParallel casts the output gradient on
+  // the rank's shard before the reduce-scatter's backward all-gather (float8_tensor_parallel.py
+  // _prepare_output_fn: redistribute, then _NoopFwToFloat8BwDynamic), so the gather and the
+  // chunk copy after it move 1 B an element, and the GEMM's backward casts no gradient.
+  const bool fp8_grad = sh.fp8_tp_gather && sh.sequence_parallel && sh.tp > 1;
+  if (fp8_grad) B.g().tensors[partial].fp8_grad_shard = 1.0 / sh.tp;
   if (sh.tp > 1 && sh.sp_reorder_copies && !sh.tp_micro_pipeline) {
     partial = sp_reorder_copy(B, d, "sp_scatter_reorder", partial, 0, d.e);
+    if (fp8_grad) B.last().backward_bytes_factor = 1 / d.e;
   }
   if (sh.tp > 1) {
     reduced = B.collective(reduce_name,
                            sh.sequence_parallel ? CommKind::kReduceScatter : CommKind::kAllReduce,
                            partial, region, region, d.n * d.h * d.e);
     if (!sh.sequence_parallel && input_grad_reduced) B.last().comm_phases = CommPhases::kForwardOnly;
+    if (fp8_grad) B.last().backward_comm_factor = 1 / d.e;
   }
   int x = reduced;
   B.set_module(0);  // bias, dropout and the residual add follow the module (bias_dropout_add)

@@ -96,6 +96,25 @@ TEST_CASE("fp8: a GEMM whose input arrives cast (tensor-parallel fp8 all-gather)
   CHECK(full - kernel_time(k, d, DType::kFp8).total_s == doctest::Approx(26e-6).epsilon(1e-9));
 }
 
+TEST_CASE("fp8: a GEMM fed or followed by an FP8 tensor-parallel gather copies the gathered operand for its weight gradient") {
+  // linear_backward: m = 1000 tokens, k = 4000 in, n = 2000 out; at 1 TB/s with 1 us launches.
+  // Plain tensorwise backward casts: output gradient 6 B x 2e6 = 12 MB, weight 3 B x 8e6 =
+  // 24 MB; 4 launches.
+  const DeviceSpec d = round_device();
+  Kernel k = linear_backward();
+  const double plain = kernel_time(k, d, DType::kFp8).total_s;
+  // Input gathered in FP8 (row-major only): the weight gradient wants it column-major,
+  // torchao's preprocess_addmm copies it: read and write 1 B x 4e6 = 8 MB, one launch more.
+  k.fp8_input_precast = true;
+  CHECK(kernel_time(k, d, DType::kFp8).total_s - plain == doctest::Approx(8e-6 + 1e-6).epsilon(1e-9));
+  // Output gradient gathered in FP8 after a cast on a 1/8 shard: amax and cast 5 B x 2e6 / 8
+  // = 1.25 MB, and the row-major copy of its transpose 2 B x 2e6 = 4 MB, in place of the
+  // 12 MB cast: 6.75 us less, one launch more.
+  k.fp8_input_precast = false;
+  k.fp8_grad_shard = 1.0 / 8;
+  CHECK(kernel_time(k, d, DType::kFp8).total_s - plain == doctest::Approx(-6.75e-6 + 1e-6).epsilon(1e-9));
+}
+
 TEST_CASE("fp8: torchao's rowwise recipe casts along both dims and runs its own GEMM curve") {
   DeviceSpec d = round_device();
   d.matmul_fp8_rowwise = {0.25, 0};

@@ -108,6 +108,45 @@ TEST_CASE("sp layout: an FP8 tensor-parallel all-gather moves 1 B an element and
   CHECK(precast == 2);  // qkv and fc1
 }
 
+TEST_CASE("sp layout: under an FP8 tensor-parallel gather, a row-parallel GEMM's gradient is cast on the shard and gathered in FP8") {
+  LayerShape shape = kSp;
+  shape.sp_reorder_copies = true;
+  shape.fp8_tp_gather = true;
+  const Block b = lowered(shape);
+  // torchao's Float8RowwiseParallel: the reduce-scatter of the n h = 64 output elements moves
+  // them at 2 B (128 B) forward; its backward all-gather moves the FP8 gradient, 64 B.
+  for (const char* name : {"tp_reduce1", "tp_reduce2"}) {
+    const auto fwd = named(b, b.forward, name);
+    const auto back = named(b, b.backward, name);
+    REQUIRE(fwd.size() == 1);
+    REQUIRE(back.size() == 1);
+    CHECK(fwd[0]->comm_bytes == 128);
+    CHECK(back[0]->comm == CommKind::kAllGather);
+    CHECK(back[0]->comm_bytes == 64);
+  }
+  // The chunk copy before the reduce-scatter: read and write 128 B forward; backward, the
+  // gathered FP8 gradient's 64 B read and written.
+  for (const Kernel* k : named(b, b.forward, "sp_scatter_reorder")) CHECK(k->bytes == 256);
+  for (const Kernel* k : named(b, b.backward, "sp_scatter_reorder")) CHECK(k->bytes == 128);
+  // The row-parallel GEMMs know their gradient arrives cast on a 1/tp = 1/2 shard; the
+  // column-parallel ones cast their own (local) gradient.
+  int shard_cast = 0;
+  for (const Kernel& k : b.backward) {
+    if (k.cls != OpClass::kMatmul || !k.fp8_eligible) continue;
+    if (k.fp8_grad_shard > 0) {
+      CHECK(k.fp8_grad_shard == 0.5);
+      CHECK_FALSE(k.fp8_input_precast);
+      ++shard_cast;
+    }
+  }
+  CHECK(shard_cast == 2);  // attention output, fc2
+  // Without the FP8 gather the gradient travels 16-bit and no GEMM is told otherwise.
+  shape.fp8_tp_gather = false;
+  const Block plain = lowered(shape);
+  CHECK(named(plain, plain.backward, "tp_reduce1")[0]->comm_bytes == 128);
+  for (const Kernel& k : plain.backward) CHECK(k.fp8_grad_shard == 0);
+}
+
 namespace {
 
 // The tiny layer with grouped K/V: 2 query heads of width 4, one K/V head (kv = 4 per token).
