@@ -64,6 +64,8 @@ int micro_pipeline_partner(const std::vector<Kernel>& ks, size_t i) {
 // efficiency, each but one (the local shard's) beside a shard's transfer, which slows it by
 // the device's overlap_slowdown s. The pair takes c + (n - 1) max(c s, t / (n - 1)) for a
 // collective t and a step GEMM c; the collective adds that less the undecomposed GEMM M.
+// FP8 operands are cast once, before the fused op (its fused_*_scaled_matmul takes them
+// cast), so the steps run without casts and the GEMM's casts join the pair once.
 double micro_pipeline_exposed_s(const Kernel& gemm, double gemm_s, double comm_s, int n,
                                 const Plan& plan, double slowest) {
   if (n <= 1) return 0;
@@ -73,11 +75,11 @@ double micro_pipeline_exposed_s(const Kernel& gemm, double gemm_s, double comm_s
   step.other_flops /= n;
   step.bytes /= n;
   const Strategy& s = plan.strategy;
-  const double c = kernel_time(step, plan.hardware.device, s.dtype,
-                               s.fusion.attention_kernel, slowest, s.fp8_scaling)
-                       .total_s;
-  const double pair = c + (n - 1) * std::max(c * plan.hardware.device.overlap_slowdown,
-                                             comm_s / (n - 1));
+  const DeviceSpec& d = plan.hardware.device;
+  const KernelTime part = kernel_time(step, d, s.dtype, s.fusion.attention_kernel, slowest, s.fp8_scaling);
+  const double casts = kernel_time(gemm, d, s.dtype, s.fusion.attention_kernel, slowest, s.fp8_scaling).cast_s;
+  const double c = part.total_s - part.cast_s;
+  const double pair = casts + c + (n - 1) * std::max(c * d.overlap_slowdown, comm_s / (n - 1));
   return std::max(0.0, pair - gemm_s);
 }
 

@@ -168,16 +168,22 @@ double fp8_cast_bytes(const Kernel& k, Fp8Scaling scaling) {
   // casts it after the reduce-scatter's backward-facing redistribute, i.e. on the rank's shard,
   // before the all-gather) costs its amax and cast on that shard (5 B an element of it) and the
   // row-major copy the weight gradient's transposed operand needs (a_data.contiguous(): 2 B).
+  // A weight gathered in FP8 (Kernel::fp8_weight_precast: cast on the FSDP shard before the
+  // all-gather) needs no cast; the input gradient's GEMM reads it transposed, which
+  // preprocess_addmm copies column-major (read and write 1 B) where the 16-bit weight's
+  // backward cast wrote 3 B.
   const double input = k.fp8_input_precast ? 0 : 6 * m * kk;
   const double input_transpose = k.fp8_input_precast ? 2 * m * kk : 0;
   const double grad = k.fp8_grad_shard > 0 ? (5 * k.fp8_grad_shard + 2) * m * n : 6 * m * n;
-  return forward ? input + 5 * kk * n : grad + input_transpose + 3 * kk * n;
+  const double weight_forward = k.fp8_weight_precast ? 0 : 5 * kk * n;
+  const double weight_backward = k.fp8_weight_precast ? 2 * kk * n : 3 * kk * n;
+  return forward ? input + weight_forward : grad + input_transpose + weight_backward;
 }
 
 int fp8_cast_launches(const Kernel& k, Fp8Scaling scaling) {
   switch (scaling) {
     case Fp8Scaling::kTensorwise:
-      if (k.phase == Phase::kForward) return k.fp8_input_precast ? 2 : 4;
+      if (k.phase == Phase::kForward) return (k.fp8_input_precast ? 0 : 2) + (k.fp8_weight_precast ? 0 : 2);
       return 4 + (k.fp8_input_precast ? 1 : 0) + (k.fp8_grad_shard > 0 ? 1 : 0);
     case Fp8Scaling::kRowwise: return k.phase == Phase::kForward ? 2 : 5;
     case Fp8Scaling::kDelayed: return 1;
@@ -189,8 +195,9 @@ int fp8_cast_launches(const Kernel& k, Fp8Scaling scaling) {
 double fp8_cast_s(const Kernel& k, const DeviceSpec& d, Fp8Scaling scaling) {
   if (k.gemm_m <= 0) return 0;
   const double bytes = fp8_cast_bytes(k, scaling);
-  return bytes / (d.memory_bandwidth_Bps * d.memory.at(bytes)) +
-         fp8_cast_launches(k, scaling) * d.kernel_overhead_s;
+  const double launches = fp8_cast_launches(k, scaling) * d.kernel_overhead_s;
+  if (bytes <= 0) return launches;  // nothing to cast (input and weight arrive in FP8)
+  return bytes / (d.memory_bandwidth_Bps * d.memory.at(bytes)) + launches;
 }
 
 const EfficiencyCurve& gemm_curve(const DeviceSpec& d, bool fp8, Fp8Scaling scaling) {
@@ -261,7 +268,8 @@ KernelTime kernel_time(const Kernel& k, const DeviceSpec& d, DType dtype, Attent
   t.total_s = std::max(t.compute_s, t.memory_s) + d.kernel_overhead_s * launches;
   t.plateau_s = std::max(plateau_compute, plateau_memory);
   if (fp8) {
-    t.total_s += fp8_cast_s(k, d, scaling);
+    t.cast_s = fp8_cast_s(k, d, scaling);
+    t.total_s += t.cast_s;
     t.plateau_s += fp8_cast_bytes(k, scaling) / (d.memory_bandwidth_Bps * d.memory.max_fraction);
   }
   t.plateau_s = std::min(t.plateau_s, t.total_s);

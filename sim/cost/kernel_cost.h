@@ -16,6 +16,7 @@ struct KernelTime {
   // the share of the device it occupies, what a concurrent stream cannot use
   // (concurrent_kernels.h).
   double plateau_s = 0;
+  double cast_s = 0;  // of total_s, the FP8 casts of its operands (their kernels and launches)
 };
 
 // Wave quantization (NVIDIA, "Matrix Multiplication Background User's Guide"): the m x n

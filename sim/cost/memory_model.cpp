@@ -18,8 +18,9 @@ namespace {
 // saved per micro-batch over its `chunks` chunks, `transient` working set, `in_flight`
 // chunk-micro-batches held at once; `transient_reserved` the largest working set with the caching
 // allocator's slack beside it (Block::allocator_slack_B).
-MemoryBreakdown rank_breakdown(const Plan& plan, double params, double experts, double activation_sum,
-                               double transient, double transient_reserved, int chunks, int in_flight) {
+MemoryBreakdown rank_breakdown(const Plan& plan, double params, double experts, double linear,
+                               double activation_sum, double transient, double transient_reserved,
+                               int chunks, int in_flight) {
   const Strategy& s = plan.strategy;
   const StateBytes state{plan.weight_bytes_per_param, plan.grad_state_bytes_per_param,
                          plan.optimizer_bytes_per_param};
@@ -30,6 +31,12 @@ MemoryBreakdown rank_breakdown(const Plan& plan, double params, double experts, 
   if (experts > 0) {
     const MemoryBreakdown e = model_state_memory(experts, plan.edp, plan.zero_stage, held);
     m.weights_B += e.weights_B, m.gradients_B += e.gradients_B, m.optimizer_B += e.optimizer_B;
+  }
+  // ZeRO-3 kept gathered (zero3_resident: zero_stage 1 here) holds its linear layers' weights
+  // as it gathered them: in FP8 under Strategy::fp8_fsdp_all_gather.
+  if (plan.fp8_weight_gather && plan.zero_stage < 3) {
+    const double dense = params - experts;
+    m.weights_B -= dense * plan.weight_bytes_per_param - plan.gathered_weight_bytes(dense, linear);
   }
   // PipeDream weight stashing: one weight version per in-flight micro-batch.
   if (s.schedule == ScheduleKind::kPipeDreamAsync) {
@@ -42,7 +49,9 @@ MemoryBreakdown rank_breakdown(const Plan& plan, double params, double experts, 
     const double layer = plan.stage_blocks.empty() ? plan.layer->params : 0.0;
     double largest = layer;  // an operator graph's stages: the largest part gathered
     for (const auto& b : plan.stage_blocks) largest = std::max(largest, b->params);
-    m.weights_B += 2 * std::min(largest, params) * plan.weight_bytes_per_param;
+    // In FP8 (Strategy::fp8_fsdp_all_gather) a layer's gathered weights are its linears'.
+    const double gathered = std::min(largest, params);
+    m.weights_B += 2 * plan.gathered_weight_bytes(gathered, gathered);
   }
   m.activations_B = in_flight * activation_sum / std::max(1, chunks);
   m.transient_B = transient;
@@ -73,7 +82,7 @@ std::vector<MemoryBreakdown> rank_memory(const Plan& plan, const std::vector<int
   std::vector<MemoryBreakdown> out(plan.pp);
   // One pass over the virtual stages, summed per rank (pp x v stages: not pp passes).
   struct RankSum {
-    double params = 0, experts = 0, activation_sum = 0, transient = 0, transient_reserved = 0;
+    double params = 0, experts = 0, linear = 0, activation_sum = 0, transient = 0, transient_reserved = 0;
     int chunks = 0;
   };
   std::vector<RankSum> sums(plan.pp);
@@ -81,6 +90,7 @@ std::vector<MemoryBreakdown> rank_memory(const Plan& plan, const std::vector<int
     RankSum& a = sums[st.rank];
     a.params += st.params;
     a.experts += st.expert_params;
+    a.linear += plan.stage_linear_params(st);
     a.activation_sum += st.activation_B;
     auto hold = [&a](const Block& b) {
       a.transient = std::max(a.transient, b.peak_transient_B);
@@ -97,7 +107,7 @@ std::vector<MemoryBreakdown> rank_memory(const Plan& plan, const std::vector<int
   if (!plan.placed.empty()) {
     MemoryBreakdown fullest;
     for (const PlacedDevice& d : plan.placed) {
-      const MemoryBreakdown m = rank_breakdown(plan, d.params, 0, d.activation_B * plan.block_repeat,
+      const MemoryBreakdown m = rank_breakdown(plan, d.params, 0, 0, d.activation_B * plan.block_repeat,
                                                d.peak_transient_B, d.peak_transient_B, 1, in_flight[0]);
       if (m.total() > fullest.total()) fullest = m;
     }
@@ -105,7 +115,7 @@ std::vector<MemoryBreakdown> rank_memory(const Plan& plan, const std::vector<int
     return out;
   }
   for (int r = 0; r < plan.pp; ++r) {
-    out[r] = rank_breakdown(plan, sums[r].params, sums[r].experts, sums[r].activation_sum,
+    out[r] = rank_breakdown(plan, sums[r].params, sums[r].experts, sums[r].linear, sums[r].activation_sum,
                             sums[r].transient, sums[r].transient_reserved, sums[r].chunks, in_flight[r]);
   }
   return out;

@@ -117,6 +117,7 @@ Kernel make_kernel(const LayerGraph& g, const Usage& u, const std::vector<bool>&
       k.fp8_eligible = true;
       if (op.inputs[0] >= 0 && g.tensors[op.inputs[0]].fp8) k.fp8_input_precast = true;
       if (op.output >= 0) k.fp8_grad_shard = g.tensors[op.output].fp8_grad_shard;
+      if (op.weight_bytes > 0 && g.fp8_weights_gathered) k.fp8_weight_precast = true;
     }
     k.mm_calls = static_cast<uint8_t>(std::max<int>(k.mm_calls, mm_calls(op)));
     if (op.gemm_m > 0) {
@@ -361,7 +362,7 @@ std::vector<Kernel> backward_kernels(const LayerGraph& g, const std::vector<Kern
     out.push_back(r);
   }
   for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
-    if (it->cls == OpClass::kCollective && it->comm_phases == CommPhases::kForwardOnly) continue;
+    if (it->comm_phases == CommPhases::kForwardOnly) continue;  // a collective or a memory pass
     out.push_back(backward_of(g, *it));
   }
   return out;

@@ -218,6 +218,7 @@ int append_graph(LayerGraph& g, const LayerGraph& part, int input) {
     g.ops.push_back(op);
   }
   g.fp8_saved_fraction = std::max(g.fp8_saved_fraction, part.fp8_saved_fraction);
+  g.fp8_weights_gathered = g.fp8_weights_gathered || part.fp8_weights_gathered;
   return index[part.output_tensor];
 }
 

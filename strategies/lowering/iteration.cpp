@@ -96,7 +96,7 @@ ZeroSplit add_zero_gather(StepProgram& s, const Plan& plan, const VirtualStage& 
   ZeroSplit z;
   if (plan.zero_stage < 3 || plan.shard <= 1) return z;
   const int layers = std::max(1, st.layers);
-  const double weights = st.params * plan.weight_bytes_per_param;
+  const double weights = plan.gathered_weight_bytes(st.params, plan.stage_linear_params(st));
   const CollectiveAlgorithm a = plan.strategy.collective;
   const GroupKind g = plan.zero_group();
   if (plan.strategy.overlap_dp && layers > 1) {
@@ -256,8 +256,11 @@ std::vector<IterOp> rank_tail(const Plan& plan, int rank, double all_params, dou
                                  GroupKind::kPipelineMirror, -1, bytes, buckets, s.collective));
   }
   if (plan.shard > 1 && (zero == 1 || zero == 2)) {
+    // ZeRO-3 kept gathered (zero3_resident) gathers as ZeRO-3 does: in FP8 under
+    // fp8_fsdp_all_gather.
     tail.push_back(collective_op(IterOpKind::kParameterGather, CommKind::kAllGather,
-                                 plan.zero_group(), -1, params * plan.weight_bytes_per_param, 1,
+                                 plan.zero_group(), -1,
+                                 plan.gathered_weight_bytes(params, linear_params), 1,
                                  s.collective));
   }
   if (experts && (zero == 1 || zero == 2)) {
@@ -373,8 +376,7 @@ void lower_iteration(Plan& plan) {
     it.rank_params[st.rank] += st.params;
     rank_experts[st.rank] += st.expert_params;
     // The embedding and the output projection stay 16 bit under fp8 training.
-    rank_linear[st.rank] += st.params - (st.has_embedding && plan.embedding ? plan.embedding->params : 0) -
-                            (st.has_head && plan.head ? plan.head->params - plan.head->mtp_linear_params : 0);
+    rank_linear[st.rank] += plan.stage_linear_params(st);
   }
   it.stages.clear();
   it.stages.reserve(plan.stages.size());

@@ -105,7 +105,7 @@ struct LayerOp {
   int16_t fusion_group = -1;              // ops with the same rule and group id fuse
   CommKind comm = CommKind::kAllReduce;   // for kCollective
   double comm_bytes = 0;                  // for kCollective: message size per rank
-  CommPhases comm_phases = CommPhases::kBoth;
+  CommPhases comm_phases = CommPhases::kBoth;  // the passes it runs in (a collective or a memory op)
   GroupKind group = GroupKind::kTensor;   // for kCollective: the ranks it spans
   bool overlaps_attention = false;        // for kCollective: hidden behind the attention beside it
   double overlap_window = 1;              // ... behind this share of that attention's time
@@ -132,6 +132,9 @@ struct LayerGraph {
   // (Transformer Engine): the bytes of that saved copy per byte of the 16-bit tensor (1/2 for
   // bf16); 0 when linear layers save their 16-bit input.
   double fp8_saved_fraction = 0;
+  // FP8 training whose linear layers' weights arrive gathered in FP8 (Strategy::
+  // fp8_fsdp_all_gather): their GEMMs cast no weight (Kernel::fp8_weight_precast).
+  bool fp8_weights_gathered = false;
   // The modules Recompute::kSelective recomputes (Strategy::recompute_modules; default: the
   // core attention).
   uint8_t recompute_modules = 1;

@@ -4,6 +4,7 @@
 // and the facts the memory model needs.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -57,6 +58,9 @@ struct Kernel {
   // Its output gradient arrives gathered in FP8, cast on a shard of this share of it
   // (TensorInfo::fp8_grad_shard); 0: the backward casts the whole 16-bit gradient.
   double fp8_grad_shard = 0;
+  // Its weight arrives gathered in FP8 (LayerGraph::fp8_weights_gathered): no weight cast in
+  // forward, a transposed copy for the input gradient in backward.
+  bool fp8_weight_precast = false;
   bool parameter_traffic = false;  // LayerOp::parameter_traffic: never recomputed
   // Separate matrix multiplies the kernel's GEMM runs as under eager model code (LayerOp::
   // mm_split: q, k, v or gate and up as one nn.Linear each); 0 for a kernel without one.
@@ -139,6 +143,10 @@ struct Plan {
   // and reduce-scatters and re-gathers once per iteration: ZeRO-1 in the steady state.
   int zero_stage = 0;
   bool zero3_resident = false;
+  // Strategy::fp8_fsdp_all_gather in force: FP8 tensorwise training with ZeRO-3 over more than
+  // one rank. The linear layers' weights (all of a stage's parameters but the embedding's and
+  // the head's) are gathered at 1 B a parameter and held so.
+  bool fp8_weight_gather = false;
   // ZeRO shards over `shard` ranks (Strategy::shard_group, or dp), replicated dp / shard times.
   int shard = 1;
   int replicas() const { return dp / shard; }
@@ -212,6 +220,22 @@ struct Plan {
 
   // Every operation of the iteration beyond the blocks' kernels (iteration.h).
   IterationProgram iteration;
+
+  // A virtual stage's linear-layer parameters on one device: all but the embedding's and the
+  // head's (its output projection stays 16-bit under FP8 training; an MTP depth's linears
+  // count).
+  double stage_linear_params(const VirtualStage& st) const {
+    const double edge = (st.has_embedding && embedding ? embedding->params : 0) +
+                        (st.has_head && head ? head->params - head->mtp_linear_params : 0);
+    return std::max(0.0, st.params - edge);
+  }
+  // Bytes of `params` parameters, `linear` of them linear layers', as ZeRO-3 gathers and holds
+  // them: 1 B a linear parameter under Strategy::fp8_fsdp_all_gather (fp8_weight_gather).
+  double gathered_weight_bytes(double params, double linear) const {
+    if (!fp8_weight_gather) return params * weight_bytes_per_param;
+    linear = std::min(linear, params);
+    return (params - linear) * weight_bytes_per_param + linear;
+  }
 };
 
 }  // namespace stratasim

@@ -197,6 +197,20 @@ int norm_and_gather(Builder& B, const Dims& d, const LayerShape& sh, const Trans
 // Row-parallel output -> all-reduce (or SP reduce-scatter) -> bias, dropout, residual add.
 // Without SP the all-reduce is Megatron's g: its backward is an identity when the layer's input
 // gradient is reduced at the column-parallel GEMM (`input_grad_reduced`, norm_and_gather).
+// Async TP's fused_matmul_reduce_scatter (torch/distributed/_symmetric_memory/__init__.py
+// _fused_matmul_reduce_scatter_impl) sends each of the tp row chunks of the GEMM's output to
+// the rank that owns it and sums the tp partials it receives with a reduction kernel of its own
+// (torch.sum over stacked_partials): read the whole n h output, write the rank's n/t h shard.
+// NCCL's reduce-scatter reduces inside its own kernel. The backward's all-gather reduces
+// nothing: forward (and recomputation) only.
+int micro_pipeline_reduction(Builder& B, const Dims& d, int reduced) {
+  const int out = B.tensor(d.nr * d.h * d.e);
+  LayerOp& sum = B.elementwise("tp_rs_reduce", {reduced}, out, 0, FusionRule::kNone, -1);
+  sum.eager_bytes = (d.n - d.nr) * d.h * d.e;  // the partials beyond the one the input holds
+  sum.comm_phases = CommPhases::kForwardOnly;
+  return out;
+}
+
 int reduce_and_residual(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSpec& t,
                         std::string_view reduce_name, int partial, int residual, int group,
                         bool input_grad_reduced) {
@@ -218,6 +232,7 @@ int reduce_and_residual(Builder& B, const Dims& d, const LayerShape& sh, const T
                            partial, region, region, d.n * d.h * d.e);
     if (!sh.sequence_parallel && input_grad_reduced) B.last().comm_phases = CommPhases::kForwardOnly;
     if (fp8_grad) B.last().backward_comm_factor = 1 / d.e;
+    if (sh.sequence_parallel && sh.tp_micro_pipeline) reduced = micro_pipeline_reduction(B, d, reduced);
   }
   int x = reduced;
   B.set_module(0);  // bias, dropout and the residual add follow the module (bias_dropout_add)
@@ -755,6 +770,7 @@ LayerGraph build_transformer_layer(const TransformerSpec& t, const LayerShape& s
   g.tensors.reserve(32);
   g.ops.reserve(32);
   g.fp8_saved_fraction = sh.fp8_saved_inputs ? 1.0 / sh.element_bytes : 0.0;
+  g.fp8_weights_gathered = sh.fp8_weight_gather;
   g.recompute_modules = sh.recompute_modules;
   Builder B(g, sh);
   const Dims d = dims_of(t, sh);

@@ -24,6 +24,9 @@ struct LayerShape {
   bool sequence_parallel = false;
   bool sp_reorder_copies = false;  // Strategy::sp_reorder_copies (applies only with SP)
   bool fp8_tp_gather = false;      // Strategy::fp8_tp_all_gather, in force (SP, tp > 1, fp8 tensorwise)
+  // Strategy::fp8_fsdp_all_gather in force (Plan::fp8_weight_gather): the linear layers'
+  // weights arrive gathered in FP8 (LayerGraph::fp8_weights_gathered).
+  bool fp8_weight_gather = false;
   // Async TP's micro-pipeline (overlap_tp with TpOverlap::kMicroPipeline) fuses each
   // all-gather with the matmuls reading it and each reduce-scatter with the one matmul
   // producing it, in the layout they need: of the layout copies only the backward's before the

@@ -293,6 +293,12 @@ struct Strategy {
   // the all-gather; the GEMMs find their input cast). The backward's reduce-scatter of the
   // input gradient stays 16-bit.
   bool fp8_tp_all_gather = false;
+  // FP8 training with tensorwise scaling under ZeRO-3/FSDP: the linear layers' weights are cast
+  // to FP8 on each rank's shard and all-gathered in FP8, 1 B a parameter (torchao's
+  // WeightWithDynamicFloat8CastTensor fsdp_pre_all_gather; TorchTitan's
+  // --float8.enable_fsdp_float8_all_gather). The GEMMs find their weight cast; the gathered
+  // weight is held at 1 B a parameter.
+  bool fp8_fsdp_all_gather = false;
   // ZeRO-3 as FSDP2 runs it (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py): each
   // layer's all-gather output is copied out into the parameters (split_with_sizes_copy), and
   // each reduce-scatter's input is copied in from the gradients (_chunk_cat, cast to the

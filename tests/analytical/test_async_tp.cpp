@@ -88,9 +88,18 @@ TEST_CASE("async TP: the reduce-scatter of q, k, v's summed input gradients stay
   REQUIRE(rs < ks.size());
   const std::vector<KernelTiming> t = kernel_timings(ks, mp);
   CHECK(t[rs].exposed_s == doctest::Approx(t[rs].total_s));
-  // Transformer Engine's userbuffers hide it behind that GEMM.
-  const std::vector<KernelTiming> u = kernel_timings(ub.layer->backward, ub);
-  CHECK(u[rs].exposed_s < u[rs].total_s);
+  // Transformer Engine's userbuffers hide it behind that GEMM (the same kernel in its list).
+  const std::vector<Kernel>& uks = ub.layer->backward;
+  const std::vector<KernelTiming> u = kernel_timings(uks, ub);
+  size_t urs = uks.size();
+  for (size_t i = 1; i < uks.size(); ++i) {
+    if (uks[i].cls == OpClass::kCollective && uks[i].comm == CommKind::kReduceScatter &&
+        uks[i - 1].mm_calls == 3) {
+      urs = i;
+    }
+  }
+  REQUIRE(urs < uks.size());
+  CHECK(u[urs].exposed_s < u[urs].total_s);
   // Without SP the all-reduces are no match either: nothing hidden.
   const Plan ar = tp_plan(false, true, TpOverlap::kMicroPipeline);
   const std::vector<KernelTiming> a = kernel_timings(ar.layer->forward, ar);
@@ -139,6 +148,53 @@ TEST_CASE("Megatron's asynchronous input-gradient all-reduce hides behind the we
       if (b.forward[i].cls == OpClass::kCollective) CHECK(f[i].exposed_s == doctest::Approx(f[i].total_s));
     }
   }
+}
+
+TEST_CASE("async TP: FP8 operands are cast once, before the fused op, not in every step") {
+  // The same layer on DGX H100 in FP8 (tensorwise): the fused ops take cast operands
+  // (symm_mem fused_all_gather_scaled_matmul / fused_scaled_matmul_reduce_scatter), so the
+  // pair is casts + c + 3 max(c s, t / 3) with c the quarter GEMM without casts.
+  Strategy st;
+  st.tp = 4, st.global_batch = 32, st.micro_batch = 32, st.sequence_parallel = true;
+  st.overlap_tp = true, st.tp_overlap = TpOverlap::kMicroPipeline;
+  st.dtype = DType::kFp8;
+  const Plan p = testing::lower_on("dgx_h100", testing::small_gpt(2), st, 4);
+  const Block& b = *p.layer;
+  const std::vector<Kernel>& ks = b.forward;
+  const std::vector<KernelTiming> t = kernel_timings(ks, p);
+  const size_t rs = index_of(ks, b, "tp_reduce1");
+  const Kernel& gemm = ks[rs - 1];
+  REQUIRE(gemm.fp8_eligible);
+  const DeviceSpec& d = p.hardware.device;
+  const double slowest = t[rs - 1].total_s / kernel_time(gemm, d, DType::kFp8).total_s;
+  const KernelTime whole = kernel_time(gemm, d, DType::kFp8, AttentionKernel::kFlash2, slowest);
+  REQUIRE(whole.cast_s > 0);
+  Kernel step = gemm;
+  step.gemm_m /= 4, step.matmul_flops /= 4, step.other_flops /= 4, step.bytes /= 4;
+  const KernelTime part = kernel_time(step, d, DType::kFp8, AttentionKernel::kFlash2, slowest);
+  const double c = part.total_s - part.cast_s;
+  const double s = d.overlap_slowdown, comm = t[rs].total_s;
+  CHECK(t[rs].exposed_s == doctest::Approx(std::max(0.0, whole.cast_s + c + 3 * std::max(c * s, comm / 3) - whole.total_s)));
+  // Charging the weight's cast in each of the 4 steps would cost 3 more casts of it.
+  CHECK(part.cast_s > 0.5 * whole.cast_s);
+}
+
+TEST_CASE("async TP: the fused reduce-scatter sums the tp partials with a reduction kernel of its own") {
+  const Plan mp = tp_plan(true, true, TpOverlap::kMicroPipeline);
+  const Block& b = *mp.layer;
+  // n = 32 x 512 = 16384 tokens, h = 1024, 2 B: the stacked partials n h e = 32 MiB read,
+  // the rank's shard n/4 h e = 8 MiB written; one per row-parallel layer, forward only.
+  int sums = 0;
+  for (const Kernel& k : b.forward) {
+    if (b.graph.ops[k.first_op].name != "tp_rs_reduce") continue;
+    ++sums;
+    CHECK(k.bytes == doctest::Approx(16384.0 * 1024 * 2 * (1 + 0.25)));
+  }
+  CHECK(sums == 2);
+  for (const Kernel& k : b.backward) CHECK(b.graph.ops[k.first_op].name != "tp_rs_reduce");
+  // NCCL's reduce-scatter reduces inside its own kernel: no such op without the micro-pipeline.
+  const Plan plain = tp_plan(true, true, TpOverlap::kUserbuffers);
+  for (const Kernel& k : plain.layer->forward) CHECK(plain.layer->graph.ops[k.first_op].name != "tp_rs_reduce");
 }
 
 TEST_CASE("async TP: tp_overlap is read and written back") {

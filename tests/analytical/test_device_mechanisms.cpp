@@ -115,6 +115,27 @@ TEST_CASE("fp8: a GEMM fed or followed by an FP8 tensor-parallel gather copies t
   CHECK(kernel_time(k, d, DType::kFp8).total_s - plain == doctest::Approx(-6.75e-6 + 1e-6).epsilon(1e-9));
 }
 
+TEST_CASE("fp8: a weight gathered in FP8 (FSDP float8 all-gather) is not cast; its backward copies it transposed") {
+  // linear_forward: 1000 x 4000 input, 4000 x 2000 weight; at 1 TB/s with 1 us launches.
+  const DeviceSpec d = round_device();
+  Kernel k = linear_forward();
+  const double plain = kernel_time(k, d, DType::kFp8).total_s;
+  k.fp8_weight_precast = true;
+  // Forward: the weight's amax and cast, 5 B x 8e6 = 40 MB and 2 launches, are gone.
+  CHECK(plain - kernel_time(k, d, DType::kFp8).total_s == doctest::Approx(40e-6 + 2e-6).epsilon(1e-9));
+  // Input and weight both arriving cast: no cast at all, and a finite time (the GEMM alone).
+  k.fp8_input_precast = true;
+  const KernelTime t = kernel_time(k, d, DType::kFp8);
+  CHECK(t.cast_s == 0);
+  CHECK(t.total_s == doctest::Approx(17e-6));
+  // Backward: the weight's 3 B x 8e6 = 24 MB cast becomes the column-major copy of the
+  // gathered FP8 weight, 2 B x 8e6 = 16 MB.
+  Kernel b = linear_backward();
+  const double back = kernel_time(b, d, DType::kFp8).total_s;
+  b.fp8_weight_precast = true;
+  CHECK(back - kernel_time(b, d, DType::kFp8).total_s == doctest::Approx(8e-6).epsilon(1e-9));
+}
+
 TEST_CASE("fp8: torchao's rowwise recipe casts along both dims and runs its own GEMM curve") {
   DeviceSpec d = round_device();
   d.matmul_fp8_rowwise = {0.25, 0};

@@ -43,12 +43,16 @@ inline ModelSpec small_gpt(int layers) {
   return m;
 }
 
-inline Plan lower_on_dgx_a100(const ModelSpec& m, const Strategy& s, int devices) {
-  HardwareModel hw = catalog_cluster("dgx_a100");
+inline Plan lower_on(const std::string& cluster, const ModelSpec& m, const Strategy& s, int devices) {
+  HardwareModel hw = catalog_cluster(cluster);
   hw.num_devices = devices;
   Expected<Plan> p = lower(m, s, hw);
   REQUIRE_MESSAGE(p.has_value(), (p ? "" : p.error().detail));
   return *p;
+}
+
+inline Plan lower_on_dgx_a100(const ModelSpec& m, const Strategy& s, int devices) {
+  return lower_on("dgx_a100", m, s, devices);
 }
 
 // A fused attention kernel of `flops` whose query rows attend `keys` keys (head dim 128).
