@@ -89,24 +89,47 @@ IterOp collective_op(IterOpKind kind, CommKind comm, GroupKind group, int vstage
 // et al. SC20, Sec. 7). With prefetching (overlap_dp) the first layer's collective is on the
 // critical path and the others run beside the compute; without it all of them precede (a
 // gather) or follow (a reduce-scatter) the compute. Returns the index the compute waits for.
+// The stage's parameters outside its layers (the embedding, the final norm and the output
+// head: ZeroParams::edge) form one more unit, FSDP's root (torch.distributed.fsdp: the
+// model wrapped last, around the wrapped blocks; TorchTitan's apply_fsdp): gathered with the
+// first layer before the forward, kept through the backward (FSDP2's _lazy_init sets the
+// root's post_forward_mesh_info to None: not resharded after forward, so not re-gathered),
+// and reduce-scattered with the first layer after the backward, when the embedding's gradient
+// is the last one done.
 struct ZeroSplit {
   int first = -1;  // the op the compute waits for (-1: none)
 };
-ZeroSplit add_zero_gather(StepProgram& s, const Plan& plan, const VirtualStage& st, int vs) {
+struct ZeroParams {
+  double edge = 0, layer = 0;  // parameters on one device: outside the layers, per layer
+  int layers = 1;
+};
+ZeroParams zero_params(const Plan& plan, const VirtualStage& st) {
+  ZeroParams z;
+  z.layers = std::max(1, st.layers);
+  z.edge = st.params - plan.stage_linear_params(st);
+  z.layer = (st.params - z.edge) / z.layers;
+  return z;
+}
+
+ZeroSplit add_zero_gather(StepProgram& s, const Plan& plan, const VirtualStage& st, int vs,
+                          bool forward) {
   ZeroSplit z;
   if (plan.zero_stage < 3 || plan.shard <= 1) return z;
-  const int layers = std::max(1, st.layers);
-  const double weights = plan.gathered_weight_bytes(st.params, plan.stage_linear_params(st));
+  const ZeroParams p = zero_params(plan, st);
+  const int layers = p.layers;
+  const double edge = forward ? p.edge : 0;
+  const double linear = p.layer * layers;
   const CollectiveAlgorithm a = plan.strategy.collective;
   const GroupKind g = plan.zero_group();
   if (plan.strategy.overlap_dp && layers > 1) {
     z.first = push(s, collective_op(IterOpKind::kZeroGather, CommKind::kAllGather, g, vs,
-                                    weights / layers, 1, a));
+                                    plan.gathered_weight_bytes(edge + p.layer, p.layer), 1, a));
     push(s, collective_op(IterOpKind::kZeroGather, CommKind::kAllGather, g, vs,
-                          weights * (layers - 1) / layers, layers - 1, a));
+                          plan.gathered_weight_bytes(linear - p.layer, linear - p.layer),
+                          layers - 1, a));
   } else {
-    z.first = push(s, collective_op(IterOpKind::kZeroGather, CommKind::kAllGather, g, vs, weights,
-                                    layers, a));
+    z.first = push(s, collective_op(IterOpKind::kZeroGather, CommKind::kAllGather, g, vs,
+                                    plan.gathered_weight_bytes(edge + linear, linear), layers, a));
   }
   return z;
 }
@@ -115,16 +138,19 @@ ZeroSplit add_zero_gather(StepProgram& s, const Plan& plan, const VirtualStage& 
 int add_zero_reduce_scatter(StepProgram& s, const Plan& plan, const VirtualStage& st, int vs,
                             int backward) {
   if (plan.zero_stage < 2 || plan.dp <= 1) return backward;
-  const int layers = std::max(1, st.layers);
+  const ZeroParams p = zero_params(plan, st);
+  const int layers = p.layers;
   const double grads = st.params * plan.grad_bytes_per_param;
+  const double layer_grads = p.layer * plan.grad_bytes_per_param;
   const CollectiveAlgorithm a = plan.strategy.collective;
   const GroupKind g = plan.zero_group();
   IterOp last = collective_op(IterOpKind::kZeroReduceScatter, CommKind::kReduceScatter, g, vs,
                               grads, layers, a);
   if (plan.strategy.overlap_dp && layers > 1) {
+    // The layers but the first beside the backward; the first with the root unit after it.
     push(s, collective_op(IterOpKind::kZeroReduceScatter, CommKind::kReduceScatter, g, vs,
-                          grads * (layers - 1) / layers, layers - 1, a));
-    last.bytes = grads / layers;
+                          layer_grads * (layers - 1), layers - 1, a));
+    last.bytes = grads - layer_grads * (layers - 1);
     last.repeats = 1;
   }
   last.deps[0] = static_cast<int8_t>(backward);
@@ -156,7 +182,7 @@ StageProgram stage_program(const Plan& plan, int vs) {
   StageProgram p;
   {
     StepProgram& f = p.forward;
-    const ZeroSplit z = add_zero_gather(f, plan, st, vs);
+    const ZeroSplit z = add_zero_gather(f, plan, st, vs, true);
     const int compute =
         push(f, compute_op(IterOpKind::kForward, vs, stage_work(plan, st, Phase::kForward), z.first));
     if (map.sends_forward(vs)) add_send(f, plan, IterOpKind::kSendActivation, vs, compute);
@@ -164,7 +190,7 @@ StageProgram stage_program(const Plan& plan, int vs) {
   if (plan.inference()) return p;  // forward only: no backward step, nothing sent back
   {
     StepProgram& b = p.backward;
-    const ZeroSplit z = add_zero_gather(b, plan, st, vs);
+    const ZeroSplit z = add_zero_gather(b, plan, st, vs, false);
     int dep = z.first;
     if (plan.strategy.recompute != Recompute::kNone) {
       dep = push(b, compute_op(IterOpKind::kRecompute, vs, stage_work(plan, st, Phase::kRecompute),

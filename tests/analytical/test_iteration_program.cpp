@@ -48,11 +48,24 @@ TEST_CASE("iteration program: ZeRO-3 with prefetch gathers the first layer, then
   using K = IterOpKind;
   CHECK(kinds(f.ops) == std::vector<K>{K::kZeroGather, K::kZeroGather, K::kForward,
                                        K::kSendActivation});
-  const double weights = plan.stages[0].params * plan.weight_bytes_per_param;
-  CHECK(f.ops[0].bytes == doctest::Approx(weights / 4));
+  // The embedding is FSDP's root unit: gathered with the first layer before the forward.
+  const double e = plan.weight_bytes_per_param;
+  const double layer = plan.layer->params, embedding = plan.embedding->params;
+  CHECK(plan.stages[0].params == doctest::Approx(4 * layer + embedding));
+  CHECK(f.ops[0].bytes == doctest::Approx((embedding + layer) * e));
   CHECK(f.ops[0].repeats == 1);
-  CHECK(f.ops[1].bytes == doctest::Approx(weights * 3 / 4));
+  CHECK(f.ops[1].bytes == doctest::Approx(3 * layer * e));
   CHECK(f.ops[1].repeats == 3);
+  // The backward re-gathers the layers only: the root stays gathered from its forward.
+  const StepProgram& b0 = plan.iteration.stages[0].backward;
+  CHECK(b0.ops[0].bytes == doctest::Approx(layer * e));
+  CHECK(b0.ops[1].bytes == doctest::Approx(3 * layer * e));
+  // Its reduce-scatter: layers 3..1 beside the backward, then layer 0 with the embedding,
+  // whose gradient is the last one done.
+  const double ge = plan.grad_bytes_per_param;
+  REQUIRE(b0.ops[3].kind == IterOpKind::kZeroReduceScatter);
+  CHECK(b0.ops[3].bytes == doctest::Approx(3 * layer * ge));
+  CHECK(b0.ops[4].bytes == doctest::Approx((embedding + layer) * ge));
   CHECK(f.ops[2].deps[0] == 0);  // the compute waits for the first layer's gather only
   CHECK(f.ops[3].blocking);      // Megatron's p2p blocks the sender
   // Backward of the last stage: gathers, recompute-free backward, then the reduce-scatter of
@@ -71,23 +84,23 @@ TEST_CASE("iteration program: ZeRO-3 with prefetch gathers the first layer, then
   }
 }
 
-TEST_CASE("iteration program: the step timing is the prefetch closed form G/L + max(C', G (L-1)/L)") {
-  // One stage of L = 4 layers, gather G, compute C: with prefetch the forward takes
-  // G/L + max(C', G (L-1)/L), where the compute beside the gathers is slowed (s =
-  // overlap_slowdown: it runs at 1/s while they run): C' = C + min((s-1) C, (1-1/s) G (L-1)/L).
-  // Without prefetch: G + C.
+TEST_CASE("iteration program: the step timing is the prefetch closed form G1 + max(C', G_rest)") {
+  // One stage of L = 4 layers (and the embedding, FSDP's root unit), gathers G: with prefetch
+  // the forward takes G1 + max(C', G_rest), G1 the first layer's and the root's gather, G_rest
+  // the other three layers', where the compute beside them is slowed (s = overlap_slowdown: it
+  // runs at 1/s while they run): C' = C + min((s-1) C, (1-1/s) G_rest). Without prefetch: G + C.
   const Plan plan = lowered(strategy(1, 2, 3, true), 8);
   const StepProgram& f = plan.iteration.stages[0].forward;
   const double g_first = comm_op_s(f.ops[0], plan), g_rest = comm_op_s(f.ops[1], plan);
   const double g = g_first + g_rest;
-  CHECK(g_first == doctest::Approx(g / 4));  // four equal collectives of W/4
+  CHECK(g_first > g_rest / 3);  // the root's embedding rides with the first layer
   const double s = plan.hardware.device.overlap_slowdown;
   REQUIRE(s > 1);
   for (const double c : {g / 10, g, 10 * g}) {
     const StepTiming t = time_step(f, ComputeDurations{c, 0, 0}, plan);
     CAPTURE(c);
     const double slowed = c + std::min((s - 1) * c, (1 - 1 / s) * g_rest);
-    CHECK(t.span_s == doctest::Approx(g / 4 + std::max(slowed, g_rest)));
+    CHECK(t.span_s == doctest::Approx(g_first + std::max(slowed, g_rest)));
     CHECK(t.compute_s == doctest::Approx(c));
     CHECK(t.zero_total_s == doctest::Approx(g));
     // The blocking send starts when the step is over and ends one transfer later.
@@ -187,15 +200,17 @@ TEST_CASE("ZeRO with dp = 1 carries a warning in the prediction's notes") {
 
 TEST_CASE("iteration program: the ZeRO row reports the bytes its collectives move") {
   // pp 2, dp 4, global batch 8: m = 2 micro-batches. Rank 0 (stage 0) gathers its weights W in
-  // the forward and again in the backward and reduce-scatters its gradients G each micro-batch:
-  // m (2 W + G) bytes of collective buffers per device.
+  // the forward, its layers' weights L again in the backward (the embedding, FSDP's root unit,
+  // stays gathered) and reduce-scatters its gradients G each micro-batch: m (W + L + G) bytes
+  // of collective buffers per device.
   const Plan plan = lowered(strategy(1, 2, 3, true), 8);
   const Prediction p = predict_analytical(plan);
   const double w = plan.stages[0].params * plan.weight_bytes_per_param;
+  const double l = (plan.stages[0].params - plan.embedding->params) * plan.weight_bytes_per_param;
   const double g = plan.stages[0].params * plan.grad_bytes_per_param;
   const auto zero = std::find_if(p.comms.begin(), p.comms.end(),
                                  [](const CommStat& c) { return c.category == CommCategory::kZero; });
   REQUIRE(zero != p.comms.end());
   CHECK(std::string(zero->what) == "zero per-micro-batch collectives");
-  CHECK(zero->bytes == doctest::Approx(2 * (2 * w + g)));
+  CHECK(zero->bytes == doctest::Approx(2 * (w + l + g)));
 }
