@@ -34,6 +34,18 @@ size_t index_of(const std::vector<Kernel>& ks, const Block& b, const std::string
   return static_cast<size_t>(&k - ks.data());
 }
 
+// The reduce-scatter right after qkv's backward (three matmuls: q, k, v); ks.size() if none.
+size_t qkv_input_grad_scatter(const std::vector<Kernel>& ks) {
+  size_t at = ks.size();
+  for (size_t i = 1; i < ks.size(); ++i) {
+    if (ks[i].cls == OpClass::kCollective && ks[i].comm == CommKind::kReduceScatter &&
+        ks[i - 1].mm_calls == 3) {
+      at = i;
+    }
+  }
+  return at;
+}
+
 }  // namespace
 
 TEST_CASE("async TP: an all-gather runs as tp steps beside 1/tp of the GEMM that reads it") {
@@ -78,26 +90,14 @@ TEST_CASE("async TP: the reduce-scatter of q, k, v's summed input gradients stay
   const std::vector<Kernel>& ks = b.backward;
   // The backward of the all-gather before qkv: a reduce-scatter right after qkv's backward,
   // whose input is dq Wq + dk Wk + dv Wv (three matmuls and their sum: no match for the pass).
-  size_t rs = ks.size();
-  for (size_t i = 1; i < ks.size(); ++i) {
-    if (ks[i].cls == OpClass::kCollective && ks[i].comm == CommKind::kReduceScatter &&
-        ks[i - 1].mm_calls == 3) {
-      rs = i;
-    }
-  }
+  const size_t rs = qkv_input_grad_scatter(ks);
   REQUIRE(rs < ks.size());
   const std::vector<KernelTiming> t = kernel_timings(ks, mp);
   CHECK(t[rs].exposed_s == doctest::Approx(t[rs].total_s));
   // Transformer Engine's userbuffers hide it behind that GEMM (the same kernel in its list).
   const std::vector<Kernel>& uks = ub.layer->backward;
   const std::vector<KernelTiming> u = kernel_timings(uks, ub);
-  size_t urs = uks.size();
-  for (size_t i = 1; i < uks.size(); ++i) {
-    if (uks[i].cls == OpClass::kCollective && uks[i].comm == CommKind::kReduceScatter &&
-        uks[i - 1].mm_calls == 3) {
-      urs = i;
-    }
-  }
+  const size_t urs = qkv_input_grad_scatter(uks);
   REQUIRE(urs < uks.size());
   CHECK(u[urs].exposed_s < u[urs].total_s);
   // Without SP the all-reduces are no match either: nothing hidden.
