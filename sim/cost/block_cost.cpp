@@ -76,8 +76,9 @@ double micro_pipeline_exposed_s(const Kernel& gemm, double gemm_s, double comm_s
   step.bytes /= n;
   const Strategy& s = plan.strategy;
   const DeviceSpec& d = plan.hardware.device;
-  const KernelTime part = kernel_time(step, d, s.dtype, s.fusion.attention_kernel, slowest, s.fp8_scaling);
-  const double casts = kernel_time(gemm, d, s.dtype, s.fusion.attention_kernel, slowest, s.fp8_scaling).cast_s;
+  const AttentionKernel attention = s.fusion.attention_kernel;
+  const KernelTime part = kernel_time(step, d, s.dtype, attention, slowest, s.fp8_scaling);
+  const double casts = kernel_time(gemm, d, s.dtype, attention, slowest, s.fp8_scaling).cast_s;
   const double c = part.total_s - part.cast_s;
   const double pair = casts + c + (n - 1) * std::max(c * d.overlap_slowdown, comm_s / (n - 1));
   return std::max(0.0, pair - gemm_s);

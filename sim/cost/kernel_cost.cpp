@@ -57,7 +57,8 @@ const AttentionCurves& attention_curves(const DeviceSpec& d, AttentionKernel ker
 const AttentionPass* attention_pass(const Kernel& k, const DeviceSpec& d, AttentionKernel kernel) {
   const AttentionCurves& a = attention_curves(d, kernel);
   if (!a.present()) return nullptr;
-  return k.phase == Phase::kForward ? &a.forward : &a.backward;
+  // Recomputation reruns the forward kernel.
+  return k.phase == Phase::kBackward ? &a.backward : &a.forward;
 }
 
 // The first FlashAttention (flash-attn 0.x/1.x) against FlashAttention-2 on the same device:
@@ -150,7 +151,7 @@ constexpr double kRowwiseGradOutputB = 8 * 1.25;
 double fp8_cast_bytes(const Kernel& k, Fp8Scaling scaling) {
   if (k.gemm_m <= 0) return 0;
   const double m = k.gemm_m * k.gemm_batch, n = k.gemm_n, kk = k.gemm_k;
-  const bool forward = k.phase == Phase::kForward;
+  const bool forward = k.phase != Phase::kBackward;  // recomputation casts as the forward does
   if (scaling == Fp8Scaling::kDelayed || scaling == Fp8Scaling::kCurrent) {
     const double per_element = scaling == Fp8Scaling::kCurrent ? 6 : 4;
     return per_element * (forward ? m * kk : m * n);
@@ -183,9 +184,11 @@ double fp8_cast_bytes(const Kernel& k, Fp8Scaling scaling) {
 int fp8_cast_launches(const Kernel& k, Fp8Scaling scaling) {
   switch (scaling) {
     case Fp8Scaling::kTensorwise:
-      if (k.phase == Phase::kForward) return (k.fp8_input_precast ? 0 : 2) + (k.fp8_weight_precast ? 0 : 2);
+      if (k.phase != Phase::kBackward) {
+        return (k.fp8_input_precast ? 0 : 2) + (k.fp8_weight_precast ? 0 : 2);
+      }
       return 4 + (k.fp8_input_precast ? 1 : 0) + (k.fp8_grad_shard > 0 ? 1 : 0);
-    case Fp8Scaling::kRowwise: return k.phase == Phase::kForward ? 2 : 5;
+    case Fp8Scaling::kRowwise: return k.phase != Phase::kBackward ? 2 : 5;
     case Fp8Scaling::kDelayed: return 1;
     case Fp8Scaling::kCurrent: return 2;
   }

@@ -14,63 +14,73 @@ MemoryBreakdown model_state_memory(double params, int dp, int zero, StateBytes b
 
 namespace {
 
-// One device's breakdown: `params` parameters (`experts` of them routed experts), `activation_sum`
-// saved per micro-batch over its `chunks` chunks, `transient` working set, `in_flight`
-// chunk-micro-batches held at once; `transient_reserved` the largest working set with the caching
-// allocator's slack beside it (Block::allocator_slack_B).
-MemoryBreakdown rank_breakdown(const Plan& plan, double params, double experts, double linear,
-                               double activation_sum, double transient, double transient_reserved,
-                               int chunks, int in_flight) {
+// What one device holds, summed over its virtual stages: `params` parameters (`experts` of them
+// routed experts, `fp8_linear` of the rest linear layers' weights a float8 all-gather holds at
+// 1 B, `edge` of them outside the layers: embedding, final norm, head), `activation_sum` saved
+// per micro-batch over its `chunks` chunks, `transient` working set; `transient_reserved` the
+// largest working set with the caching allocator's slack beside it (Block::allocator_slack_B).
+struct RankState {
+  double params = 0, experts = 0, fp8_linear = 0, edge = 0;
+  double activation_sum = 0, transient = 0, transient_reserved = 0;
+  int chunks = 0;
+};
+
+// ZeRO-3 gathers a layer's full weights before using it (and prefetches the next); resharded
+// per iteration it keeps the whole stage gathered (zero_stage 1 in model_state_memory). FSDP's
+// root unit (the parameters outside the layers) stays gathered from the forward through the
+// backward (iteration.cpp add_zero_gather). A placed op graph's device gathers its own ops'
+// weights. Under Strategy::fp8_fsdp_all_gather the linear layers' weights are held at 1 B.
+double gathered_weights_B(const Plan& plan, const RankState& r) {
+  if (plan.fp8_weight_gather && plan.zero_stage < 3) {  // kept gathered: the dense copy in FP8
+    const double dense = r.params - r.experts;
+    return plan.gathered_weight_bytes(dense, r.fp8_linear) - dense * plan.weight_bytes_per_param;
+  }
+  if (plan.zero_stage < 3 || plan.shard <= 1) return 0;
+  double largest = plan.stage_blocks.empty() ? plan.layer->params : 0.0;
+  double experts = plan.stage_blocks.empty() ? plan.layer->expert_params : 0.0;
+  for (const auto& b : plan.stage_blocks) largest = std::max(largest, b->params);  // op graphs
+  largest = std::min(largest, r.params);
+  experts = std::min(experts, largest);
+  return 2 * plan.gathered_weight_bytes(largest, largest - experts) +
+         plan.gathered_weight_bytes(r.edge, 0);
+}
+
+// One device's breakdown; `in_flight` chunk-micro-batches held at once.
+MemoryBreakdown rank_breakdown(const Plan& plan, const RankState& r, int in_flight) {
   const Strategy& s = plan.strategy;
   const StateBytes state{plan.weight_bytes_per_param, plan.grad_state_bytes_per_param,
                          plan.optimizer_bytes_per_param};
   // Routed experts' states are sharded over the ranks holding the same experts (edp).
   // Inference holds the weights only: no gradients, no optimizer states.
   const StateBytes held = plan.inference() ? StateBytes{state.weights, 0, 0} : state;
-  MemoryBreakdown m = model_state_memory(params - experts, plan.shard, plan.zero_stage, held);
-  if (experts > 0) {
-    const MemoryBreakdown e = model_state_memory(experts, plan.edp, plan.zero_stage, held);
+  MemoryBreakdown m = model_state_memory(r.params - r.experts, plan.shard, plan.zero_stage, held);
+  if (r.experts > 0) {
+    const MemoryBreakdown e = model_state_memory(r.experts, plan.edp, plan.zero_stage, held);
     m.weights_B += e.weights_B, m.gradients_B += e.gradients_B, m.optimizer_B += e.optimizer_B;
   }
-  // ZeRO-3 kept gathered (zero3_resident: zero_stage 1 here) holds its linear layers' weights
-  // as it gathered them: in FP8 under Strategy::fp8_fsdp_all_gather.
-  if (plan.fp8_weight_gather && plan.zero_stage < 3) {
-    const double dense = params - experts;
-    m.weights_B -= dense * plan.weight_bytes_per_param - plan.gathered_weight_bytes(dense, linear);
-  }
+  m.weights_B += gathered_weights_B(plan, r);
   // PipeDream weight stashing: one weight version per in-flight micro-batch.
   if (s.schedule == ScheduleKind::kPipeDreamAsync) {
     m.weights_B *= std::max(1, in_flight);
   }
-  // ZeRO-3 gathers a layer's full weights before using it (and prefetches the next); resharded
-  // per iteration it keeps the whole stage gathered (zero_stage 1 above). A placed op graph's
-  // device gathers its own ops' weights.
-  if (plan.zero_stage >= 3 && plan.shard > 1) {
-    const double layer = plan.stage_blocks.empty() ? plan.layer->params : 0.0;
-    double largest = layer;  // an operator graph's stages: the largest part gathered
-    for (const auto& b : plan.stage_blocks) largest = std::max(largest, b->params);
-    // In FP8 (Strategy::fp8_fsdp_all_gather) a layer's gathered weights are its linears'.
-    const double gathered = std::min(largest, params);
-    m.weights_B += 2 * plan.gathered_weight_bytes(gathered, gathered);
-  }
-  m.activations_B = in_flight * activation_sum / std::max(1, chunks);
-  m.transient_B = transient;
+  m.activations_B = in_flight * r.activation_sum / std::max(1, r.chunks);
+  m.transient_B = r.transient;
   // The allocator's high-water mark sits above the tensors' when a working set leaves holes
   // its later tensors do not fit (the eager loss: allocator_replay.h), by what exceeds the
   // rank's largest working set.
-  m.fragmentation_B = std::max(0.0, transient_reserved - transient);
+  m.fragmentation_B = std::max(0.0, r.transient_reserved - r.transient);
   // p2p send and receive buffers; the gradient bucket being reduced.
   m.buffers_B = (plan.pp > 1 ? 2 * plan.p2p_bytes : 0) +
                 (plan.dp > 1 && !plan.inference()
-                     ? std::min(plan.dp_bucket_B, params * plan.grad_bytes_per_param)
+                     ? std::min(plan.dp_bucket_B, r.params * plan.grad_bytes_per_param)
                      : 0);
   set_runtime_reserve(m, plan.hardware.device.reserved_memory_B, plan.hardware.device.cuda_context_B);
   // Optimizer offload (ZeRO-Offload, Ren et al. 2021, Sec. 4): the optimizer-state shard leaves
   // the device for host memory, where the CPU also keeps the fp32 gradient shard it steps with.
   if (s.offload == Offload::kOptimizer) {
     const double shard = plan.zero_stage >= 1 ? plan.shard : 1;
-    m.host_B = m.optimizer_B + 4.0 * (params - experts) / shard +
-               (experts > 0 ? 4.0 * experts / plan.edp : 0.0);
+    m.host_B = m.optimizer_B + 4.0 * (r.params - r.experts) / shard +
+               (r.experts > 0 ? 4.0 * r.experts / plan.edp : 0.0);
     m.optimizer_B = 0;
   }
   return m;
@@ -81,16 +91,13 @@ MemoryBreakdown rank_breakdown(const Plan& plan, double params, double experts, 
 std::vector<MemoryBreakdown> rank_memory(const Plan& plan, const std::vector<int>& in_flight) {
   std::vector<MemoryBreakdown> out(plan.pp);
   // One pass over the virtual stages, summed per rank (pp x v stages: not pp passes).
-  struct RankSum {
-    double params = 0, experts = 0, linear = 0, activation_sum = 0, transient = 0, transient_reserved = 0;
-    int chunks = 0;
-  };
-  std::vector<RankSum> sums(plan.pp);
+  std::vector<RankState> sums(plan.pp);
   for (const VirtualStage& st : plan.stages) {
-    RankSum& a = sums[st.rank];
+    RankState& a = sums[st.rank];
     a.params += st.params;
     a.experts += st.expert_params;
-    a.linear += plan.stage_linear_params(st);
+    a.fp8_linear += plan.stage_fp8_gathered_params(st);
+    a.edge += st.params - plan.stage_linear_params(st);
     a.activation_sum += st.activation_B;
     auto hold = [&a](const Block& b) {
       a.transient = std::max(a.transient, b.peak_transient_B);
@@ -107,17 +114,18 @@ std::vector<MemoryBreakdown> rank_memory(const Plan& plan, const std::vector<int
   if (!plan.placed.empty()) {
     MemoryBreakdown fullest;
     for (const PlacedDevice& d : plan.placed) {
-      const MemoryBreakdown m = rank_breakdown(plan, d.params, 0, 0, d.activation_B * plan.block_repeat,
-                                               d.peak_transient_B, d.peak_transient_B, 1, in_flight[0]);
+      RankState r;
+      r.params = d.params;
+      r.activation_sum = d.activation_B * plan.block_repeat;
+      r.transient = r.transient_reserved = d.peak_transient_B;
+      r.chunks = 1;
+      const MemoryBreakdown m = rank_breakdown(plan, r, in_flight[0]);
       if (m.total() > fullest.total()) fullest = m;
     }
     out[0] = fullest;
     return out;
   }
-  for (int r = 0; r < plan.pp; ++r) {
-    out[r] = rank_breakdown(plan, sums[r].params, sums[r].experts, sums[r].linear, sums[r].activation_sum,
-                            sums[r].transient, sums[r].transient_reserved, sums[r].chunks, in_flight[r]);
-  }
+  for (int r = 0; r < plan.pp; ++r) out[r] = rank_breakdown(plan, sums[r], in_flight[r]);
   return out;
 }
 

@@ -25,6 +25,7 @@ struct BlockKey {
   int expert_gemm_streams;
   bool expert_sort;
   bool fp8_weight_gather;
+  double fp8_shard_share;
 
   bool operator==(const BlockKey& o) const {
     return t == o.t && micro_batch == o.micro_batch && tp == o.tp && cp == o.cp && ep == o.ep &&
@@ -38,7 +39,8 @@ struct BlockKey {
            fsdp_reduce_element_bytes == o.fsdp_reduce_element_bytes &&
            fusion == o.fusion && recompute == o.recompute &&
            recompute_modules == o.recompute_modules && expert_gemm_streams == o.expert_gemm_streams &&
-           expert_sort == o.expert_sort && fp8_weight_gather == o.fp8_weight_gather;
+           expert_sort == o.expert_sort && fp8_weight_gather == o.fp8_weight_gather &&
+           fp8_shard_share == o.fp8_shard_share;
   }
 };
 
@@ -61,7 +63,8 @@ struct BlockKeyHash {
     mix(k.t.head_dim_override);
     mix(k.pp_gt_1 | k.sp << 1 | k.causal << 2 | static_cast<int>(k.recompute) << 3 |
         k.fp8_saved_inputs << 8 | k.forward_only << 9 | k.sp_reorder_copies << 10 | k.fp8_tp_gather << 11 | k.tp_micro_pipeline << 12 |
-        k.recompute_modules << 13 | k.expert_gemm_streams << 21 | k.expert_sort << 29 | static_cast<long long>(k.fp8_weight_gather) << 30);
+        k.recompute_modules << 13 | k.expert_gemm_streams << 21 | k.expert_sort << 29 |
+        static_cast<long long>(k.fp8_weight_gather) << 30);
     mix(static_cast<long long>(k.element_bytes));
     const FusionPlan& f = k.fusion;  // the hash may leave fields out; equality may not
     mix(f.elementwise_epilogue | f.bias_dropout_residual << 1 | f.norm_residual << 2 |
@@ -92,12 +95,14 @@ TransformerBlocks build(const TransformerSpec& t, const LayerShape& shape, Recom
   const bool fo = shape.forward_only;
   LayerShape layer = shape;  // FSDP's copies move the layer's parameters on this rank
   layer.fsdp_params = (layer_params(t) - experts - replicated) / tp + replicated + experts / shape.ep;
+  layer.fp8_cast_params = (layer_params(t) - experts - replicated) / tp + replicated;
   out.layer = make_block(build_transformer_layer(t, layer), recompute, fo,
                          (layer_params(t) - experts - replicated) / tp + replicated,
                          experts / shape.ep);
   if (t.moe.enabled() && t.moe.first_dense_layers > 0) {
     const TransformerSpec dense = dense_variant(t);
     layer.fsdp_params = (dense_layer_params(t) - replicated) / tp + replicated;
+    layer.fp8_cast_params = layer.fsdp_params;
     out.dense_layer = make_block(build_transformer_layer(dense, layer), recompute, fo,
                                  (dense_layer_params(t) - replicated) / tp + replicated);
   }
@@ -132,7 +137,8 @@ TransformerBlocks transformer_blocks(const TransformerSpec& t, const LayerShape&
   BlockKey key{t,      shape.micro_batch, shape.tp,           shape.cp, shape.ep,    pp > 1, shape.cp_comm, shape.cp_merge, shape.cp_gather_rotate, shape.kv_repeat,
                shape.sequence_parallel, shape.sp_reorder_copies, shape.fp8_tp_gather, shape.tp_micro_pipeline, shape.causal, shape.fp8_saved_inputs, shape.forward_only,
                shape.element_bytes, shape.fsdp_gather_element_bytes, shape.fsdp_reduce_element_bytes,
-               shape.fusion, recompute, shape.recompute_modules, shape.expert_gemm_streams, shape.expert_sort, shape.fp8_weight_gather};
+               shape.fusion, recompute, shape.recompute_modules, shape.expert_gemm_streams, shape.expert_sort, shape.fp8_weight_gather,
+               shape.fp8_shard_share};
   thread_local std::unordered_map<BlockKey, TransformerBlocks, BlockKeyHash> cache;
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;

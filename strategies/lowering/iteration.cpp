@@ -100,7 +100,9 @@ struct ZeroSplit {
   int first = -1;  // the op the compute waits for (-1: none)
 };
 struct ZeroParams {
-  double edge = 0, layer = 0;  // parameters on one device: outside the layers, per layer
+  // Parameters on one device: outside the layers, per layer, and of a layer's the ones a
+  // float8 all-gather moves in FP8 (not the routed experts').
+  double edge = 0, layer = 0, layer_fp8 = 0;
   int layers = 1;
 };
 ZeroParams zero_params(const Plan& plan, const VirtualStage& st) {
@@ -108,6 +110,7 @@ ZeroParams zero_params(const Plan& plan, const VirtualStage& st) {
   z.layers = std::max(1, st.layers);
   z.edge = st.params - plan.stage_linear_params(st);
   z.layer = (st.params - z.edge) / z.layers;
+  z.layer_fp8 = plan.stage_fp8_gathered_params(st) / z.layers;
   return z;
 }
 
@@ -118,18 +121,20 @@ ZeroSplit add_zero_gather(StepProgram& s, const Plan& plan, const VirtualStage& 
   const ZeroParams p = zero_params(plan, st);
   const int layers = p.layers;
   const double edge = forward ? p.edge : 0;
-  const double linear = p.layer * layers;
+  const double rest = layers - 1.0;
   const CollectiveAlgorithm a = plan.strategy.collective;
   const GroupKind g = plan.zero_group();
   if (plan.strategy.overlap_dp && layers > 1) {
     z.first = push(s, collective_op(IterOpKind::kZeroGather, CommKind::kAllGather, g, vs,
-                                    plan.gathered_weight_bytes(edge + p.layer, p.layer), 1, a));
+                                    plan.gathered_weight_bytes(edge + p.layer, p.layer_fp8), 1, a));
     push(s, collective_op(IterOpKind::kZeroGather, CommKind::kAllGather, g, vs,
-                          plan.gathered_weight_bytes(linear - p.layer, linear - p.layer),
+                          plan.gathered_weight_bytes(rest * p.layer, rest * p.layer_fp8),
                           layers - 1, a));
   } else {
-    z.first = push(s, collective_op(IterOpKind::kZeroGather, CommKind::kAllGather, g, vs,
-                                    plan.gathered_weight_bytes(edge + linear, linear), layers, a));
+    const double all = edge + layers * p.layer;
+    const double bytes = plan.gathered_weight_bytes(all, layers * p.layer_fp8);
+    z.first = push(s, collective_op(IterOpKind::kZeroGather, CommKind::kAllGather, g, vs, bytes,
+                                    layers, a));
   }
   return z;
 }
@@ -146,11 +151,15 @@ int add_zero_reduce_scatter(StepProgram& s, const Plan& plan, const VirtualStage
   const GroupKind g = plan.zero_group();
   IterOp last = collective_op(IterOpKind::kZeroReduceScatter, CommKind::kReduceScatter, g, vs,
                               grads, layers, a);
+  // ZeRO-3 (FSDP): the layers but the first beside the backward; the first with the root unit
+  // after it. ZeRO-2 reduces gradients in buckets as they are done (the head's first): the
+  // stage's last layer's worth after the backward.
+  const double beside =
+      plan.zero_stage >= 3 ? layer_grads * (layers - 1) : grads * (layers - 1) / layers;
   if (plan.strategy.overlap_dp && layers > 1) {
-    // The layers but the first beside the backward; the first with the root unit after it.
     push(s, collective_op(IterOpKind::kZeroReduceScatter, CommKind::kReduceScatter, g, vs,
-                          layer_grads * (layers - 1), layers - 1, a));
-    last.bytes = grads - layer_grads * (layers - 1);
+                          beside, layers - 1, a));
+    last.bytes = grads - beside;
     last.repeats = 1;
   }
   last.deps[0] = static_cast<int8_t>(backward);
@@ -286,8 +295,8 @@ std::vector<IterOp> rank_tail(const Plan& plan, int rank, double all_params, dou
     // fp8_fsdp_all_gather.
     tail.push_back(collective_op(IterOpKind::kParameterGather, CommKind::kAllGather,
                                  plan.zero_group(), -1,
-                                 plan.gathered_weight_bytes(params, linear_params), 1,
-                                 s.collective));
+                                 plan.gathered_weight_bytes(params, linear_params - expert_params),
+                                 1, s.collective));
   }
   if (experts && (zero == 1 || zero == 2)) {
     tail.push_back(collective_op(IterOpKind::kParameterGather, CommKind::kAllGather,

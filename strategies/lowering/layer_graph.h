@@ -105,7 +105,7 @@ struct LayerOp {
   int16_t fusion_group = -1;              // ops with the same rule and group id fuse
   CommKind comm = CommKind::kAllReduce;   // for kCollective
   double comm_bytes = 0;                  // for kCollective: message size per rank
-  CommPhases comm_phases = CommPhases::kBoth;  // the passes it runs in (a collective or a memory op)
+  CommPhases comm_phases = CommPhases::kBoth;  // passes it runs in (a collective, a memory op)
   GroupKind group = GroupKind::kTensor;   // for kCollective: the ranks it spans
   bool overlaps_attention = false;        // for kCollective: hidden behind the attention beside it
   double overlap_window = 1;              // ... behind this share of that attention's time

@@ -151,6 +151,7 @@ void build_transformer_blocks(Plan& plan) {
   const Strategy& s = plan.strategy;
   LayerShape shape = shape_of(s, plan.model.family == ModelFamily::kDecoder);
   shape.fp8_weight_gather = plan.fp8_weight_gather;
+  if (plan.fp8_weight_gather && plan.zero_stage == 3) shape.fp8_shard_share = 1.0 / plan.shard;
   if (s.fsdp_copies && plan.zero_stage == 3 && plan.shard > 1) {
     shape.fsdp_gather_element_bytes = plan.fp8_weight_gather ? 1 : plan.weight_bytes_per_param;
     shape.fsdp_reduce_element_bytes = plan.grad_bytes_per_param;
@@ -318,6 +319,7 @@ Expected<Plan> lower(const ModelSpec& model, const Strategy& requested,
                          (strategy.zero3_reshard == Zero3Reshard::kAuto && strategy.pp > 1));
   plan.zero_stage = plan.zero3_resident ? 1 : strategy.zero_stage;
   plan.fp8_weight_gather = strategy.fp8_fsdp_all_gather && strategy.zero_stage == 3 &&
+                           model.family != ModelFamily::kOpGraph &&
                            plan.shard > 1 && strategy.dtype == DType::kFp8 &&
                            strategy.fp8_scaling == Fp8Scaling::kTensorwise;
   plan.edp = static_cast<int>(static_cast<long long>(strategy.tp) * plan.dp / strategy.ep);

@@ -229,6 +229,11 @@ struct Plan {
                         (st.has_head && head ? head->params - head->mtp_linear_params : 0);
     return std::max(0.0, st.params - edge);
   }
+  // Of those, the ones a float8 all-gather moves in FP8 (torchao's Float8Linear weights): the
+  // routed experts' grouped GEMMs are not Float8Linear modules.
+  double stage_fp8_gathered_params(const VirtualStage& st) const {
+    return std::max(0.0, stage_linear_params(st) - st.expert_params);
+  }
   // Bytes of `params` parameters, `linear` of them linear layers', as ZeRO-3 gathers and holds
   // them: 1 B a linear parameter under Strategy::fp8_fsdp_all_gather (fp8_weight_gather).
   double gathered_weight_bytes(double params, double linear) const {

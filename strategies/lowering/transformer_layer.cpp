@@ -232,7 +232,9 @@ int reduce_and_residual(Builder& B, const Dims& d, const LayerShape& sh, const T
                            partial, region, region, d.n * d.h * d.e);
     if (!sh.sequence_parallel && input_grad_reduced) B.last().comm_phases = CommPhases::kForwardOnly;
     if (fp8_grad) B.last().backward_comm_factor = 1 / d.e;
-    if (sh.sequence_parallel && sh.tp_micro_pipeline) reduced = micro_pipeline_reduction(B, d, reduced);
+    if (sh.sequence_parallel && sh.tp_micro_pipeline) {
+      reduced = micro_pipeline_reduction(B, d, reduced);
+    }
   }
   int x = reduced;
   B.set_module(0);  // bias, dropout and the residual add follow the module (bias_dropout_add)
@@ -313,6 +315,19 @@ void fsdp_copies(Builder& B, const LayerGraph& g, const Dims& d, const LayerShap
   copy.eager_bytes = gather;
   copy.backward_bytes_factor = (gather + reduce) / gather;
   copy.parameter_traffic = true;
+}
+
+// Strategy::fp8_fsdp_all_gather: before each all-gather (the forward's and the backward's
+// re-gather) each rank casts its shard of the linear weights to FP8 (torchao
+// WeightWithDynamicFloat8CastTensor.fsdp_pre_all_gather, with the scale precomputed once per
+// iteration): read the fp32 shard (4 B), write 1 B. One foreach kernel; parameter traffic.
+void fp8_fsdp_shard_cast(Builder& B, const LayerShape& sh) {
+  const double elements = sh.fp8_cast_params * sh.fp8_shard_share;
+  if (elements <= 0) return;
+  LayerOp& cast = B.op("fp8_weight_shard_cast", OpClass::kMemoryBound, {}, B.tensor(0, 0));
+  cast.eager_bytes = 5 * elements;
+  cast.backward_bytes_factor = 1;
+  cast.parameter_traffic = true;
 }
 
 // The width of one token's K and V as the attention kernel reads them: the K/V heads', or the
@@ -806,6 +821,7 @@ LayerGraph build_transformer_layer(const TransformerSpec& t, const LayerShape& s
   }
 
   if (sh.fsdp_gather_element_bytes > 0) fsdp_copies(B, g, d, sh);
+  if (sh.fp8_shard_share > 0) fp8_fsdp_shard_cast(B, sh);
   for (LayerOp& o : g.ops) {
     if (!B.rule_on(o.fusion)) o.fusion_group = -1;
   }

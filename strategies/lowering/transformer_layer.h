@@ -38,6 +38,12 @@ struct LayerShape {
   double fsdp_gather_element_bytes = 0;
   double fsdp_reduce_element_bytes = 0;
   double fsdp_params = 0;  // the layer's parameters on this rank (0: its ops' weights)
+  // Strategy::fp8_fsdp_all_gather with ZeRO-3 gathering per micro-batch: the shard's share of
+  // the weights each rank casts to FP8 before each gather (1 / shard; 0 = none), and the
+  // layer's parameters on this rank that are cast (its Float8Linear weights: not the routed
+  // experts').
+  double fp8_shard_share = 0;
+  double fp8_cast_params = 0;
   double element_bytes = 2;  // activation dtype
   bool fp8_saved_inputs = false;  // LayerGraph::fp8_saved_fraction: FP8 training saving FP8 inputs
   bool causal = true;        // decoder: causal attention (flash skips masked blocks)

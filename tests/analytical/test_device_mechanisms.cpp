@@ -85,6 +85,19 @@ TEST_CASE("fp8: a linear layer's GEMM runs at the fp8 peak and curve, plus its c
   CHECK(kernel_time(linear_backward(), d, DType::kFp8).total_s == doctest::Approx(32e-6 + 2e-6 + 36e-6 + 4e-6));
 }
 
+TEST_CASE("fp8: a recomputed GEMM casts what its forward casts") {
+  // The forward's casts (kernel_cost.cpp): input 6 B x 4e6 + weight 5 B x 8e6 = 64 MB at
+  // 1 TB/s and 4 launches, the GEMM 16 us + 1 us: the recomputation pays the same, not the
+  // backward's output-gradient and weight casts (36 MB).
+  const DeviceSpec d = round_device();
+  Kernel k = linear_forward();
+  k.phase = Phase::kRecompute;
+  CHECK(kernel_time(k, d, DType::kFp8).total_s == doctest::Approx(17e-6 + 64e-6 + 4e-6));
+  // A gradient gathered in FP8 changes nothing there.
+  k.fp8_grad_shard = 0.125;
+  CHECK(kernel_time(k, d, DType::kFp8).total_s == doctest::Approx(17e-6 + 64e-6 + 4e-6));
+}
+
 TEST_CASE("fp8: a GEMM whose input arrives cast (tensor-parallel fp8 all-gather) saves exactly the input's cast") {
   // The 1000 x 4000 input: torchao's tensorwise input cast moves 6 B an element in 2 of the
   // forward's 4 cast kernels (kernel_cost.cpp); at 1 TB/s with 1 us launches:
@@ -260,6 +273,10 @@ TEST_CASE("attention: fused attention runs at the curve of its kernel") {
   CHECK(kernel_time(fa, d, DType::kBf16, cudnn).total_s == doctest::Approx(31e-6));
   // No cuDNN curve: cuDNN falls back to FA3; no FA3 on the device (A100) either: to FA2; no
   // curves at all: the GEMM curve.
+  // Recomputation reruns the forward kernel: the forward curves (FA2 30 us + 1 us).
+  fa.phase = Phase::kRecompute;
+  CHECK(kernel_time(fa, d, DType::kBf16, fa2).total_s == doctest::Approx(31e-6));
+  fa.phase = Phase::kBackward;
   d.cudnn = {};
   CHECK(kernel_time(fa, d, DType::kBf16, cudnn).total_s == doctest::Approx(25e-6));
   d.flash3 = {};

@@ -117,3 +117,65 @@ TEST_CASE("fp8 FSDP all-gather: stages kept gathered (pipeline) hold their linea
 }
 
 }  // namespace stratasim
+
+namespace stratasim {
+
+TEST_CASE("ZeRO-3 holds FSDP's root unit (embedding, final norm, head) gathered beside two layers") {
+  // 8 ranks: every parameter's 16-bit copy sharded 8 ways, plus the gathered running and
+  // prefetched layers (2 x P_layer x 2 B) and the root gathered from the forward through the
+  // backward ((P_embedding + P_head) x 2 B).
+  const Plan p = lowered(fsdp(DType::kBf16, false));
+  const std::vector<int> in_flight(1, 1);
+  const double all = p.stages[0].params;
+  const double edges = p.embedding->params + p.head->params;
+  CHECK(rank_memory(p, in_flight)[0].weights_B ==
+        doctest::Approx(all * 2 / 8 + 2 * p.layer->params * 2 + edges * 2));
+  // ZeRO-1 gathers nothing: the 16-bit weights whole.
+  Strategy zero1 = fsdp(DType::kBf16, false);
+  zero1.zero_stage = 1;
+  const Plan z1 = lowered(zero1);
+  CHECK(rank_memory(z1, in_flight)[0].weights_B == doctest::Approx(all * 2));
+}
+
+TEST_CASE("fp8 FSDP all-gather: each rank casts its shard of the linear weights before each gather") {
+  // The 2-layer model on 8 ranks: a layer's P parameters, its shard P / 8 read as fp32 (4 B)
+  // and written as FP8 (1 B): 5 P / 8 bytes before the forward's gather and again before the
+  // backward's re-gather; parameter traffic, never recomputed.
+  const Plan fp8 = lowered(fsdp(DType::kFp8, true));
+  const Block& b = *fp8.layer;
+  auto casts = [&b](const std::vector<Kernel>& ks) {
+    std::vector<const Kernel*> out;
+    for (const Kernel& k : ks) {
+      if (b.graph.ops[k.first_op].name == "fp8_weight_shard_cast") out.push_back(&k);
+    }
+    return out;
+  };
+  const auto fwd = casts(b.forward), back = casts(b.backward);
+  REQUIRE(fwd.size() == 1);
+  REQUIRE(back.size() == 1);
+  CHECK(fwd[0]->bytes == doctest::Approx(5 * b.params / 8));
+  CHECK(back[0]->bytes == doctest::Approx(5 * b.params / 8));
+  CHECK(fwd[0]->parameter_traffic);
+  CHECK(casts(lowered(fsdp(DType::kFp8, false)).layer->forward).empty());
+}
+
+TEST_CASE("fp8 FSDP all-gather: routed experts are not Float8Linear modules") {
+  // ZeRO-3 of an MoE model is refused for now, so no MoE gather exists to test; the count the
+  // gathers and the held copies would use leaves the experts at 16 bit.
+  ModelSpec m = testing::small_gpt(2);
+  m.transformer.moe = MoeSpec{.experts = 4, .top_k = 1, .expert_ffn_hidden = 512};
+  Strategy s = fsdp(DType::kFp8, true);
+  s.zero_stage = 1;
+  const Plan p = testing::lower_on("dgx_h100", m, s, 8);
+  const VirtualStage& st = p.stages[0];
+  REQUIRE(st.expert_params > 0);
+  const double edges = p.embedding->params + p.head->params;
+  CHECK(p.stage_linear_params(st) == doctest::Approx(st.params - edges));
+  CHECK(p.stage_fp8_gathered_params(st) == doctest::Approx(st.params - edges - st.expert_params));
+  s.zero_stage = 3;
+  HardwareModel hw = catalog_cluster("dgx_h100");
+  hw.num_devices = 8;
+  CHECK_FALSE(lower(m, s, hw).has_value());
+}
+
+}  // namespace stratasim
