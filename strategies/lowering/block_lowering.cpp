@@ -1,6 +1,7 @@
 #include "strategies/lowering/block_lowering.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace stratasim {
 namespace {
@@ -283,7 +284,8 @@ std::vector<bool> saved_with(const LayerGraph& g, const Usage& u, Recompute mode
 // save is kept at fp8_saved_fraction of its size; one that another op saves as well (the
 // attention output, saved by the attention and read by the output projection) is kept whole
 // and in FP8 beside it.
-double saved_bytes_with(const LayerGraph& g, const std::vector<bool>& saved, Recompute mode) {
+double saved_bytes_with(const LayerGraph& g, const std::vector<bool>& saved, Recompute mode,
+                        int last_op = std::numeric_limits<int>::max()) {
   std::vector<uint8_t> linear(g.fp8_saved_fraction > 0 ? g.tensors.size() : 0, 0),
       other(linear.size(), 0);
   if (!linear.empty() && mode != Recompute::kFull) {
@@ -300,9 +302,16 @@ double saved_bytes_with(const LayerGraph& g, const std::vector<bool>& saved, Rec
   for (int i = 0; i < static_cast<int>(g.ops.size()) && !share.empty(); ++i) {
     if (g.ops[i].output >= 0 && mm_calls(g.ops[i]) > 0) share[g.ops[i].output] = op_policy_saved_share(g, i);
   }
+  std::vector<int> producer;  // with last_op: the tensors made by the ops up to it only
+  if (last_op < static_cast<int>(g.ops.size())) {
+    producer.assign(g.tensors.size(), -1);
+    for (int i = 0; i < static_cast<int>(g.ops.size()); ++i) {
+      if (g.ops[i].output >= 0) producer[g.ops[i].output] = i;
+    }
+  }
   double bytes = 0;
   for (size_t t = 0; t < saved.size(); ++t) {
-    if (!saved[t]) continue;
+    if (!saved[t] || (!producer.empty() && producer[t] > last_op)) continue;
     const double whole = g.tensors[t].saved_bytes * (share.empty() ? 1.0 : share[t]);
     if (linear.empty() || !linear[t]) {
       bytes += whole;
@@ -310,10 +319,19 @@ double saved_bytes_with(const LayerGraph& g, const std::vector<bool>& saved, Rec
       bytes += (other[t] ? whole : 0) + g.fp8_saved_fraction * whole;
     }
   }
-  for (const LayerOp& op : g.ops) {
-    if (op_state_kept(g, op, mode)) bytes += op.aux_saved_bytes;
+  for (int i = 0; i < static_cast<int>(g.ops.size()) && i <= last_op; ++i) {
+    if (op_state_kept(g, g.ops[i], mode)) bytes += g.ops[i].aux_saved_bytes;
   }
   return bytes;
+}
+
+// What recomputation has rebuilt and the backward still holds while op i runs its backward:
+// the tensors the layer would save without recomputation, made by op i or before it (the
+// backward walks the layer in reverse and has freed what later ops made), less those saved.
+double recomputed_live_at(const LayerGraph& g, const Usage& u, Recompute mode, int i) {
+  if (mode == Recompute::kNone) return 0;
+  return saved_bytes_with(g, saved_with(g, u, Recompute::kNone), Recompute::kNone, i) -
+         saved_bytes_with(g, saved_with(g, u, mode), mode, i);
 }
 
 // The forward writes every tensor that leaves its kernel or is saved for the backward.
@@ -388,10 +406,15 @@ void lower_block(Block& block, Recompute mode, bool forward_only) {
           ? 0
           : saved_bytes_with(g, saved_with(g, u, Recompute::kNone), Recompute::kNone) -
                 block.saved_activation_B;
+  // An op's working set (ring attention's K/V blocks, the loss's logits) sits beside what
+  // recomputation has rebuilt up to it.
   double reserved = 0;  // an op's working set with the allocator's slack beside it
-  for (const LayerOp& op : g.ops) {
-    block.peak_transient_B = std::max(block.peak_transient_B, op.workspace_B);
-    reserved = std::max(reserved, op.workspace_B + op.allocator_slack_B);
+  for (int i = 0; i < static_cast<int>(g.ops.size()); ++i) {
+    const LayerOp& op = g.ops[i];
+    if (op.workspace_B <= 0 && op.allocator_slack_B <= 0) continue;
+    const double working = recomputed_live_at(g, u, mode, i) + op.workspace_B;
+    block.peak_transient_B = std::max(block.peak_transient_B, working);
+    reserved = std::max(reserved, working + op.allocator_slack_B);
   }
   block.allocator_slack_B = std::max(0.0, reserved - block.peak_transient_B);
   if (forward_only) {

@@ -351,6 +351,34 @@ double kv_width(const Dims& d, const LayerShape& sh) {
 // attention. The backward gathers K and V again the same way and passes the dK, dV partial
 // sums around the ring beside the steps (the dkv rotater is always the ring's); 16-bit K, V
 // plus the fp32 or 16-bit dK, dV: the ring's backward bytes, split between the two.
+//
+// The ring's working set beside the layer's tensors while its attention runs (the op's
+// workspace_B, the larger of the forward's and the backward's), for the rank's E output (query)
+// elements, E_kv K and V elements and the whole sequence's K, V (S = cp E_kv, 16-bit):
+//   Transformer Engine (pass, kFused; AttnFuncWithCPAndKVP2P): the forward keeps every step's
+//   K/V block (p2p_comm_buffers, a list of cp: S) and every step's output (out_per_step, cp
+//   of them, and the corrected output: (cp + 1) E); the backward double-buffers K, V with
+//   their dK, dV (two buffers of 2 E_kv) beside dq, the step's dq_ and dkv_ (2 E + E_kv):
+//   S + 2 (cp + 1) E B forward, 2 (5 E_kv + 2 E) B backward. A gathered rotation with this
+//   merge holds the gathered S beside the step's concatenation instead.
+//   PyTorch (kEagerFp32; torch/distributed/tensor/experimental/_attention.py): each step
+//   concatenates K, V for the rotater (2 E_kv B); the merger's fp32 output, its partially
+//   updated copy and the step's output cast to fp32 (12 E B); the gathered rotater holds the
+//   gathered S beside the step's concatenation, the passing one a received block beside it.
+//   Backward: the same K, V buffers, fp32 accumulators for dQ, dK, dV (4 E + 4 E_kv B), the
+//   step's 16-bit gradients (2 E + 2 E_kv B), and the fp32 dK, dV concatenated to pass,
+//   received and partially updated (12 E_kv B).
+double ring_workspace(const Dims& d, const LayerShape& sh) {
+  const double e = d.n * d.q / d.t, ekv = d.n * kv_width(d, sh) / d.t, cp = sh.cp;
+  const double sequence_kv = cp * ekv * d.e;
+  if (sh.cp_merge != CpMerge::kEagerFp32) {
+    const double held = sh.cp_gather_rotate ? sequence_kv + ekv * d.e : sequence_kv;
+    return std::max(held + (cp + 1) * e * d.e, (5 * ekv + 2 * e) * d.e);
+  }
+  const double held = sh.cp_gather_rotate ? sequence_kv + ekv * d.e : 2 * ekv * d.e;
+  return held + std::max(12 * e, 4 * (e + ekv) + d.e * (e + ekv) + 12 * ekv);
+}
+
 void ring_exchange(Builder& B, const Dims& d, const LayerShape& sh, int qkv) {
   const double sequence_kv = d.b * d.s * (kv_width(d, sh)) / d.t * d.e;  // K and V of all s tokens
   const double backward_factor = sh.cp_merge == CpMerge::kEagerFp32 ? 3 : 2;
@@ -371,6 +399,7 @@ void ring_exchange(Builder& B, const Dims& d, const LayerShape& sh, int qkv) {
     ag.overlaps_attention = true;
     ag.overlap_window = 1.0 / sh.cp;
     ag.attention_core = true;
+    ag.workspace_B = ring_workspace(d, sh);
     return;
   }
   int gathered = B.tensor(0, 0);  // blocks consumed as they arrive, kept by no one
@@ -381,6 +410,7 @@ void ring_exchange(Builder& B, const Dims& d, const LayerShape& sh, int qkv) {
   ring.overlaps_attention = true;
   ring.backward_comm_factor = backward_factor;
   ring.attention_core = true;  // recomputing the attention runs the ring again
+  ring.workspace_B = ring_workspace(d, sh);
 }
 
 // All-gather context parallelism (Strategy::cp_comm kAllGather; Llama 3 Herd, Dubey et al.

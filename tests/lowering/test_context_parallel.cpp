@@ -9,6 +9,7 @@
 #include "sim/cost/block_cost.h"
 #include "sim/cost/collective_cost.h"
 #include "sim/core/json_reader.h"
+#include "strategies/lowering/block_lowering.h"
 #include "strategies/lowering/lower.h"
 #include "strategies/strategy/strategy_json.h"
 #include "tests/support/input_error.h"
@@ -289,6 +290,47 @@ TEST_CASE("context parallel: PyTorch's all-gather rotation gathers K and V besid
   REQUIRE(slow_ring.has_value());
   CHECK(block_cost(*slow_gather->layer, *slow_gather).cp_exposed_s >
         block_cost(*slow_ring->layer, *slow_ring).cp_exposed_s);
+}
+
+TEST_CASE("context parallel: the ring's K/V blocks and merge buffers are live beside the recomputed layer") {
+  // tp 1 x cp 8 on the GQA model, micro-batch 1: n = 512 / 8 = 64 tokens on a rank, E = 64 x
+  // 1024 = 65,536 query elements, E_kv = 64 x (256 + 256) = 32,768 K and V elements, the
+  // whole sequence's K, V S = 8 x 32,768 x 2 B = 524,288 B.
+  auto workspace = [](const Plan& p, std::string_view name) {
+    for (const LayerOp& op : p.layer->graph.ops) {
+      if (op.name == name) return op.workspace_B;
+    }
+    return -1.0;
+  };
+  Strategy s = cp_strategy(1, 8);
+  // Transformer Engine (p2p_comm_buffers and out_per_step, a list of cp each): forward
+  // S + (8 + 1) E x 2 B = 524,288 + 1,179,648; the backward's double buffers of K, V and
+  // dK, dV with dq, dq_, dkv_, (5 E_kv + 2 E) x 2 B = 589,824, is smaller.
+  const Plan te = testing::lower_on_dgx_a100(gqa_model(), s, 8);
+  CHECK(workspace(te, "cp_ring_kv") == doctest::Approx(1703936));
+  CHECK(te.layer->peak_transient_B == doctest::Approx(1703936));  // nothing recomputed
+  // PyTorch, all-to-all rotation: a received block beside the step's concatenation, 2 E_kv x
+  // 2 B = 131,072, and the larger of the forward's fp32 merge buffers (12 E = 786,432) and the
+  // backward's fp32 accumulators, 16-bit step gradients and fp32 dK, dV passed (4 x 98,304 +
+  // 2 x 98,304 + 12 x 32,768 = 983,040): 1,114,112 B.
+  s.cp_merge = CpMerge::kEagerFp32;
+  const Plan passed = testing::lower_on_dgx_a100(gqa_model(), s, 8);
+  CHECK(workspace(passed, "cp_ring_kv") == doctest::Approx(1114112));
+  // All-gather rotation: the gathered S beside the step's concatenation (65,536), 589,824,
+  // plus 983,040.
+  s.cp_rotate = CpRotate::kAllGather;
+  const Plan gathered = testing::lower_on_dgx_a100(gqa_model(), s, 8);
+  CHECK(workspace(gathered, "cp_kv_gather_rotate") == doctest::Approx(1572864));
+  CHECK(workspace(gathered, "cp_ring_dkv") == 0);
+  // Under full recomputation the ring runs beside what the recomputation rebuilt up to the
+  // attention: more than its own buffers, less than those and the whole rebuilt layer.
+  s.recompute = Recompute::kFull;
+  const Plan full = testing::lower_on_dgx_a100(gqa_model(), s, 8);
+  const double rebuilt =
+      saved_activation_bytes(full.layer->graph, Recompute::kNone) - full.layer->saved_activation_B;
+  CHECK(rebuilt > 0);
+  CHECK(full.layer->peak_transient_B > 1572864);
+  CHECK(full.layer->peak_transient_B < 1572864 + rebuilt);
 }
 
 TEST_CASE("context parallel: cp_rotate is read, written back, and needs the ring") {
