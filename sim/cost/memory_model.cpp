@@ -22,8 +22,20 @@ namespace {
 struct RankState {
   double params = 0, experts = 0, fp8_linear = 0, edge = 0;
   double activation_sum = 0, transient = 0, transient_reserved = 0;
+  double kept_outputs = 0;  // Strategy::pp_keeps_outputs: every micro-batch's logits
   int chunks = 0;
 };
+
+// The logits one micro-batch's forward leaves on the last stage: the output projection's
+// result in the weights' 16 bits, its n x vocab / tp elements.
+double head_output_B(const Block& head) {
+  for (const LayerOp& op : head.graph.ops) {
+    if (op.name == "output_projection" && op.gemm_k > 0) {
+      return op.gemm_m * op.weight_bytes / op.gemm_k;
+    }
+  }
+  return 0;
+}
 
 // ZeRO-3 gathers a layer's full weights before using it (and prefetches the next); resharded
 // per iteration it keeps the whole stage gathered (zero_stage 1 in model_state_memory). FSDP's
@@ -63,7 +75,7 @@ MemoryBreakdown rank_breakdown(const Plan& plan, const RankState& r, int in_flig
   if (s.schedule == ScheduleKind::kPipeDreamAsync) {
     m.weights_B *= std::max(1, in_flight);
   }
-  m.activations_B = in_flight * r.activation_sum / std::max(1, r.chunks);
+  m.activations_B = in_flight * r.activation_sum / std::max(1, r.chunks) + r.kept_outputs;
   m.transient_B = r.transient;
   // The allocator's high-water mark sits above the tensors' when a working set leaves holes
   // its later tensors do not fit (the eager loss: allocator_replay.h), by what exceeds the
@@ -106,7 +118,12 @@ std::vector<MemoryBreakdown> rank_memory(const Plan& plan, const std::vector<int
     for (const auto& [block, times] : plan.layer_runs(st)) {
       if (times > 0) hold(*block);
     }
-    if (st.has_head && plan.head) hold(*plan.head);
+    if (st.has_head && plan.head) {
+      hold(*plan.head);
+      if (plan.strategy.pp_keeps_outputs && plan.pp > 1) {
+        a.kept_outputs += plan.micro_batches * head_output_B(*plan.head);
+      }
+    }
     ++a.chunks;
   }
   // Placement (op graphs, pp 1): the replica's devices hold different ops; the rank reports

@@ -304,6 +304,11 @@ struct Strategy {
   // each reduce-scatter's input is copied in from the gradients (_chunk_cat, cast to the
   // reduce dtype): memory passes over the layer's unsharded parameters.
   bool fsdp_copies = false;
+  // PyTorch's pipelining runtime (torch.distributed.pipelining, TorchTitan's pipeline) keeps
+  // the last stage's output of every micro-batch (the logits: _PipelineStageBase.output_chunks,
+  // appended by forward_one_chunk and cleared when the next step starts) for the schedule's
+  // merged result: micro-batches x the logits stay on that stage until the step ends.
+  bool pp_keeps_outputs = false;
   // Host (CPU) time the framework spends issuing one kernel: eager PyTorch's Python call,
   // dispatcher, autograd recording or backward node, and the CUDA launch. The CPU runs ahead of
   // the device, so it costs nothing while kernels are longer; a block whose kernels are shorter

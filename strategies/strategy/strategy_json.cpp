@@ -143,7 +143,7 @@ Strategy read_strategy(const JsonNode& n) {
   n.allow_keys({"tp", "pp", "dp", "cp", "cp_comm", "cp_merge", "cp_rotate", "kv_repeat", "ep", "expert_gemm", "ep_dispatch", "shard_group", "zero_stage", "zero3_reshard", "sequence_parallel", "schedule", "interleave",
                 "uneven_stages", "first_stage_layers", "last_stage_layers", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "stage_layers", "micro_batch", "global_batch", "recompute", "recompute_modules", "recompute_layers", "recompute_last_micro_batch", "fusion",
                 "overlap_dp", "overlap_tp", "overlap_ep", "overlap_p2p", "streams", "placement", "dp_bucket", "collective", "dtype", "fp8_saved_inputs", "fp8_scaling", "tp_overlap", "async_tp_grad_reduce",
-                "master_weights_fp32", "grad_reduce_fp32", "sp_reorder_copies", "fp8_tp_all_gather", "fp8_fsdp_all_gather", "fsdp_copies", "host_overhead", "optimizer", "workload", "offload", "description"});
+                "master_weights_fp32", "grad_reduce_fp32", "sp_reorder_copies", "fp8_tp_all_gather", "fp8_fsdp_all_gather", "fsdp_copies", "pp_keeps_outputs", "host_overhead", "optimizer", "workload", "offload", "description"});
   Strategy s;
   s.tp = static_cast<int>(n.integer_or("tp", 1, 1, 1 << 20));
   s.pp = static_cast<int>(n.integer_or("pp", 1, 1, 1 << 20));
@@ -207,6 +207,7 @@ Strategy read_strategy(const JsonNode& n) {
   s.fp8_tp_all_gather = n.bool_or("fp8_tp_all_gather", false);
   s.fp8_fsdp_all_gather = n.bool_or("fp8_fsdp_all_gather", false);
   s.fsdp_copies = n.bool_or("fsdp_copies", false);
+  s.pp_keeps_outputs = n.bool_or("pp_keeps_outputs", false);
   s.host_overhead_s = n.quantity_or("host_overhead", Dimension::kTime, 0);
   if (s.host_overhead_s > kMilli) {
     n.at("host_overhead").fail("must be at most 1ms: it is the host's time to issue one kernel");
@@ -245,6 +246,7 @@ Json to_json(const Strategy& s) {
   if (s.fp8_tp_all_gather) j["fp8_tp_all_gather"] = true;
   if (s.fp8_fsdp_all_gather) j["fp8_fsdp_all_gather"] = true;
   if (s.fsdp_copies) j["fsdp_copies"] = true;
+  if (s.pp_keeps_outputs) j["pp_keeps_outputs"] = true;
   if (s.dp > 0) j["dp"] = s.dp;
   if (s.cp > 1) j["cp"] = s.cp;
   if (s.ep > 1) j["ep"] = s.ep;
