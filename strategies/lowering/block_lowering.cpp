@@ -216,6 +216,28 @@ double recomputed_share(const LayerGraph& g, const Kernel& k, Recompute mode) {
 
 namespace {
 
+// The tensors a backward under the op policy reads, directly (what the ops save without
+// recomputation) or to recompute one it reads: walking the layer backwards, a read tensor the
+// policy does not save (or saves in part: the k of q|k|v) is recomputed from its producer's
+// inputs, which are read in turn.
+std::vector<bool> read_by_backward(const LayerGraph& g) {
+  std::vector<bool> read(g.tensors.size(), false);
+  for (const LayerOp& op : g.ops) {
+    for (int j = 0; j < kMaxOpInputs; ++j) {
+      if ((op.saves & (1u << j)) && op.inputs[j] >= 0) read[op.inputs[j]] = true;
+    }
+    if ((op.saves & kSaveOutput) && op.output >= 0) read[op.output] = true;
+  }
+  for (int i = static_cast<int>(g.ops.size()) - 1; i >= 0; --i) {
+    const LayerOp& op = g.ops[i];
+    if (op.output < 0 || !read[op.output] || op_policy_saved_share(g, i) >= 1) continue;
+    for (int16_t t : op.inputs) {
+      if (t >= 0) read[t] = true;
+    }
+  }
+  return read;
+}
+
 std::vector<bool> saved_with(const LayerGraph& g, const Usage& u, Recompute mode) {
   std::vector<bool> saved(g.tensors.size(), false);
   if (mode == Recompute::kFull) {
@@ -226,8 +248,10 @@ std::vector<bool> saved_with(const LayerGraph& g, const Usage& u, Recompute mode
   if (mode == Recompute::kOpSelective) {  // the checkpoint's input and what the policy saves
     saved[g.input_tensor] = true;
     for (int t : g.extra_inputs) saved[t] = true;
+    const std::vector<bool> read = g.policy_saves_read_only ? read_by_backward(g) : std::vector<bool>();
     for (int i = 0; i < static_cast<int>(g.ops.size()); ++i) {
-      if (g.ops[i].output >= 0 && op_saved_by_op_policy(g, i)) saved[g.ops[i].output] = true;
+      const int t = g.ops[i].output;
+      if (t >= 0 && op_saved_by_op_policy(g, i) && (read.empty() || read[t])) saved[t] = true;
     }
     return saved;
   }
@@ -288,7 +312,10 @@ double saved_bytes_with(const LayerGraph& g, const std::vector<bool>& saved, Rec
                         int last_op = std::numeric_limits<int>::max()) {
   std::vector<uint8_t> linear(g.fp8_saved_fraction > 0 ? g.tensors.size() : 0, 0),
       other(linear.size(), 0);
-  if (!linear.empty() && mode != Recompute::kFull) {
+  // A per-op policy (kOpSelective) keeps what it caches, the 16-bit GEMM outputs among them,
+  // never a linear layer's FP8 cast (TorchTitan's list names no cast op): the policy's saved
+  // set is the whole of it.
+  if (!linear.empty() && mode != Recompute::kFull && mode != Recompute::kOpSelective) {
     for (const LayerOp& op : g.ops) {
       const bool fp8_linear = op.cls == OpClass::kMatmul && !op.high_precision && op.weight_bytes > 0;
       for (int j = 0; j < kMaxOpInputs; ++j) {

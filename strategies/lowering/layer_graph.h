@@ -135,6 +135,9 @@ struct LayerGraph {
   // FP8 training whose linear layers' weights arrive gathered in FP8 (Strategy::
   // fp8_fsdp_all_gather): their GEMMs cast no weight (Kernel::fp8_weight_precast).
   bool fp8_weights_gathered = false;
+  // FusionPlan::compiled: of what the op policy saves (Recompute::kOpSelective), only what the
+  // backward reads is kept.
+  bool policy_saves_read_only = false;
   // The modules Recompute::kSelective recomputes (Strategy::recompute_modules; default: the
   // core attention).
   uint8_t recompute_modules = 1;

@@ -816,6 +816,7 @@ LayerGraph build_transformer_layer(const TransformerSpec& t, const LayerShape& s
   g.ops.reserve(32);
   g.fp8_saved_fraction = sh.fp8_saved_inputs ? 1.0 / sh.element_bytes : 0.0;
   g.fp8_weights_gathered = sh.fp8_weight_gather;
+  g.policy_saves_read_only = sh.fusion.compiled;
   g.recompute_modules = sh.recompute_modules;
   Builder B(g, sh);
   const Dims d = dims_of(t, sh);

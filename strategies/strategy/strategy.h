@@ -82,6 +82,15 @@ struct FusionPlan {
   // view_as_complex); "Torchinductor does not support code generation for complex operators"),
   // so it runs as its eager kernels even where fused_norm fuses the rest.
   bool complex_rope = false;
+  // The layer runs under torch.compile: AOTAutograd partitions its forward and backward, and of
+  // the outputs a per-op recomputation policy marks to save (Recompute::kOpSelective) keeps only
+  // those the backward reads, directly or to recompute what it reads
+  // (torch/_functorch/partitioners.py min_cut_rematerialization_partition: a MUST_SAVE node is
+  // banned from recomputation, and saved if the backward needs it). Eager selective
+  // checkpointing caches every such output until the layer's recomputation
+  // (torch/utils/checkpoint.py _CachingTorchDispatchMode stores each MUST_SAVE op's output):
+  // the output projection of the feed-forward, read by nothing in the backward, too.
+  bool compiled = false;
   AttentionKernel attention_kernel = AttentionKernel::kFlash2;  // with flash_attention
   // Operator graphs: every run of consecutive ops from a GEMM or convolution (or any op) through
   // the memory-bound ops after it (stencils, elementwise, norms, pools, softmax) that each read

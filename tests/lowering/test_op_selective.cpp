@@ -86,6 +86,49 @@ TEST_CASE("op-selective on a Llama layer: the q|k|v and gate|up GEMMs count as t
   CHECK(p.layer->saved_activation_B <= 6400 * 2 * tokens + 16 * 4 * tokens * 2);
 }
 
+TEST_CASE("op-selective under torch.compile keeps only the policy's outputs the backward reads") {
+  // The Llama layer above. Eager selective checkpointing caches every MUST_SAVE output
+  // (torch/utils/checkpoint.py _CachingTorchDispatchMode): 6400 elements per token. Compiled,
+  // AOTAutograd's partitioner keeps only what the backward reads: q (RoPE then the attention's
+  // backward), v (the attention's), gate (SwiGLU's), the attention output (the attention's and
+  // wo's weight gradient); w2's output feeds the residual add alone, whose backward reads
+  // nothing: 6400 - 1024 = 5376 elements per token, 512 tokens x 1024 x 2 B less.
+  ModelSpec m = testing::small_gpt(4);
+  TransformerSpec& t = m.transformer;
+  t.kv_heads = 4, t.ffn_hidden = 2048, t.activation = Activation::kSwiGLU;
+  t.norm = NormKind::kRMSNorm, t.rotary = true, t.linear_bias = false, t.dropout = false;
+  Strategy s;
+  s.global_batch = 8, s.micro_batch = 1, s.recompute = Recompute::kOpSelective;
+  fusion_preset("all", &s.fusion);
+  const Plan eager = testing::lower_on_dgx_a100(m, s, 8);
+  s.fusion.compiled = true;
+  const Plan compiled = testing::lower_on_dgx_a100(m, s, 8);
+  const double tokens = 512, h = 1024;
+  CHECK(eager.layer->saved_activation_B - compiled.layer->saved_activation_B == doctest::Approx(tokens * h * 2));
+  // Nothing more is recomputed for it: the backward never needs w2's output.
+  CHECK(recomputed_matmul_flops(*compiled.layer) == doctest::Approx(recomputed_matmul_flops(*eager.layer)));
+  // Without recomputation, or recomputing all, there is no policy to prune.
+  s.recompute = Recompute::kNone;
+  const Plan none_compiled = testing::lower_on_dgx_a100(m, s, 8);
+  s.fusion.compiled = false;
+  CHECK(none_compiled.layer->saved_activation_B ==
+        doctest::Approx(testing::lower_on_dgx_a100(m, s, 8).layer->saved_activation_B));
+  // FP8 linears under the policy keep the same 16-bit GEMM outputs: the policy caches no FP8
+  // cast, whatever the linear layer itself saves (fp8_saved_inputs).
+  s.recompute = Recompute::kOpSelective;
+  s.dtype = DType::kFp8;
+  s.fp8_saved_inputs = true;
+  CHECK(testing::lower_on("dgx_h100", m, s, 8).layer->saved_activation_B ==
+        doctest::Approx(eager.layer->saved_activation_B));
+  // The fusion key is read and written back.
+  const Strategy read = read_strategy(JsonNode(
+      parse_json_text(R"({"global_batch": 8, "fusion": {"preset": "all", "compiled": true}})", "s.json"), "s.json", "strategy"));
+  CHECK(read.fusion.compiled);
+  CHECK(to_json(read).at("fusion").at("compiled") == true);
+  CHECK(read_strategy(JsonNode(to_json(read), "rt", "strategy")) == read);
+  CHECK_FALSE(to_json(Strategy{}).at("fusion").contains("compiled"));
+}
+
 TEST_CASE("op_selective and grad_reduce_fp32 are strategy keys; fp32 reduction doubles the bytes") {
   const Json j = parse_json_text(
       R"({"global_batch": 8, "recompute": "op_selective", "grad_reduce_fp32": true})", "s.json");
