@@ -24,6 +24,23 @@ Plan gpt_plan(Recompute r, bool fp32_reduce = false) {
   return testing::lower_on_dgx_a100(testing::small_gpt(4), s, 8);
 }
 
+// TorchTitan's Llama layer in small: GQA with 4 of 16 heads for k and v (kv width 256), SwiGLU
+// with ffn 2048, RMSNorm, rotary, no biases, no dropout.
+ModelSpec llama_layer_model() {
+  ModelSpec m = testing::small_gpt(4);
+  TransformerSpec& t = m.transformer;
+  t.kv_heads = 4, t.ffn_hidden = 2048, t.activation = Activation::kSwiGLU;
+  t.norm = NormKind::kRMSNorm, t.rotary = true, t.linear_bias = false, t.dropout = false;
+  return m;
+}
+
+Strategy op_selective_strategy() {
+  Strategy s;
+  s.global_batch = 8, s.micro_batch = 1, s.recompute = Recompute::kOpSelective;
+  fusion_preset("all", &s.fusion);
+  return s;
+}
+
 double recomputed_matmul_flops(const Block& b) {
   double f = 0;
   for (const Kernel& k : b.backward) {
@@ -63,13 +80,8 @@ TEST_CASE("op-selective on a Llama layer: the q|k|v and gate|up GEMMs count as t
   // TorchTitan's Llama: wq, wk, wv, wo, w1 (gate), w3 (up), w2. GQA with 4 of 16 heads for k
   // and v (kv width 256), ffn 2048, h 1024, 512 tokens. Saved: wq, wv, w1, w2 (odd counts);
   // recomputed: wk (2 h 256), wo (2 h^2), w3 (2 h 2048) per token.
-  ModelSpec m = testing::small_gpt(4);
-  TransformerSpec& t = m.transformer;
-  t.kv_heads = 4, t.ffn_hidden = 2048, t.activation = Activation::kSwiGLU;
-  t.norm = NormKind::kRMSNorm, t.rotary = true, t.linear_bias = false, t.dropout = false;
-  Strategy s;
-  s.global_batch = 8, s.micro_batch = 1, s.recompute = Recompute::kOpSelective;
-  fusion_preset("all", &s.fusion);
+  const ModelSpec m = llama_layer_model();
+  Strategy s = op_selective_strategy();
   const Plan p = testing::lower_on_dgx_a100(m, s, 8);
   const double tokens = 512, h = 1024;
   CHECK(recomputed_matmul_flops(*p.layer) ==
@@ -93,13 +105,8 @@ TEST_CASE("op-selective under torch.compile keeps only the policy's outputs the 
   // backward), v (the attention's), gate (SwiGLU's), the attention output (the attention's and
   // wo's weight gradient); w2's output feeds the residual add alone, whose backward reads
   // nothing: 6400 - 1024 = 5376 elements per token, 512 tokens x 1024 x 2 B less.
-  ModelSpec m = testing::small_gpt(4);
-  TransformerSpec& t = m.transformer;
-  t.kv_heads = 4, t.ffn_hidden = 2048, t.activation = Activation::kSwiGLU;
-  t.norm = NormKind::kRMSNorm, t.rotary = true, t.linear_bias = false, t.dropout = false;
-  Strategy s;
-  s.global_batch = 8, s.micro_batch = 1, s.recompute = Recompute::kOpSelective;
-  fusion_preset("all", &s.fusion);
+  const ModelSpec m = llama_layer_model();
+  Strategy s = op_selective_strategy();
   const Plan eager = testing::lower_on_dgx_a100(m, s, 8);
   s.fusion.compiled = true;
   const Plan compiled = testing::lower_on_dgx_a100(m, s, 8);
