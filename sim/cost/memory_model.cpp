@@ -27,11 +27,13 @@ struct RankState {
 };
 
 // The logits one micro-batch's forward leaves on the last stage: the output projection's
-// result in the weights' 16 bits, its n x vocab / tp elements.
+// n x vocab / tp result (gemm_m x gemm_n) in its weights' element size (the head stays 16-bit
+// under fp8 training), weight_bytes / (gemm_n x gemm_k).
 double head_output_B(const Block& head) {
   for (const LayerOp& op : head.graph.ops) {
-    if (op.name == "output_projection" && op.gemm_k > 0) {
-      return op.gemm_m * op.weight_bytes / op.gemm_k;
+    if (op.name == "output_projection" && op.gemm_n > 0 && op.gemm_k > 0) {
+      const double element_bytes = op.weight_bytes / (op.gemm_n * op.gemm_k);
+      return op.gemm_m * op.gemm_n * element_bytes;
     }
   }
   return 0;
@@ -119,10 +121,14 @@ std::vector<MemoryBreakdown> rank_memory(const Plan& plan, const std::vector<int
       if (times > 0) hold(*block);
     }
     if (st.has_head && plan.head) {
-      hold(*plan.head);
-      if (plan.strategy.pp_keeps_outputs && plan.pp > 1) {
-        a.kept_outputs += plan.micro_batches * head_output_B(*plan.head);
-      }
+      const Block& head = *plan.head;
+      const double kept = plan.strategy.pp_keeps_outputs && plan.pp > 1 ? head_output_B(head) : 0;
+      // The eager loss's hole is where it freed the logits (allocator_replay.h); logits the
+      // pipeline keeps fill it.
+      a.transient = std::max(a.transient, head.peak_transient_B);
+      const double hole = std::max(0.0, head.allocator_slack_B - kept);
+      a.transient_reserved = std::max(a.transient_reserved, head.peak_transient_B + hole);
+      a.kept_outputs += plan.micro_batches * kept;
     }
     ++a.chunks;
   }

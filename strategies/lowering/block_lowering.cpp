@@ -248,7 +248,8 @@ std::vector<bool> saved_with(const LayerGraph& g, const Usage& u, Recompute mode
   if (mode == Recompute::kOpSelective) {  // the checkpoint's input and what the policy saves
     saved[g.input_tensor] = true;
     for (int t : g.extra_inputs) saved[t] = true;
-    const std::vector<bool> read = g.policy_saves_read_only ? read_by_backward(g) : std::vector<bool>();
+    const std::vector<bool> read =
+        g.policy_saves_read_only ? read_by_backward(g) : std::vector<bool>();
     for (int i = 0; i < static_cast<int>(g.ops.size()); ++i) {
       const int t = g.ops[i].output;
       if (t >= 0 && op_saved_by_op_policy(g, i) && (read.empty() || read[t])) saved[t] = true;
@@ -307,7 +308,9 @@ std::vector<bool> saved_with(const LayerGraph& g, const Usage& u, Recompute mode
 // backward pass"; 1 B per element on Hopper and Blackwell alike), a tensor only linear layers
 // save is kept at fp8_saved_fraction of its size; one that another op saves as well (the
 // attention output, saved by the attention and read by the output projection) is kept whole
-// and in FP8 beside it.
+// and in FP8 beside it. With `last_op`, only the tensors made by ops up to it (and the block's
+// inputs) and the state of those ops count: what is live once the backward has walked back to
+// that op.
 double saved_bytes_with(const LayerGraph& g, const std::vector<bool>& saved, Recompute mode,
                         int last_op = std::numeric_limits<int>::max()) {
   std::vector<uint8_t> linear(g.fp8_saved_fraction > 0 ? g.tensors.size() : 0, 0),
@@ -353,12 +356,15 @@ double saved_bytes_with(const LayerGraph& g, const std::vector<bool>& saved, Rec
 }
 
 // What recomputation has rebuilt and the backward still holds while op i runs its backward:
-// the tensors the layer would save without recomputation, made by op i or before it (the
-// backward walks the layer in reverse and has freed what later ops made), less those saved.
-double recomputed_live_at(const LayerGraph& g, const Usage& u, Recompute mode, int i) {
+// the tensors the layer would save without recomputation (`kept_by_none`), made by op i or
+// before it (the backward walks the layer in reverse and has freed what later ops made), less
+// those saved under `mode` (`saved`). Never below zero: a policy may save a tensor no op's
+// backward keeps (the op policy's w2 output).
+double recomputed_live_at(const LayerGraph& g, const std::vector<bool>& kept_by_none,
+                          const std::vector<bool>& saved, Recompute mode, int i) {
   if (mode == Recompute::kNone) return 0;
-  return saved_bytes_with(g, saved_with(g, u, Recompute::kNone), Recompute::kNone, i) -
-         saved_bytes_with(g, saved_with(g, u, mode), mode, i);
+  return std::max(0.0, saved_bytes_with(g, kept_by_none, Recompute::kNone, i) -
+                           saved_bytes_with(g, saved, mode, i));
 }
 
 // The forward writes every tensor that leaves its kernel or is saved for the backward.
@@ -428,18 +434,18 @@ void lower_block(Block& block, Recompute mode, bool forward_only) {
   block.saved_activation_B = saved_bytes_with(g, saved, mode);
   // While one block runs its backward, what recomputation rebuilt is live as well, and the
   // largest working set one of its ops needs beyond the saved tensors.
+  const std::vector<bool> kept_by_none = saved_with(g, u, Recompute::kNone);
   block.peak_transient_B =
       mode == Recompute::kNone
           ? 0
-          : saved_bytes_with(g, saved_with(g, u, Recompute::kNone), Recompute::kNone) -
-                block.saved_activation_B;
+          : saved_bytes_with(g, kept_by_none, Recompute::kNone) - block.saved_activation_B;
   // An op's working set (ring attention's K/V blocks, the loss's logits) sits beside what
   // recomputation has rebuilt up to it.
   double reserved = 0;  // an op's working set with the allocator's slack beside it
   for (int i = 0; i < static_cast<int>(g.ops.size()); ++i) {
     const LayerOp& op = g.ops[i];
     if (op.workspace_B <= 0 && op.allocator_slack_B <= 0) continue;
-    const double working = recomputed_live_at(g, u, mode, i) + op.workspace_B;
+    const double working = recomputed_live_at(g, kept_by_none, saved, mode, i) + op.workspace_B;
     block.peak_transient_B = std::max(block.peak_transient_B, working);
     reserved = std::max(reserved, working + op.allocator_slack_B);
   }

@@ -352,14 +352,15 @@ double kv_width(const Dims& d, const LayerShape& sh) {
 // sums around the ring beside the steps (the dkv rotater is always the ring's); 16-bit K, V
 // plus the fp32 or 16-bit dK, dV: the ring's backward bytes, split between the two.
 //
-// The ring's working set beside the layer's tensors while its attention runs (the op's
-// workspace_B, the larger of the forward's and the backward's), for the rank's E output (query)
-// elements, E_kv K and V elements and the whole sequence's K, V (S = cp E_kv, 16-bit):
+// The ring's working set beside the layer's tensors while its attention runs (the attention
+// op's workspace_B: the larger of the forward's and the backward's, the forward's alone for
+// inference), for the rank's E output (query) elements, E_kv K and V elements and the whole
+// sequence's K, V (S = cp E_kv elements of the activations' size e, in bytes S e):
 //   Transformer Engine (pass, kFused; AttnFuncWithCPAndKVP2P): the forward keeps every step's
 //   K/V block (p2p_comm_buffers, a list of cp: S) and every step's output (out_per_step, cp
 //   of them, and the corrected output: (cp + 1) E); the backward double-buffers K, V with
 //   their dK, dV (two buffers of 2 E_kv) beside dq, the step's dq_ and dkv_ (2 E + E_kv):
-//   S + 2 (cp + 1) E B forward, 2 (5 E_kv + 2 E) B backward. A gathered rotation with this
+//   (S + (cp + 1) E) e forward, (5 E_kv + 2 E) e backward. A gathered rotation with this
 //   merge holds the gathered S beside the step's concatenation instead.
 //   PyTorch (kEagerFp32; torch/distributed/tensor/experimental/_attention.py): each step
 //   concatenates K, V for the rotater (2 E_kv B); the merger's fp32 output, its partially
@@ -373,10 +374,12 @@ double ring_workspace(const Dims& d, const LayerShape& sh) {
   const double sequence_kv = cp * ekv * d.e;
   if (sh.cp_merge != CpMerge::kEagerFp32) {
     const double held = sh.cp_gather_rotate ? sequence_kv + ekv * d.e : sequence_kv;
-    return std::max(held + (cp + 1) * e * d.e, (5 * ekv + 2 * e) * d.e);
+    const double forward = held + (cp + 1) * e * d.e;
+    return sh.forward_only ? forward : std::max(forward, (5 * ekv + 2 * e) * d.e);
   }
   const double held = sh.cp_gather_rotate ? sequence_kv + ekv * d.e : 2 * ekv * d.e;
-  return held + std::max(12 * e, 4 * (e + ekv) + d.e * (e + ekv) + 12 * ekv);
+  const double forward = 12 * e, backward = 4 * (e + ekv) + d.e * (e + ekv) + 12 * ekv;
+  return held + (sh.forward_only ? forward : std::max(forward, backward));
 }
 
 void ring_exchange(Builder& B, const Dims& d, const LayerShape& sh, int qkv) {
@@ -399,7 +402,6 @@ void ring_exchange(Builder& B, const Dims& d, const LayerShape& sh, int qkv) {
     ag.overlaps_attention = true;
     ag.overlap_window = 1.0 / sh.cp;
     ag.attention_core = true;
-    ag.workspace_B = ring_workspace(d, sh);
     return;
   }
   int gathered = B.tensor(0, 0);  // blocks consumed as they arrive, kept by no one
@@ -410,7 +412,6 @@ void ring_exchange(Builder& B, const Dims& d, const LayerShape& sh, int qkv) {
   ring.overlaps_attention = true;
   ring.backward_comm_factor = backward_factor;
   ring.attention_core = true;  // recomputing the attention runs the ring again
-  ring.workspace_B = ring_workspace(d, sh);
 }
 
 // All-gather context parallelism (Strategy::cp_comm kAllGather; Llama 3 Herd, Dubey et al.
@@ -552,6 +553,7 @@ int attention_core_ops(Builder& B, const Dims& d, const LayerShape& sh, bool dro
     fa.saves = kSaveInput0 | kSaveOutput;          // Q, K, V and the output
     if (kv_in >= 0) fa.saves |= kSaveInput1;       // the repeated K, V (SDPA saves its inputs)
     fa.aux_saved_bytes = d.b * d.a_local * d.s / d.cp * 4;  // fp32 log-sum-exp per row
+    if (ring) fa.workspace_B = ring_workspace(d, sh);  // live while the steps run
     fa.backward_flops_factor = 2.5;  // Dao 2023: backward runs 5 GEMMs to forward's 2
     // What the kernel's efficiency depends on: the keys a query row attends per launch and
     // the head dim. Ring attention runs one launch per K/V block of s / cp keys, unmasked but

@@ -307,7 +307,8 @@ TEST_CASE("context parallel: the ring's K/V blocks and merge buffers are live be
   // S + (8 + 1) E x 2 B = 524,288 + 1,179,648; the backward's double buffers of K, V and
   // dK, dV with dq, dq_, dkv_, (5 E_kv + 2 E) x 2 B = 589,824, is smaller.
   const Plan te = testing::lower_on_dgx_a100(gqa_model(), s, 8);
-  CHECK(workspace(te, "cp_ring_kv") == doctest::Approx(1703936));
+  CHECK(workspace(te, "flash_attention") == doctest::Approx(1703936));
+  CHECK(workspace(te, "cp_ring_kv") == 0);
   CHECK(te.layer->peak_transient_B == doctest::Approx(1703936));  // nothing recomputed
   // PyTorch, all-to-all rotation: a received block beside the step's concatenation, 2 E_kv x
   // 2 B = 131,072, and the larger of the forward's fp32 merge buffers (12 E = 786,432) and the
@@ -315,22 +316,35 @@ TEST_CASE("context parallel: the ring's K/V blocks and merge buffers are live be
   // 2 x 98,304 + 12 x 32,768 = 983,040): 1,114,112 B.
   s.cp_merge = CpMerge::kEagerFp32;
   const Plan passed = testing::lower_on_dgx_a100(gqa_model(), s, 8);
-  CHECK(workspace(passed, "cp_ring_kv") == doctest::Approx(1114112));
+  CHECK(workspace(passed, "flash_attention") == doctest::Approx(1114112));
   // All-gather rotation: the gathered S beside the step's concatenation (65,536), 589,824,
   // plus 983,040.
   s.cp_rotate = CpRotate::kAllGather;
   const Plan gathered = testing::lower_on_dgx_a100(gqa_model(), s, 8);
-  CHECK(workspace(gathered, "cp_kv_gather_rotate") == doctest::Approx(1572864));
-  CHECK(workspace(gathered, "cp_ring_dkv") == 0);
+  CHECK(workspace(gathered, "flash_attention") == doctest::Approx(1572864));
+  CHECK(workspace(gathered, "cp_kv_gather_rotate") == 0);
   // Under full recomputation the ring runs beside what the recomputation rebuilt up to the
-  // attention: more than its own buffers, less than those and the whole rebuilt layer.
+  // attention. At cp 16 (n = 32 tokens, E = 32,768, E_kv = 16,384) the gathered rotation's
+  // buffers, 524,288 + 32,768 + 4 x 49,152 + 2 x 49,152 + 12 x 16,384 = 1,048,576 B, outweigh
+  // the whole rebuilt layer, so the peak lies strictly between them and their sum (taking the
+  // larger of the two, the peak would be the buffers alone).
   s.recompute = Recompute::kFull;
-  const Plan full = testing::lower_on_dgx_a100(gqa_model(), s, 8);
+  s.cp = 16;
+  const Plan full = testing::lower_on_dgx_a100(gqa_model(), s, 16);
+  REQUIRE(workspace(full, "flash_attention") == doctest::Approx(1048576));
   const double rebuilt =
       saved_activation_bytes(full.layer->graph, Recompute::kNone) - full.layer->saved_activation_B;
-  CHECK(rebuilt > 0);
-  CHECK(full.layer->peak_transient_B > 1572864);
-  CHECK(full.layer->peak_transient_B < 1572864 + rebuilt);
+  REQUIRE(rebuilt > 0);
+  REQUIRE(rebuilt < 1048576);
+  CHECK(full.layer->peak_transient_B > 1048576 * 1.01);
+  CHECK(full.layer->peak_transient_B < 1048576 + rebuilt);
+  // Inference holds the forward's buffers only: the merge's 12 E fp32 B beside the gathered
+  // and concatenated K, V, 557,056 + 393,216 B.
+  s.recompute = Recompute::kNone;
+  s.workload = Workload::kInference;
+  s.zero_stage = 0;
+  const Plan served = testing::lower_on_dgx_a100(gqa_model(), s, 16);
+  CHECK(workspace(served, "flash_attention") == doctest::Approx(950272));
 }
 
 TEST_CASE("context parallel: cp_rotate is read, written back, and needs the ring") {

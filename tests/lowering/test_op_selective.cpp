@@ -114,7 +114,7 @@ TEST_CASE("op-selective under torch.compile keeps only the policy's outputs the 
   CHECK(eager.layer->saved_activation_B - compiled.layer->saved_activation_B == doctest::Approx(tokens * h * 2));
   // Nothing more is recomputed for it: the backward never needs w2's output.
   CHECK(recomputed_matmul_flops(*compiled.layer) == doctest::Approx(recomputed_matmul_flops(*eager.layer)));
-  // Without recomputation, or recomputing all, there is no policy to prune.
+  // Without recomputation there is no policy to prune.
   s.recompute = Recompute::kNone;
   const Plan none_compiled = testing::lower_on_dgx_a100(m, s, 8);
   s.fusion.compiled = false;
