@@ -26,6 +26,7 @@ struct BlockKey {
   bool expert_sort;
   bool fp8_weight_gather;
   double fp8_shard_share;
+  bool autocast_weights;
 
   bool operator==(const BlockKey& o) const {
     return t == o.t && micro_batch == o.micro_batch && tp == o.tp && cp == o.cp && ep == o.ep &&
@@ -40,7 +41,7 @@ struct BlockKey {
            fusion == o.fusion && recompute == o.recompute &&
            recompute_modules == o.recompute_modules && expert_gemm_streams == o.expert_gemm_streams &&
            expert_sort == o.expert_sort && fp8_weight_gather == o.fp8_weight_gather &&
-           fp8_shard_share == o.fp8_shard_share;
+           fp8_shard_share == o.fp8_shard_share && autocast_weights == o.autocast_weights;
   }
 };
 
@@ -64,7 +65,7 @@ struct BlockKeyHash {
     mix(k.pp_gt_1 | k.sp << 1 | k.causal << 2 | static_cast<int>(k.recompute) << 3 |
         k.fp8_saved_inputs << 8 | k.forward_only << 9 | k.sp_reorder_copies << 10 | k.fp8_tp_gather << 11 | k.tp_micro_pipeline << 12 |
         k.recompute_modules << 13 | k.expert_gemm_streams << 21 | k.expert_sort << 29 |
-        static_cast<long long>(k.fp8_weight_gather) << 30);
+        static_cast<long long>(k.fp8_weight_gather) << 30 | static_cast<long long>(k.autocast_weights) << 31);
     mix(static_cast<long long>(k.element_bytes));
     const FusionPlan& f = k.fusion;  // the hash may leave fields out; equality may not
     mix(f.elementwise_epilogue | f.bias_dropout_residual << 1 | f.norm_residual << 2 |
@@ -138,7 +139,7 @@ TransformerBlocks transformer_blocks(const TransformerSpec& t, const LayerShape&
                shape.sequence_parallel, shape.sp_reorder_copies, shape.fp8_tp_gather, shape.tp_micro_pipeline, shape.causal, shape.fp8_saved_inputs, shape.forward_only,
                shape.element_bytes, shape.fsdp_gather_element_bytes, shape.fsdp_reduce_element_bytes,
                shape.fusion, recompute, shape.recompute_modules, shape.expert_gemm_streams, shape.expert_sort, shape.fp8_weight_gather,
-               shape.fp8_shard_share};
+               shape.fp8_shard_share, shape.autocast_weights};
   thread_local std::unordered_map<BlockKey, TransformerBlocks, BlockKeyHash> cache;
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;

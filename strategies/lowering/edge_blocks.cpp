@@ -1,6 +1,7 @@
 #include "strategies/lowering/edge_blocks.h"
 
 #include "strategies/lowering/allocator_replay.h"
+#include "strategies/lowering/autocast_casts.h"
 #include "strategies/lowering/spatial_split.h"
 
 #include <algorithm>
@@ -281,6 +282,11 @@ LayerGraph build_head(const TransformerSpec& t, const LayerShape& sh) {
     loss = append_head(g, t, sh, hidden);
   }
   g.output_tensor = loss;
+  // Strategy::autocast_weights: the output projection's weight cast once per forward pass
+  // (autocast's cache keeps one copy for every head that shares it).
+  if (sh.autocast_weights) {
+    append_autocast_casts(g, double(t.hidden) * t.vocab / sh.tp, 1, sh.element_bytes);
+  }
   return g;
 }
 

@@ -318,7 +318,8 @@ std::vector<IterOp> rank_tail(const Plan& plan, int rank, double all_params, dou
                                  1, CollectiveAlgorithm::kRing));
   }
   // Mixed-precision Adam reads and writes both moments and the master weights, reads the
-  // gradient and writes the 16-bit weights; ZeRO >= 1 shards the update over dp.
+  // gradient and writes the 16-bit weights; ZeRO >= 1 shards the update over dp. Under
+  // torch.autocast (Strategy::autocast_weights) it updates the fp32 weights in place: read too.
   const double shard = zero >= 1 ? plan.shard : 1;
   const double expert_shard = zero >= 1 ? plan.edp : 1;
   const double shard_params = params / shard + expert_params / expert_shard;
@@ -326,7 +327,7 @@ std::vector<IterOp> rank_tail(const Plan& plan, int rank, double all_params, dou
   step.kind = IterOpKind::kOptimizerStep;
   step.stream = Stream::kCompute;
   step.bytes = shard_params * (2 * plan.optimizer_bytes_per_param + plan.grad_bytes_per_param +
-                               plan.weight_bytes_per_param);
+                               (s.autocast_weights ? 2 : 1) * plan.weight_bytes_per_param);
   if (s.offload == Offload::kOptimizer) {
     // ZeRO-Offload (Ren et al. 2021, Sec. 4.1): the reduced gradient shard goes to the host,
     // the CPU makes the same pass over the states, the 16-bit weight shard comes back.

@@ -30,7 +30,8 @@ LayerShape shape_of(const Strategy& s, bool causal) {
                     .forward_only = s.workload == Workload::kInference, .fusion = s.fusion,
                     .recompute_modules = s.recompute_modules,
                     .expert_gemm_streams = s.expert_gemm == ExpertGemm::kMultiStream ? kTeComputeStreams : 0,
-                    .expert_sort = s.ep_dispatch == EpDispatch::kAllToAll};
+                    .expert_sort = s.ep_dispatch == EpDispatch::kAllToAll,
+                    .autocast_weights = s.autocast_weights};
 }
 
 // Explicit op groups from the strategy ("fuse conv1, bn1, relu1"); they must be consecutive.
@@ -260,7 +261,10 @@ void place_groups(Plan& plan) {
 
 void set_state_bytes(Plan& plan) {
   const Strategy& s = plan.strategy;
-  const double e = dtype_bytes(storage_dtype(s.dtype));
+  // Under torch.autocast (Strategy::autocast_weights) the parameters, their gradients and
+  // hence the reductions and gathers of either are fp32, and the optimizer updates them in
+  // place: no master copy.
+  const double e = s.autocast_weights ? 4 : dtype_bytes(storage_dtype(s.dtype));
   plan.weight_bytes_per_param = e;
   plan.grad_state_bytes_per_param = s.grad_reduce_fp32 ? 4 : e;
   plan.grad_bytes_per_param = s.grad_reduce_fp32 ? 4 : e;

@@ -57,6 +57,9 @@ struct LayerShape {
   // what a rank receives arrives grouped by source rank, so with more than one local expert it
   // is sorted by expert after the dispatch and back before the combine.
   bool expert_sort = false;
+  // Strategy::autocast_weights: fp32 parameters cast to the activations' dtype at each use
+  // (strategies/lowering/autocast_casts.h).
+  bool autocast_weights = false;
 };
 
 LayerGraph build_transformer_layer(const TransformerSpec& t, const LayerShape& shape);

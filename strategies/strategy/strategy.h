@@ -286,6 +286,13 @@ struct Strategy {
   // recipe: costlier casts and its own GEMM kernels, sim/cost/kernel_cost.cpp).
   Fp8Scaling fp8_scaling = Fp8Scaling::kTensorwise;
   bool master_weights_fp32 = true;  // mixed precision keeps an fp32 copy in the optimizer
+  // PyTorch automatic mixed precision (torch.autocast: PyTorch Lightning's "bf16"/"16-mixed"
+  // precision, Hugging Face Trainer's --bf16/--fp16 without DeepSpeed): the parameters stay
+  // fp32 and every linear layer casts its weight to the 16-bit dtype when it runs, once per
+  // forward pass (and again when recomputed); its weight gradient comes back 16-bit and is
+  // cast to fp32 and accumulated into the fp32 .grad. Parameters and gradients are 4 B, the
+  // optimizer keeps no separate master copy (strategies/lowering/autocast_casts.h).
+  bool autocast_weights = false;
   // Gradients reduced (and their shards kept) in fp32: FSDP2's reduce_dtype float32
   // (TorchTitan's default), Megatron's grad_reduce_in_fp32.
   bool grad_reduce_fp32 = false;
