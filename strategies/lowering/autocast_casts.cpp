@@ -1,19 +1,38 @@
 #include "strategies/lowering/autocast_casts.h"
 
-namespace stratasim {
+#include <string_view>
 
-void append_autocast_casts(LayerGraph& g, double elements, int weights, double e) {
-  if (elements <= 0 || weights <= 0) return;
-  g.tensors.push_back(TensorInfo{0, elements * e});  // the 16-bit copies, moved in eager_bytes
+namespace stratasim {
+namespace {
+
+constexpr double kFp32Bytes = 4;
+// The backward's bytes an element: the gradient's cast (its 16-bit read is added at use) and
+// the fp32 accumulation (read the .grad and the cast gradient, write the .grad).
+constexpr double kCastBackWrite = kFp32Bytes;
+constexpr double kAccumulate = 3 * kFp32Bytes;
+
+}  // namespace
+
+bool autocast_casts_parameters(const LayerOp& op) {
+  if (op.weight_bytes <= 0) return false;
+  if (op.cls == OpClass::kMatmul) return true;
+  return op.name == "bias" || op.name.ends_with("_bias");
+}
+
+void prepend_autocast_casts(LayerGraph& g, double elements, int tensors, double element_bytes) {
+  if (elements <= 0 || tensors <= 0) return;
+  g.tensors.push_back(TensorInfo{0, elements * element_bytes});  // the copies, moved in eager_bytes
   LayerOp cast;
   cast.name = "autocast_weight_cast";
   cast.cls = OpClass::kMemoryBound;
   cast.output = static_cast<int16_t>(g.tensors.size() - 1);
   cast.saves = kSaveOutput;
-  cast.eager_bytes = elements * (4 + e);
-  cast.eager_launches = static_cast<int16_t>(weights - 1);  // the kernels beyond one
-  cast.backward_bytes_factor = (e + 4 + 12) / (4 + e);
-  g.ops.push_back(cast);
+  const double forward = kFp32Bytes + element_bytes;
+  cast.eager_bytes = elements * forward;
+  cast.eager_launches = static_cast<int16_t>(tensors - 1);  // the kernels beyond one
+  cast.backward_bytes_factor = (element_bytes + kCastBackWrite + kAccumulate) / forward;
+  cast.backward_launch_factor = 2;  // the cast back and the accumulation
+  g.ops.insert(g.ops.begin(), cast);
 }
 
 }  // namespace stratasim

@@ -65,7 +65,8 @@ struct BlockKeyHash {
     mix(k.pp_gt_1 | k.sp << 1 | k.causal << 2 | static_cast<int>(k.recompute) << 3 |
         k.fp8_saved_inputs << 8 | k.forward_only << 9 | k.sp_reorder_copies << 10 | k.fp8_tp_gather << 11 | k.tp_micro_pipeline << 12 |
         k.recompute_modules << 13 | k.expert_gemm_streams << 21 | k.expert_sort << 29 |
-        static_cast<long long>(k.fp8_weight_gather) << 30 | static_cast<long long>(k.autocast_weights) << 31);
+        static_cast<long long>(k.fp8_weight_gather) << 30 |
+        static_cast<long long>(k.autocast_weights) << 31);
     mix(static_cast<long long>(k.element_bytes));
     const FusionPlan& f = k.fusion;  // the hash may leave fields out; equality may not
     mix(f.elementwise_epilogue | f.bias_dropout_residual << 1 | f.norm_residual << 2 |

@@ -182,7 +182,11 @@ Kernel backward_of(const LayerGraph& g, const Kernel& f) {
   double bytes_factor = 0;
   for (int i = f.first_op; i <= f.last_op; ++i) bytes_factor = std::max(bytes_factor, g.ops[i].backward_bytes_factor);
   b.bytes = f.bytes * bytes_factor;
-  b.launches = f.cls == OpClass::kMatmul ? 2 * f.launches : f.launches;  // dgrad + wgrad
+  int launch_factor = f.cls == OpClass::kMatmul ? 2 : 1;  // dgrad + wgrad
+  for (int i = f.first_op; i <= f.last_op; ++i) {
+    launch_factor = std::max<int>(launch_factor, g.ops[i].backward_launch_factor);
+  }
+  b.launches = launch_factor * f.launches;
   // The weight gradient of a linear layer costs what its forward GEMM does (2 m n k).
   for (int i = f.first_op; i <= f.last_op; ++i) {
     const LayerOp& op = g.ops[i];

@@ -285,7 +285,7 @@ LayerGraph build_head(const TransformerSpec& t, const LayerShape& sh) {
   // Strategy::autocast_weights: the output projection's weight cast once per forward pass
   // (autocast's cache keeps one copy for every head that shares it).
   if (sh.autocast_weights) {
-    append_autocast_casts(g, double(t.hidden) * t.vocab / sh.tp, 1, sh.element_bytes);
+    prepend_autocast_casts(g, double(t.hidden) * t.vocab / sh.tp, 1, sh.element_bytes);
   }
   return g;
 }

@@ -318,16 +318,18 @@ std::vector<IterOp> rank_tail(const Plan& plan, int rank, double all_params, dou
                                  1, CollectiveAlgorithm::kRing));
   }
   // Mixed-precision Adam reads and writes both moments and the master weights, reads the
-  // gradient and writes the 16-bit weights; ZeRO >= 1 shards the update over dp. Under
-  // torch.autocast (Strategy::autocast_weights) it updates the fp32 weights in place: read too.
+  // gradient and writes the 16-bit weights; ZeRO >= 1 shards the update over dp. Without a
+  // master copy (fp32 training, torch.autocast's fp32 parameters) it updates the weights in
+  // place, reading them too.
   const double shard = zero >= 1 ? plan.shard : 1;
   const double expert_shard = zero >= 1 ? plan.edp : 1;
   const double shard_params = params / shard + expert_params / expert_shard;
+  const bool master_copy = s.master_weights_fp32 && plan.weight_bytes_per_param < 4;
   IterOp step;
   step.kind = IterOpKind::kOptimizerStep;
   step.stream = Stream::kCompute;
   step.bytes = shard_params * (2 * plan.optimizer_bytes_per_param + plan.grad_bytes_per_param +
-                               (s.autocast_weights ? 2 : 1) * plan.weight_bytes_per_param);
+                               (master_copy ? 1 : 2) * plan.weight_bytes_per_param);
   if (s.offload == Offload::kOptimizer) {
     // ZeRO-Offload (Ren et al. 2021, Sec. 4.1): the reduced gradient shard goes to the host,
     // the CPU makes the same pass over the states, the 16-bit weight shard comes back.

@@ -114,6 +114,8 @@ struct LayerOp {
   // Memory-bound ops: backward bytes / forward bytes (reading the output gradient and the saved
   // input, writing the input gradient: about 2); a pure copy's backward is a copy (1).
   double backward_bytes_factor = 2;
+  // Memory-bound ops: backward kernels per forward kernel.
+  uint8_t backward_launch_factor = 1;
   // Moves parameters or gradients, not activations (FSDP's copies): recomputation never redoes it.
   bool parameter_traffic = false;
   // GEMM shape for kMatmul ops: C[m x n] = A[m x k] B[k x n], `batch` independent GEMMs.

@@ -299,6 +299,7 @@ Expected<Plan> lower(const ModelSpec& model, const Strategy& requested,
   if (auto bad = check_model_split(model, strategy, dp)) return *bad;
   if (auto bad = check_batch_and_schedule(strategy, dp, &micro_batches)) return *bad;
   if (auto bad = check_precision(strategy, hardware)) return *bad;
+  if (auto bad = check_autocast(model, strategy)) return *bad;
   if (auto bad = check_topology(strategy, hardware)) return *bad;
   if (auto bad = check_workload(strategy)) return *bad;
   if (auto bad = check_offload(strategy, hardware)) return *bad;

@@ -453,6 +453,23 @@ std::optional<Infeasible> check_precision(const Strategy& s, const HardwareModel
   return std::nullopt;
 }
 
+std::optional<Infeasible> check_autocast(const ModelSpec& m, const Strategy& s) {
+  if (!s.autocast_weights) return std::nullopt;
+  if (s.dtype != DType::kBf16 && s.dtype != DType::kFp16) {
+    return Infeasible{InfeasibleReason::kPrecision,
+                      "autocast_weights casts fp32 parameters to a 16-bit dtype (bf16 or fp16), "
+                      "not " + std::string(dtype_name(s.dtype)),
+                      "dtype"};
+  }
+  if (m.family == ModelFamily::kOpGraph) {
+    return Infeasible{InfeasibleReason::kModel,
+                      "autocast_weights models a transformer's weight casts; an operator graph's "
+                      "are not modelled",
+                      "autocast_weights"};
+  }
+  return std::nullopt;
+}
+
 std::optional<Infeasible> check_mixed_cluster(const HardwareModel& hw) {
   if (!hw.mixed()) return std::nullopt;
   long long devices = 0;

@@ -17,6 +17,9 @@ std::optional<Infeasible> check_model_split(const ModelSpec& m, const Strategy& 
 // Computes the micro-batches per iteration and checks the schedule's rules.
 std::optional<Infeasible> check_batch_and_schedule(const Strategy& s, int dp, int* micro_batches);
 std::optional<Infeasible> check_precision(const Strategy& s, const HardwareModel& hw);
+// Strategy::autocast_weights: a 16-bit dtype (autocast casts to it) and a transformer model
+// (whose layers and head carry the casts; an operator graph's do not).
+std::optional<Infeasible> check_autocast(const ModelSpec& m, const Strategy& s);
 // Inference (Workload::kInference) runs no backward: no ZeRO, no recomputation, no interleaving.
 std::optional<Infeasible> check_workload(const Strategy& s);
 std::optional<Infeasible> check_offload(const Strategy& s, const HardwareModel& hw);

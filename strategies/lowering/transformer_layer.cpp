@@ -319,18 +319,18 @@ void fsdp_copies(Builder& B, const LayerGraph& g, const Dims& d, const LayerShap
   copy.parameter_traffic = true;
 }
 
-// Strategy::autocast_weights: the layer's linear weights on this rank cast to the activations'
-// dtype once per forward pass, one cast a weight tensor (autocast_casts.h).
-void autocast_weight_casts(LayerGraph& g, const Dims& d, const LayerShape& sh) {
+// Strategy::autocast_weights: the layer's linear weights and biases on this rank cast to the
+// activations' dtype once per forward pass (autocast_casts.h). One cast a GEMM's weight: where
+// model code splits it (q, k, v as nn.Linear each) a couple more launches, not counted.
+void autocast_weight_casts(LayerGraph& g, const Dims& d) {
   double elements = 0;
-  int weights = 0;
+  int tensors = 0;
   for (const LayerOp& o : g.ops) {
-    if (o.cls != OpClass::kMatmul || o.weight_bytes <= 0) continue;
+    if (!autocast_casts_parameters(o)) continue;
     elements += o.weight_bytes / d.e;
-    ++weights;  // one cast a GEMM's weight (one launch more where model code splits it: small)
+    ++tensors;
   }
-  if (sh.fsdp_params > 0) elements = sh.fsdp_params;  // the layer's parameters on this rank
-  append_autocast_casts(g, elements, weights, d.e);
+  prepend_autocast_casts(g, elements, tensors, d.e);
 }
 
 // Strategy::fp8_fsdp_all_gather: before each all-gather (the forward's and the backward's
@@ -871,7 +871,7 @@ LayerGraph build_transformer_layer(const TransformerSpec& t, const LayerShape& s
 
   if (sh.fsdp_gather_element_bytes > 0) fsdp_copies(B, g, d, sh);
   if (sh.fp8_shard_share > 0) fp8_fsdp_shard_cast(B, sh);
-  if (sh.autocast_weights) autocast_weight_casts(g, d, sh);
+  if (sh.autocast_weights) autocast_weight_casts(g, d);
   for (LayerOp& o : g.ops) {
     if (!B.rule_on(o.fusion)) o.fusion_group = -1;
   }

@@ -127,6 +127,22 @@ void read_recompute_modules(const JsonNode& m, Strategy& s) {
   s.recompute_modules = read_recompute_module_list(m);
 }
 
+// Strategy::autocast_weights: torch.autocast casts fp32 parameters to a 16-bit dtype, and
+// with fp32 parameters the optimizer keeps no master copy.
+void check_autocast_keys(const JsonNode& n, Strategy& s) {
+  if (s.dtype != DType::kBf16 && s.dtype != DType::kFp16) {
+    n.at("autocast_weights")
+        .fail("needs a 16-bit dtype (\"bf16\" or \"fp16\"): torch.autocast casts the fp32 "
+              "parameters to it");
+  }
+  if (n.find("master_weights_fp32") && s.master_weights_fp32) {
+    n.at("master_weights_fp32")
+        .fail("conflicts with autocast_weights: the parameters are fp32 already and the optimizer "
+              "updates them in place");
+  }
+  s.master_weights_fp32 = false;
+}
+
 }  // namespace
 
 uint8_t read_recompute_module_list(const JsonNode& m) {
@@ -206,10 +222,7 @@ Strategy read_strategy(const JsonNode& n) {
   s.master_weights_fp32 = n.bool_or("master_weights_fp32", s.dtype != DType::kFp32);
   s.grad_reduce_fp32 = n.bool_or("grad_reduce_fp32", false);
   s.autocast_weights = n.bool_or("autocast_weights", false);
-  if (s.autocast_weights && s.dtype != DType::kBf16 && s.dtype != DType::kFp16) {
-    n.at("autocast_weights").fail("needs a 16-bit dtype (\"bf16\" or \"fp16\"): torch.autocast casts the fp32 "
-                                  "parameters to it");
-  }
+  if (s.autocast_weights) check_autocast_keys(n, s);
   s.sp_reorder_copies = n.bool_or("sp_reorder_copies", false);
   s.fp8_tp_all_gather = n.bool_or("fp8_tp_all_gather", false);
   s.fp8_fsdp_all_gather = n.bool_or("fp8_fsdp_all_gather", false);
