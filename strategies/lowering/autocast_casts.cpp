@@ -6,8 +6,8 @@ namespace stratasim {
 namespace {
 
 constexpr double kFp32Bytes = 4;
-// The backward's bytes an element: the gradient's cast (its 16-bit read is added at use) and
-// the fp32 accumulation (read the .grad and the cast gradient, write the .grad).
+// The backward's bytes an element beyond the 16-bit gradient's read: the cast's fp32 write,
+// and the accumulation (read the .grad and the cast gradient, write the .grad).
 constexpr double kCastBackWrite = kFp32Bytes;
 constexpr double kAccumulate = 3 * kFp32Bytes;
 

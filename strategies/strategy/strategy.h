@@ -288,8 +288,8 @@ struct Strategy {
   bool master_weights_fp32 = true;  // mixed precision keeps an fp32 copy in the optimizer
   // PyTorch automatic mixed precision (torch.autocast: PyTorch Lightning's "bf16"/"16-mixed"
   // precision, Hugging Face Trainer's --bf16/--fp16 without DeepSpeed): the parameters stay
-  // fp32 and every linear layer casts its weight to the 16-bit dtype when it runs, once per
-  // forward pass (and again when recomputed); its weight gradient comes back 16-bit and is
+  // fp32 and every linear layer casts its weight and bias to the 16-bit dtype when it runs,
+  // once per forward pass (and again when recomputed); its gradients come back 16-bit and are
   // cast to fp32 and accumulated into the fp32 .grad. Parameters and gradients are 4 B, the
   // optimizer keeps no separate master copy (strategies/lowering/autocast_casts.h).
   bool autocast_weights = false;
