@@ -146,8 +146,9 @@ constexpr double kRowwiseGradOutputB = 8 * 1.25;
 // gradient with one fused cast-transpose kernel (transformer_engine/common/transpose/
 // cast_transpose.cu: read 2 B, write the fp8 copy and its transpose, 1 B each: 4 B per element;
 // Hopper's fp8 GEMMs take only the TN layout, so the weight gradient needs the transposes);
-// current scaling runs an amax pass over the tensor first (2 B more, a kernel more). Weights are
-// cast once per iteration (IterOpKind::kFp8WeightCast), not per GEMM.
+// current scaling runs an amax pass over the tensor first (2 B more) and a scale kernel between
+// the two (fp8_cast_launches). Weights are cast once per iteration
+// (IterOpKind::kFp8WeightCast), not per GEMM.
 double fp8_cast_bytes(const Kernel& k, Fp8Scaling scaling) {
   if (k.gemm_m <= 0) return 0;
   const double m = k.gemm_m * k.gemm_batch, n = k.gemm_n, kk = k.gemm_k;
@@ -181,6 +182,18 @@ double fp8_cast_bytes(const Kernel& k, Fp8Scaling scaling) {
   return forward ? input + weight_forward : grad + input_transpose + weight_backward;
 }
 
+// Transformer Engine quantizes the input (forward) and the output gradient (backward) of a
+// GEMM once per call, and a grouped GEMM's per expert: GroupedLinear splits them by expert and
+// quantizes each split with its own quantizer (grouped_linear.py: tex.split_quantize in forward
+// and backward, TE v2.5 to 2.18). Delayed scaling casts all the splits in one fused kernel
+// (nvte_multi_cast_transpose); current scaling has none ("Currently only have fused kernel for
+// FP8 delayed scaling", csrc/extensions/cast.cpp multi_tensor_quantize_impl) and runs
+// Float8CurrentScalingQuantizer::quantize on each split: nvte_compute_amax,
+// nvte_compute_scale_from_amax and nvte_quantize_v2, three kernels (csrc/quantizer.cpp).
+int quantized_splits(const Kernel& k) {
+  return std::max(1, static_cast<int>(std::lround(k.gemm_batch)));
+}
+
 int fp8_cast_launches(const Kernel& k, Fp8Scaling scaling) {
   switch (scaling) {
     case Fp8Scaling::kTensorwise:
@@ -190,7 +203,7 @@ int fp8_cast_launches(const Kernel& k, Fp8Scaling scaling) {
       return 4 + (k.fp8_input_precast ? 1 : 0) + (k.fp8_grad_shard > 0 ? 1 : 0);
     case Fp8Scaling::kRowwise: return k.phase != Phase::kBackward ? 2 : 5;
     case Fp8Scaling::kDelayed: return 1;
-    case Fp8Scaling::kCurrent: return 2;
+    case Fp8Scaling::kCurrent: return 3 * quantized_splits(k);
   }
   return 4;
 }

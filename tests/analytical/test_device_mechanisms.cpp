@@ -180,12 +180,33 @@ TEST_CASE("fp8: Transformer Engine's recipes cast activations once and weights p
   // 1 TB/s, 1 launch; no weight cast beside the GEMM (17 us with its launch).
   CHECK(kernel_time(k, d, DType::kFp8, AttentionKernel::kFlash2, 1.0, Fp8Scaling::kDelayed).total_s ==
         doctest::Approx(17e-6 + 16e-6 + 1e-6));
-  // Current scaling reads the input once more for its amax: 6 B -> 24 us, 2 launches.
+  // Current scaling reads the input once more for its amax: 6 B -> 24 us, in 3 launches (TE's
+  // Float8CurrentScalingQuantizer::quantize: amax, scale from amax, cast).
   CHECK(kernel_time(k, d, DType::kFp8, AttentionKernel::kFlash2, 1.0, Fp8Scaling::kCurrent).total_s ==
-        doctest::Approx(17e-6 + 24e-6 + 2e-6));
+        doctest::Approx(17e-6 + 24e-6 + 3e-6));
   // Backward: the output gradient, 4 B x 1000 x 2000 = 8 MB = 8 us; GEMMs 32 us + 2 launches.
   CHECK(kernel_time(linear_backward(), d, DType::kFp8, AttentionKernel::kFlash2, 1.0, Fp8Scaling::kDelayed).total_s ==
         doctest::Approx(34e-6 + 8e-6 + 1e-6));
+}
+
+TEST_CASE("fp8: a grouped expert GEMM is quantized per expert under current scaling") {
+  // TE's GroupedLinear splits its input by expert and quantizes each split: delayed scaling in
+  // one fused multi-tensor cast-transpose, current scaling with amax, scale and cast per split.
+  const DeviceSpec d = round_device();
+  Kernel g = linear_forward();
+  g.gemm_batch = 8, g.gemm_m = 125;  // 8 local experts of 125 rows: the same 1000 x 4000 input
+  // GEMM 1.6e10 / (2000e12 x 0.5) = 16 us + 1 launch. Delayed: 4 B x 4e6 = 16 us, 1 launch.
+  CHECK(kernel_time(g, d, DType::kFp8, AttentionKernel::kFlash2, 1.0, Fp8Scaling::kDelayed).total_s ==
+        doctest::Approx(17e-6 + 16e-6 + 1e-6));
+  // Current: 6 B x 4e6 = 24 us, and 3 kernels x 8 experts = 24 launches of 1 us.
+  CHECK(kernel_time(g, d, DType::kFp8, AttentionKernel::kFlash2, 1.0, Fp8Scaling::kCurrent).total_s ==
+        doctest::Approx(17e-6 + 24e-6 + 24e-6));
+  // The backward quantizes the output gradient per expert the same way: 6 B x 125 x 8 x 2000 =
+  // 12 us, 24 launches, beside its two GEMMs (32 us + 2 launches).
+  Kernel gb = linear_backward();
+  gb.gemm_batch = 8, gb.gemm_m = 125;
+  CHECK(kernel_time(gb, d, DType::kFp8, AttentionKernel::kFlash2, 1.0, Fp8Scaling::kCurrent).total_s ==
+        doctest::Approx(34e-6 + 12e-6 + 24e-6));
 }
 
 TEST_CASE("fp8: Transformer Engine casts a rank's linear weights once per iteration") {
