@@ -55,7 +55,9 @@ double gathered_weights_B(const Plan& plan, const RankState& r) {
   for (const auto& b : plan.stage_blocks) largest = std::max(largest, b->params);  // op graphs
   largest = std::min(largest, r.params);
   experts = std::min(experts, largest);
-  return 2 * plan.gathered_weight_bytes(largest, largest - experts) +
+  // Routed experts every rank holds whole (edp = 1) are not gathered: the layer's rest is.
+  const double gathered = plan.edp > 1 ? largest : largest - experts;
+  return 2 * plan.gathered_weight_bytes(gathered, largest - experts) +
          plan.gathered_weight_bytes(r.edge, 0);
 }
 

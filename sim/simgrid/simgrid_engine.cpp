@@ -104,7 +104,10 @@ void measured_comms(Prediction& p, const Plan& plan, const SimgridOptions& optio
   add_comm(p, CommCategory::kPlacement, "placement sends between a replica's devices",
            &plan.mp_group, totals.mp_bytes, totals.mp_total, totals.mp_exposed);
   if (totals.zero_total > 0) {  // rank 0, as the analytical engine
-    add_comm(p, CommCategory::kZero, "zero per-micro-batch collectives (simulated messages)",
+    add_comm(p, CommCategory::kZero,
+             plan.shards_experts_per_micro_batch()
+                 ? "zero per-micro-batch collectives (simulated messages; routed experts' over the expert-data ranks)"
+                 : "zero per-micro-batch collectives (simulated messages)",
              plan.shard < plan.dp ? &plan.shard_group : &plan.dp_group, totals.zero_bytes,
              run.hosts[0].zero_s, run.hosts[0].zero_exposed_s);
   }

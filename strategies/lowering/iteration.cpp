@@ -104,14 +104,35 @@ struct ZeroParams {
   // float8 all-gather moves in FP8 (not the routed experts').
   double edge = 0, layer = 0, layer_fp8 = 0;
   int layers = 1;
+  // Mixture of experts: the routed experts' parameters of one MoE layer, sharded over the
+  // ranks holding the same experts (edp) rather than over dp, and the stage's MoE layers.
+  // `layer` is then the rest of a layer's (attention, norms, router, shared experts).
+  double experts = 0;
+  int moe_layers = 0;
 };
 ZeroParams zero_params(const Plan& plan, const VirtualStage& st) {
   ZeroParams z;
   z.layers = std::max(1, st.layers);
   z.edge = st.params - plan.stage_linear_params(st);
-  z.layer = (st.params - z.edge) / z.layers;
+  // Unsharded experts (edp = 1: every rank holds its own) are neither gathered nor reduced.
+  const bool sharded_experts = st.expert_params > 0 && plan.edp > 1;
+  z.layer = (st.params - z.edge - st.expert_params) / z.layers;
   z.layer_fp8 = plan.stage_fp8_gathered_params(st) / z.layers;
+  if (sharded_experts) {
+    z.moe_layers = std::max(1, st.layers - st.dense_layers);
+    z.experts = st.expert_params / z.moe_layers;
+  }
   return z;
+}
+
+// The routed experts' ZeRO-3 gathers (or ZeRO-2/3 reduce-scatters) over the expert-data
+// group, one per MoE layer: `first` the one the compute waits for (or that follows it),
+// `rest` the others beside it; none where every rank holds its own experts (edp = 1).
+IterOp expert_zero_op(const Plan& plan, const ZeroParams& p, IterOpKind kind, int vs, int layers,
+                      double element_bytes) {
+  const CommKind comm = kind == IterOpKind::kZeroGather ? CommKind::kAllGather : CommKind::kReduceScatter;
+  return collective_op(kind, comm, GroupKind::kExpertData, vs, layers * p.experts * element_bytes,
+                       layers, plan.strategy.collective);
 }
 
 ZeroSplit add_zero_gather(StepProgram& s, const Plan& plan, const VirtualStage& st, int vs,
@@ -124,17 +145,26 @@ ZeroSplit add_zero_gather(StepProgram& s, const Plan& plan, const VirtualStage& 
   const double rest = layers - 1.0;
   const CollectiveAlgorithm a = plan.strategy.collective;
   const GroupKind g = plan.zero_group();
+  const double w = plan.weight_bytes_per_param;  // the experts gather in their own dtype
   if (plan.strategy.overlap_dp && layers > 1) {
     z.first = push(s, collective_op(IterOpKind::kZeroGather, CommKind::kAllGather, g, vs,
                                     plan.gathered_weight_bytes(edge + p.layer, p.layer_fp8), 1, a));
+    // The first layer's experts too before its compute (the comm stream runs them in order).
+    if (p.moe_layers > 0) z.first = push(s, expert_zero_op(plan, p, IterOpKind::kZeroGather, vs, 1, w));
     push(s, collective_op(IterOpKind::kZeroGather, CommKind::kAllGather, g, vs,
                           plan.gathered_weight_bytes(rest * p.layer, rest * p.layer_fp8),
                           layers - 1, a));
+    if (p.moe_layers > 1) {
+      push(s, expert_zero_op(plan, p, IterOpKind::kZeroGather, vs, p.moe_layers - 1, w));
+    }
   } else {
     const double all = edge + layers * p.layer;
     const double bytes = plan.gathered_weight_bytes(all, layers * p.layer_fp8);
     z.first = push(s, collective_op(IterOpKind::kZeroGather, CommKind::kAllGather, g, vs, bytes,
                                     layers, a));
+    if (p.moe_layers > 0) {
+      z.first = push(s, expert_zero_op(plan, p, IterOpKind::kZeroGather, vs, p.moe_layers, w));
+    }
   }
   return z;
 }
@@ -145,8 +175,11 @@ int add_zero_reduce_scatter(StepProgram& s, const Plan& plan, const VirtualStage
   if (plan.zero_stage < 2 || plan.dp <= 1) return backward;
   const ZeroParams p = zero_params(plan, st);
   const int layers = p.layers;
-  const double grads = st.params * plan.grad_bytes_per_param;
+  // The routed experts' gradients go over the expert-data group (expert_zero_op), or stay
+  // whole where every rank holds its own experts (edp = 1).
+  const double grads = (st.params - st.expert_params) * plan.grad_bytes_per_param;
   const double layer_grads = p.layer * plan.grad_bytes_per_param;
+  const double g_bytes = plan.grad_bytes_per_param;
   const CollectiveAlgorithm a = plan.strategy.collective;
   const GroupKind g = plan.zero_group();
   IterOp last = collective_op(IterOpKind::kZeroReduceScatter, CommKind::kReduceScatter, g, vs,
@@ -156,14 +189,24 @@ int add_zero_reduce_scatter(StepProgram& s, const Plan& plan, const VirtualStage
   // stage's last layer's worth after the backward.
   const double beside =
       plan.zero_stage >= 3 ? layer_grads * (layers - 1) : grads * (layers - 1) / layers;
+  const bool split_experts = plan.strategy.overlap_dp && p.moe_layers > 1;
   if (plan.strategy.overlap_dp && layers > 1) {
     push(s, collective_op(IterOpKind::kZeroReduceScatter, CommKind::kReduceScatter, g, vs,
                           beside, layers - 1, a));
     last.bytes = grads - beside;
     last.repeats = 1;
   }
+  if (split_experts) {
+    push(s, expert_zero_op(plan, p, IterOpKind::kZeroReduceScatter, vs, p.moe_layers - 1, g_bytes));
+  }
   last.deps[0] = static_cast<int8_t>(backward);
   int after = plan.shard > 1 ? push(s, last) : backward;
+  if (p.moe_layers > 0) {
+    IterOp experts = expert_zero_op(plan, p, IterOpKind::kZeroReduceScatter, vs,
+                                    split_experts ? 1 : p.moe_layers, g_bytes);
+    experts.deps[0] = static_cast<int8_t>(backward);
+    after = push(s, experts);
+  }
   // HSDP: each shard's gradient is then all-reduced across the replicas holding it.
   if (plan.replicas() > 1) {
     IterOp sync = collective_op(IterOpKind::kZeroReduceScatter, CommKind::kAllReduce,

@@ -131,11 +131,12 @@ static std::optional<Infeasible> check_experts(const ModelSpec& m, const Strateg
                       "moe.first_dense_layers=" + str(e.first_dense_layers) + " leaves no layer with experts (layers=" +
                           str(m.transformer.layers) + ")"};
   }
-  if (s.zero_stage >= 2) {
+  if (s.zero_stage >= 2 && s.shard_group > 0) {
     return Infeasible{InfeasibleReason::kExpertParallel,
-                      "ZeRO-" + str(s.zero_stage) + " of a mixture-of-experts model is not modelled yet "
-                      "(expert shards over the expert-data group); use zero_stage <= 1 (Megatron's distributed optimizer)",
-                      "zero_stage"};
+                      "ZeRO-" + str(s.zero_stage) + " over a shard group (shard_group=" + str(s.shard_group) +
+                          ") of a mixture-of-experts model is not modelled yet (which ranks shard the experts "
+                          "is the trainer's choice); shard over all of dp (shard_group 0)",
+                      "shard_group"};
   }
   if (s.tp > 1 && !s.sequence_parallel) {
     return Infeasible{InfeasibleReason::kExpertParallel,

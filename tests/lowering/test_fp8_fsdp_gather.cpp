@@ -160,8 +160,8 @@ TEST_CASE("fp8 FSDP all-gather: each rank casts its shard of the linear weights 
 }
 
 TEST_CASE("fp8 FSDP all-gather: routed experts are not Float8Linear modules") {
-  // ZeRO-3 of an MoE model is refused for now, so no MoE gather exists to test; the count the
-  // gathers and the held copies would use leaves the experts at 16 bit.
+  // The count the gathers and the held copies use leaves the experts at 16 bit, and ZeRO-3's
+  // gathers move them so (over the expert-data group) beside the FP8 dense linears.
   ModelSpec m = testing::small_gpt(2);
   m.transformer.moe = MoeSpec{.experts = 4, .top_k = 1, .expert_ffn_hidden = 512};
   Strategy s = fsdp(DType::kFp8, true);
@@ -173,9 +173,22 @@ TEST_CASE("fp8 FSDP all-gather: routed experts are not Float8Linear modules") {
   CHECK(p.stage_linear_params(st) == doctest::Approx(st.params - edges));
   CHECK(p.stage_fp8_gathered_params(st) == doctest::Approx(st.params - edges - st.expert_params));
   s.zero_stage = 3;
-  HardwareModel hw = catalog_cluster("dgx_h100");
-  hw.num_devices = 8;
-  CHECK_FALSE(lower(m, s, hw).has_value());
+  const Plan z = testing::lower_on("dgx_h100", m, s, 8);
+  REQUIRE(z.edp == 8);  // ep 1: all 4 experts on every rank, sharded over the 8
+  REQUIRE(z.fp8_weight_gather);
+  const VirtualStage& zs = z.stages[0];
+  // 2 layers of 4 GeLU experts, each 2 x 1024 x 512 weights and 512 + 1024 biases: at 2 B.
+  const double experts = 2.0 * 4 * (2 * 1024 * 512 + 512 + 1024);
+  CHECK(zs.expert_params == doctest::Approx(experts));
+  double expert_bytes = 0, dense_bytes = 0;
+  for (const IterOp& op : z.iteration.stages[0].forward.ops) {
+    if (op.kind != IterOpKind::kZeroGather) continue;
+    (op.group == GroupKind::kExpertData ? expert_bytes : dense_bytes) += op.bytes;
+  }
+  CHECK(expert_bytes == doctest::Approx(2 * experts));
+  // The dense part: its linear layers at 1 B, the embedding, the head and the norms at 2 B.
+  const double fp8 = z.stage_fp8_gathered_params(zs);
+  CHECK(dense_bytes == doctest::Approx(fp8 + 2 * (zs.params - zs.expert_params - fp8)));
 }
 
 }  // namespace stratasim
