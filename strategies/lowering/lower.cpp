@@ -268,7 +268,9 @@ void set_state_bytes(Plan& plan) {
   plan.weight_bytes_per_param = e;
   plan.grad_state_bytes_per_param = s.grad_reduce_fp32 ? 4 : e;
   plan.grad_bytes_per_param = s.grad_reduce_fp32 ? 4 : e;
-  const double moments = s.optimizer == Optimizer::kAdam ? 8 : 4;  // fp32 m (+ v)
+  // m (+ v for Adam), 4 B each in fp32, 2 B in bf16 (Strategy::optimizer_moments).
+  const double moment_bytes = s.optimizer_moments == MomentDtype::kBf16 ? 2 : 4;
+  const double moments = (s.optimizer == Optimizer::kAdam ? 2 : 1) * moment_bytes;
   const double master = s.master_weights_fp32 && e < 4 ? 4 : 0;    // fp32 master copy
   plan.optimizer_bytes_per_param = moments + master;  // mixed-precision Adam: 12 (ZeRO, Sec. 3.1)
   // Megatron-LM's default DDP bucket holds 40M parameters' gradients.

@@ -49,6 +49,7 @@ enum class CollectiveAlgorithm { kAuto, kRing, kTree, kHierarchical };
 // FlashAttention-1 runs at FlashAttention-2's curve over its measured speedup.
 enum class AttentionKernel { kFlash2, kFlash3, kCudnn, kFlash1 };
 enum class Optimizer { kAdam, kSgd };
+enum class MomentDtype { kFp32, kBf16 };
 
 struct FusionPlan {
   bool elementwise_epilogue = false;   // bias+GeLU(+dropout) in one kernel; graph: chains
@@ -332,6 +333,11 @@ struct Strategy {
   // graphs, or an unknown stack).
   double host_overhead_s = 0;
   Optimizer optimizer = Optimizer::kAdam;
+  // The dtype of the optimizer's moments (Adam's m and v, SGD's momentum): fp32, or bf16 as
+  // Megatron-Core's precision-aware optimizer keeps them (exp_avg_dtype / exp_avg_sq_dtype
+  // bfloat16 in Megatron-Bridge's DeepSeek-V3 recipes) and as torch.optim.Adam does for bf16
+  // parameters (its states take the parameter's dtype).
+  MomentDtype optimizer_moments = MomentDtype::kFp32;
   bool operator==(const Strategy&) const = default;
 };
 

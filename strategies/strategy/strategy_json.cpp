@@ -161,7 +161,7 @@ Strategy read_strategy(const JsonNode& n) {
   n.allow_keys({"tp", "pp", "dp", "cp", "cp_comm", "cp_merge", "cp_rotate", "kv_repeat", "ep", "expert_gemm", "ep_dispatch", "shard_group", "zero_stage", "zero3_reshard", "sequence_parallel", "schedule", "interleave",
                 "uneven_stages", "first_stage_layers", "last_stage_layers", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "stage_layers", "micro_batch", "global_batch", "recompute", "recompute_modules", "recompute_layers", "recompute_last_micro_batch", "fusion",
                 "overlap_dp", "overlap_tp", "overlap_ep", "overlap_p2p", "streams", "placement", "dp_bucket", "collective", "dtype", "fp8_saved_inputs", "fp8_scaling", "tp_overlap", "async_tp_grad_reduce",
-                "master_weights_fp32", "autocast_weights", "grad_reduce_fp32", "sp_reorder_copies", "fp8_tp_all_gather", "fp8_fsdp_all_gather", "fsdp_copies", "pp_keeps_outputs", "host_overhead", "optimizer", "workload", "offload", "description"});
+                "master_weights_fp32", "autocast_weights", "grad_reduce_fp32", "sp_reorder_copies", "fp8_tp_all_gather", "fp8_fsdp_all_gather", "fsdp_copies", "pp_keeps_outputs", "host_overhead", "optimizer", "optimizer_moments", "workload", "offload", "description"});
   Strategy s;
   s.tp = static_cast<int>(n.integer_or("tp", 1, 1, 1 << 20));
   s.pp = static_cast<int>(n.integer_or("pp", 1, 1, 1 << 20));
@@ -233,6 +233,7 @@ Strategy read_strategy(const JsonNode& n) {
     n.at("host_overhead").fail("must be at most 1ms: it is the host's time to issue one kernel");
   }
   s.optimizer = n.enum_or("optimizer", kOptimizerNames, Optimizer::kAdam);
+  s.optimizer_moments = n.enum_or("optimizer_moments", kMomentDtypeNames, MomentDtype::kFp32);
   s.workload = n.enum_or("workload", kWorkloadNames, Workload::kTraining);
   s.offload = n.enum_or("offload", kOffloadNames, Offload::kNone);
   return s;
@@ -312,6 +313,9 @@ Json to_json(const Strategy& s) {
     j["stage_layers"] = s.stage_layers;
   } else if (s.stage_split != StageSplit::kAuto) {
     j["stage_layers"] = std::string(enum_to_name(kStageSplitNames, s.stage_split));
+  }
+  if (s.optimizer_moments != MomentDtype::kFp32) {
+    j["optimizer_moments"] = std::string(enum_to_name(kMomentDtypeNames, s.optimizer_moments));
   }
   if (s.host_overhead_s > 0) j["host_overhead"] = std::to_string(s.host_overhead_s / kMicro) + "us";
   if (s.dp_bucket_B > 0) j["dp_bucket"] = std::to_string(static_cast<long long>(s.dp_bucket_B)) + "B";

@@ -63,6 +63,8 @@ inline constexpr std::array<EnumName<Fp8Scaling>, 4> kFp8ScalingNames = {{
     {"delayed", Fp8Scaling::kDelayed}, {"current", Fp8Scaling::kCurrent}}};
 inline constexpr std::array<EnumName<Optimizer>, 2> kOptimizerNames = {{
     {"adam", Optimizer::kAdam}, {"sgd", Optimizer::kSgd}}};
+inline constexpr std::array<EnumName<MomentDtype>, 2> kMomentDtypeNames = {{
+    {"fp32", MomentDtype::kFp32}, {"bf16", MomentDtype::kBf16}}};
 
 Strategy read_strategy(const JsonNode& node);
 // A list of Megatron-Core module names (recompute_modules) as RecomputeModule bits.

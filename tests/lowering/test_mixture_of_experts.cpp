@@ -653,3 +653,43 @@ TEST_CASE("moe: ZeRO over a shard group smaller than dp is refused for a mixture
         "ZeRO-3 over a shard group (shard_group=4) of a mixture-of-experts model is not modelled yet "
         "(which ranks shard the experts is the trainer's choice); shard over all of dp (shard_group 0)");
 }
+
+TEST_CASE("optimizer_moments: bf16 moments hold 2 B each, in memory and in the step's traffic") {
+  // The MoE of the ZeRO-1 test above (ep 4 on 8 A100: dense states over dp 8, experts over
+  // edp 2). Adam with an fp32 master copy: 4 + 4 + 4 = 12 B a parameter with fp32 moments,
+  // 4 + 2 + 2 = 8 B with bf16 ones (Megatron-Core's precision-aware optimizer,
+  // exp_avg_dtype = exp_avg_sq_dtype = bfloat16); without the master copy (torch.optim.Adam on
+  // bf16 parameters: states in the parameters' dtype) 2 + 2 = 4 B.
+  const double experts = 4 * 2 * kExpert;
+  const double dense = 4 * (kAttention + kRouter) + (32000.0 + 512) * 1024 + 1024;
+  const double shard = dense / 8 + experts / 2;
+  Strategy s = moe_strategy(1, 4);
+  const Plan fp32 = testing::lower_on_dgx_a100(moe_model(), s, 8);
+  s.optimizer_moments = MomentDtype::kBf16;
+  const Plan bf16 = testing::lower_on_dgx_a100(moe_model(), s, 8);
+  s.master_weights_fp32 = false;
+  const Plan pure = testing::lower_on_dgx_a100(moe_model(), s, 8);
+  CHECK(rank_memory(fp32, {1})[0].optimizer_B == doctest::Approx(12 * shard));
+  CHECK(rank_memory(bf16, {1})[0].optimizer_B == doctest::Approx(8 * shard));
+  CHECK(rank_memory(pure, {1})[0].optimizer_B == doctest::Approx(4 * shard));
+  // The step reads and writes both moments and the master copy, reads the gradient and writes
+  // the 16-bit weights (iteration.cpp rank_tail): 2 x 12 + 2 + 2 = 28 B against 2 x 8 + 4 = 20.
+  auto step_bytes = [](const Plan& p) {
+    for (const IterOp& op : p.iteration.tail[0]) {
+      if (op.kind == IterOpKind::kOptimizerStep) return op.bytes;
+    }
+    return 0.0;
+  };
+  CHECK(step_bytes(fp32) == doctest::Approx(28 * shard));
+  CHECK(step_bytes(bf16) == doctest::Approx(20 * shard));
+  // In a scenario: the name, its round trip, and a bad value's error.
+  const Strategy r = read_text(R"({"global_batch": 8, "optimizer_moments": "bf16"})");
+  CHECK(r.optimizer_moments == MomentDtype::kBf16);
+  CHECK(to_json(r).at("optimizer_moments") == "bf16");
+  CHECK_FALSE(to_json(read_text(R"({"global_batch": 8})")).contains("optimizer_moments"));
+  const std::string what = testing::input_error_message(
+      [&] { read_text(R"({"global_batch": 8, "optimizer_moments": "fp8"})"); });
+  CAPTURE(what);
+  CHECK(what.find("s.json: strategy.optimizer_moments: \"fp8\"") != std::string::npos);
+  CHECK(what.find("fp32, bf16") != std::string::npos);
+}

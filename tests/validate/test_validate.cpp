@@ -1185,3 +1185,25 @@ TEST_CASE("validate: a source outside the groups: its other throughput forms, un
   CHECK_THROWS_WITH_AS(translated([](Json& c) { c["parallel"]["tp"] = "eight"; }),
                        doctest::Contains("parallel.tp: \"eight\" must be a number or null"), InputError);
 }
+
+TEST_CASE("validate: NeMo AutoModel is an FSDP2 stack of its own, not Megatron-Core") {
+  // rules.json "nemo-automodel", matched before the NeMo rule: FSDP2 (ZeRO-3, its copies, a
+  // float32 reduction), bf16 parameters under torch.optim.Adam (no master copy, bf16 moments),
+  // Transformer Engine's cuDNN attention and RMSNorm, DeepEP.
+  const TranslatedCase t = expressible_probe([](Json& c) {
+    c["framework"] = "NeMo AutoModel (PyTorch FSDP2 with Transformer Engine layers)";
+    c["parallel"]["zero_stage"] = nullptr;
+  });
+  CHECK(t.stack == "nemo-automodel");
+  const Json& s = t.scenario.at("strategy");
+  CHECK(s.at("zero_stage") == 3);
+  CHECK(s.at("fsdp_copies") == true);
+  CHECK(s.at("grad_reduce_fp32") == true);
+  CHECK(s.at("master_weights_fp32") == false);
+  CHECK(s.at("optimizer_moments") == "bf16");
+  CHECK(s.at("ep_dispatch") == "deepep");
+  CHECK(s.at("fusion").at("attention_kernel") == "cudnn");
+  // A bare "NeMo" is still Megatron-Core.
+  const TranslatedCase nemo = expressible_probe([](Json& c) { c["framework"] = "NeMo 24.07"; });
+  CHECK(nemo.stack == "megatron-core");
+}
