@@ -319,8 +319,9 @@ Prediction predict_analytical(const Plan& plan, const EngineOptions& options) {
   add_comm(p, CommCategory::kPlacement, "placement sends between a replica's devices",
            &plan.mp_group, totals.mp_bytes, totals.mp_total, totals.mp_exposed);
   add_comm(p, CommCategory::kZero,
-           plan.shards_experts_per_micro_batch() ? "zero per-micro-batch collectives (routed experts' over the expert-data ranks)"
-                                : "zero per-micro-batch collectives",
+           plan.shards_experts_per_micro_batch()
+               ? "zero per-micro-batch collectives (routed experts' over the expert-data ranks)"
+               : "zero per-micro-batch collectives",
            plan.shard < plan.dp ? &plan.shard_group : &plan.dp_group,
            totals.zero_bytes, totals.zero_total, totals.zero_exposed);
   add_comm(p, CommCategory::kDataParallel, "dp gradient sync", &plan.dp_group, sync.dp_bytes,

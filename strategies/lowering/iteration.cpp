@@ -125,9 +125,10 @@ ZeroParams zero_params(const Plan& plan, const VirtualStage& st) {
   return z;
 }
 
-// The routed experts' ZeRO-3 gathers (or ZeRO-2/3 reduce-scatters) over the expert-data
-// group, one per MoE layer: `first` the one the compute waits for (or that follows it),
-// `rest` the others beside it; none where every rank holds its own experts (edp = 1).
+// The routed experts' ZeRO-3 gathers (or ZeRO-2/3 reduce-scatters) of `layers` MoE layers over
+// the expert-data group, one collective per layer, `element_bytes` a parameter. The callers
+// issue the first layer's before the compute (a gather) or after it (a reduce-scatter) and the
+// others beside it; none where every rank holds its own experts (edp = 1: moe_layers 0).
 IterOp expert_zero_op(const Plan& plan, const ZeroParams& p, IterOpKind kind, int vs, int layers,
                       double element_bytes) {
   const CommKind comm = kind == IterOpKind::kZeroGather ? CommKind::kAllGather : CommKind::kReduceScatter;

@@ -234,13 +234,13 @@ struct Plan {
   double stage_fp8_gathered_params(const VirtualStage& st) const {
     return std::max(0.0, stage_linear_params(st) - st.expert_params);
   }
-  // Bytes of `params` parameters, `linear` of them linear layers', as ZeRO-3 gathers and holds
-  // them: 1 B a linear parameter under Strategy::fp8_fsdp_all_gather (fp8_weight_gather).
   // ZeRO-2/3 of a mixture of experts whose routed experts several ranks hold (edp > 1): their
   // per-micro-batch collectives span the expert-data group, the rest's dp.
   bool shards_experts_per_micro_batch() const {
     return zero_stage >= 2 && edp > 1 && layer && layer->expert_params > 0;
   }
+  // Bytes of `params` parameters, `linear` of them linear layers', as ZeRO-3 gathers and holds
+  // them: 1 B a linear parameter under Strategy::fp8_fsdp_all_gather (fp8_weight_gather).
   double gathered_weight_bytes(double params, double linear) const {
     if (!fp8_weight_gather) return params * weight_bytes_per_param;
     linear = std::min(linear, params);
