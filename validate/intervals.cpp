@@ -31,7 +31,69 @@ std::vector<double> errors_of(const std::vector<CaseError>& errors, const std::s
   return e;
 }
 
+// The like cases' errors, each less the mean of its source's like cases: the spread within a
+// source, its own bias removed. `mean_of_means` receives the like sources' biases' mean.
+std::vector<double> within_source_residuals(const std::vector<CaseError>& errors,
+                                            const std::string& hardware,
+                                            const std::string& exclude_source,
+                                            const std::string& family, double& mean_of_means) {
+  std::map<std::string, std::pair<double, int>> sums;
+  for (const CaseError& c : errors) {
+    if (c.source == exclude_source || (!hardware.empty() && c.hardware != hardware) ||
+        (!family.empty() && c.family != family)) {
+      continue;
+    }
+    sums[c.source].first += c.error;
+    ++sums[c.source].second;
+  }
+  std::vector<double> residuals;
+  mean_of_means = 0;
+  for (const auto& [source, s] : sums) mean_of_means += s.first / s.second / sums.size();
+  for (const CaseError& c : errors) {
+    const auto it = sums.find(c.source);
+    if (it == sums.end() || (!hardware.empty() && c.hardware != hardware) ||
+        (!family.empty() && c.family != family)) {
+      continue;
+    }
+    residuals.push_back(c.error - it->second.first / it->second.second);
+  }
+  return residuals;
+}
+
 }  // namespace
+
+std::vector<double> source_bias_deviations(const std::vector<CaseError>& errors,
+                                           const std::string& exclude_source) {
+  std::map<std::string, std::vector<double>> by_source;
+  for (const CaseError& c : errors) {
+    if (c.source != exclude_source) by_source[c.source].push_back(c.error);
+  }
+  const double sources = static_cast<double>(by_source.size());
+  if (by_source.size() < 2) return {0.0};
+  std::map<std::string, double> mean;
+  double grand = 0, within_ss = 0, within_df = 0;
+  for (const auto& [source, e] : by_source) {
+    double m = 0;
+    for (double x : e) m += x / e.size();
+    mean[source] = m;
+    grand += m / sources;
+    for (double x : e) within_ss += (x - m) * (x - m);
+    within_df += e.size() - 1;
+  }
+  const double within_var = within_df > 0 ? within_ss / within_df : 0;
+  double between = 0, noise = 0;
+  for (const auto& [source, e] : by_source) {
+    between += (mean[source] - grand) * (mean[source] - grand) / (sources - 1);
+    noise += within_var / e.size() / sources;
+  }
+  const double tau2 = std::max(0.0, between - noise);
+  std::vector<double> deviations;
+  for (const auto& [source, e] : by_source) {
+    const double spread = tau2 + within_var / e.size();
+    deviations.push_back(spread > 0 ? (mean[source] - grand) * std::sqrt(tau2 / spread) : 0.0);
+  }
+  return deviations;
+}
 
 std::vector<CaseError> case_errors(const ValidationReport& report) {
   std::vector<CaseError> out;
@@ -74,16 +136,19 @@ PredictionInterval prediction_interval(const std::vector<CaseError>& errors, dou
   p.coverage = coverage;
   // The most alike cases there are enough of: generation and family, generation, all.
   std::vector<double> e;
+  std::string level_hardware = hardware, level_family = family;
   if (!hardware.empty() && !family.empty()) {
     e = errors_of(errors, hardware, exclude_source, family);
     p.basis = std::to_string(e.size()) + " " + hardware + " development cases (" + family + ")";
   }
   if (static_cast<int>(e.size()) < kMinFamilyCases && !hardware.empty()) {
+    level_family.clear();
     e = errors_of(errors, hardware, exclude_source);
     p.basis = std::to_string(e.size()) + " " + hardware + " development cases";
     if (static_cast<int>(e.size()) < kMinCases) e.clear();
   }
   if (e.empty()) {
+    level_hardware.clear(), level_family.clear();
     e = errors_of(errors, "", exclude_source);
     p.basis = std::to_string(e.size()) + " development cases (all device generations)";
   }
@@ -93,9 +158,22 @@ PredictionInterval prediction_interval(const std::vector<CaseError>& errors, dou
     p.basis = "no development cases";
     return p;
   }
+  // The chosen cases' errors less their own source's bias (the spread within a source), around
+  // the chosen sources' mean bias, plus any bias a source has had (source_bias_deviations): a
+  // new prediction is a new source's, whose bias is one more draw from theirs.
+  double centre = 0;
+  const std::vector<double> residuals =
+      within_source_residuals(errors, level_hardware, exclude_source, level_family, centre);
+  const std::vector<double> biases = source_bias_deviations(errors, exclude_source);
+  std::vector<double> sample;
+  sample.reserve(residuals.size() * biases.size());
+  for (double b : biases) {
+    for (double r : residuals) sample.push_back(centre + b + r);
+  }
+  if (biases.size() > 1) p.basis += " and the spread of " + std::to_string(biases.size()) + " sources' biases";
   const double tail = (1 - coverage) / 2;
-  p.low_s = predicted_s / (1 + quantile(e, 1 - tail));   // the model was too slow there
-  p.high_s = predicted_s / (1 + quantile(e, tail));      // the model was too fast there
+  p.low_s = predicted_s / (1 + quantile(sample, 1 - tail));   // the model was too slow there
+  p.high_s = predicted_s / (1 + quantile(sample, tail));      // the model was too fast there
   return p;
 }
 
@@ -148,6 +226,7 @@ CrossValidation cross_validate(const std::vector<CaseError>& errors, double cove
   }
   out.cases = static_cast<int>(errors.size());
   out.covered = out.cases > 0 ? double(covered) / out.cases : 0;
+  for (const SourceCrossResult& s : out.sources) out.source_covered += s.covered / out.sources.size();
   return out;
 }
 
@@ -170,6 +249,9 @@ std::string format_cross_validation(const CrossValidation& c) {
   std::snprintf(line, sizeof line, "%-20s %6d %9s %10s %9.1f%%\n", "all", c.cases, "", "",
                 100 * c.covered);
   s += line;
+  std::snprintf(line, sizeof line, "%-20s %6zu %9s %10s %9.1f%%\n", "each source once",
+                c.sources.size(), "", "", 100 * c.source_covered);
+  s += line;
   return s;
 }
 
@@ -180,7 +262,7 @@ Json cross_validation_json(const CrossValidation& c) {
                        {"mean_signed_error", r.mean_signed_error}, {"covered", r.covered}});
   }
   return Json{{"coverage", c.coverage}, {"cases", c.cases}, {"covered", c.covered},
-              {"sources", sources}};
+              {"source_covered", c.source_covered}, {"sources", sources}};
 }
 
 }  // namespace stratasim

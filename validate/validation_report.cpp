@@ -97,7 +97,8 @@ Json validation_json(const ValidationReport& r) {
   Json cases = Json::array(), groups = Json::array(), unsupported = Json::array();
   for (const CaseResult& c : r.cases) {
     cases.push_back({{"id", c.id}, {"group", c.group}, {"stack", c.stack},
-                     {"hardware", c.hardware}, {"metric", c.metric}, {"predicted", c.predicted},
+                     {"hardware", c.hardware}, {"family", c.family}, {"metric", c.metric},
+                     {"baseline", c.baseline}, {"predicted", c.predicted},
                      {"published", c.published}, {"error", c.error}, {"chosen", c.chosen},
                      {"failure", c.failure}});
   }

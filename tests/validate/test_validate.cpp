@@ -118,6 +118,11 @@ TEST_CASE("validate: a two-case source added as a file is evaluated with its own
   const testing::CliRun run = testing::run_cli("validate --published --data-only --data " + path);
   CHECK(run.output.find("newsrc_b") != std::string::npos);
   CHECK(run.output.find("newsrc ") != std::string::npos);
+  // The JSON names each case's strategy family (the intervals' choice of like cases).
+  const Json j = validation_json(r);
+  CHECK(j.at("cases").at(1).at("family") == "dense");
+  CHECK(j.at("cases").at(1).at("stack") == "torchtitan");
+  CHECK(j.at("cases").at(1).at("baseline") == "");
 }
 
 TEST_CASE("validate: an MoE layer's own time is its MoE module's kernels, kept out of the intervals") {
