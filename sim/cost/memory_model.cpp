@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "strategies/pipeline/schedule_timing.h"
+
 namespace stratasim {
 
 MemoryBreakdown model_state_memory(double params, int dp, int zero, StateBytes bytes) {
@@ -24,6 +26,9 @@ struct RankState {
   double activation_sum = 0, transient = 0, transient_reserved = 0;
   double kept_outputs = 0;  // Strategy::pp_keeps_outputs: every micro-batch's logits
   int chunks = 0;
+  // The most the rank's in-flight micro-batches hold at once (peak_held_activation), where
+  // its chunks differ; < 0: in_flight x the mean over its chunks.
+  double held_activation = -1;
 };
 
 // The logits one micro-batch's forward leaves on the last stage: the output projection's
@@ -71,7 +76,9 @@ MemoryBreakdown rank_breakdown(const Plan& plan, const RankState& r, int in_flig
   const StateBytes held = plan.inference() ? StateBytes{state.weights, 0, 0} : state;
   MemoryBreakdown m = model_state_memory(r.params - r.experts, plan.shard, plan.zero_stage, held);
   if (r.experts > 0) {
-    const MemoryBreakdown e = model_state_memory(r.experts, plan.edp, plan.zero_stage, held);
+    StateBytes expert_state = held;
+    if (!plan.inference()) expert_state.gradients = plan.expert_grad_state_bytes_per_param;
+    const MemoryBreakdown e = model_state_memory(r.experts, plan.edp, plan.zero_stage, expert_state);
     m.weights_B += e.weights_B, m.gradients_B += e.gradients_B, m.optimizer_B += e.optimizer_B;
   }
   m.weights_B += gathered_weights_B(plan, r);
@@ -79,7 +86,9 @@ MemoryBreakdown rank_breakdown(const Plan& plan, const RankState& r, int in_flig
   if (s.schedule == ScheduleKind::kPipeDreamAsync) {
     m.weights_B *= std::max(1, in_flight);
   }
-  m.activations_B = in_flight * r.activation_sum / std::max(1, r.chunks) + r.kept_outputs;
+  const double saved = r.held_activation >= 0 ? r.held_activation
+                                              : in_flight * r.activation_sum / std::max(1, r.chunks);
+  m.activations_B = saved + r.kept_outputs;
   m.transient_B = r.transient;
   // The allocator's high-water mark sits above the tensors' when a working set leaves holes
   // its later tensors do not fit (the eager loss: allocator_replay.h), by what exceeds the
@@ -108,6 +117,10 @@ std::vector<MemoryBreakdown> rank_memory(const Plan& plan, const std::vector<int
   std::vector<MemoryBreakdown> out(plan.pp);
   // One pass over the virtual stages, summed per rank (pp x v stages: not pp passes).
   std::vector<RankState> sums(plan.pp);
+  // Saved per micro-batch, by rank and chunk (rank r's chunks at r x chunks): reused per thread,
+  // a search asking for millions of plans.
+  thread_local std::vector<double> chunk_activation;
+  chunk_activation.assign(static_cast<size_t>(plan.pp) * plan.chunks, 0.0);
   for (const VirtualStage& st : plan.stages) {
     RankState& a = sums[st.rank];
     a.params += st.params;
@@ -115,6 +128,7 @@ std::vector<MemoryBreakdown> rank_memory(const Plan& plan, const std::vector<int
     a.fp8_linear += plan.stage_fp8_gathered_params(st);
     a.edge += st.params - plan.stage_linear_params(st);
     a.activation_sum += st.activation_B;
+    if (st.chunk < plan.chunks) chunk_activation[st.rank * plan.chunks + st.chunk] += st.activation_B;
     auto hold = [&a](const Block& b) {
       a.transient = std::max(a.transient, b.peak_transient_B);
       a.transient_reserved = std::max(a.transient_reserved, b.peak_transient_B + b.allocator_slack_B);
@@ -150,7 +164,20 @@ std::vector<MemoryBreakdown> rank_memory(const Plan& plan, const std::vector<int
     out[0] = fullest;
     return out;
   }
-  for (int r = 0; r < plan.pp; ++r) out[r] = rank_breakdown(plan, sums[r], in_flight[r]);
+  for (int r = 0; r < plan.pp; ++r) {
+    RankState& a = sums[r];
+    // Chunks of unequal activations: which micro-batches of which chunk the schedule holds at
+    // its peak (an interleaved rank's first chunks more than its last: the head's chunk).
+    if (plan.chunks > 1 && !plan.inference()) {
+      const double* bytes = chunk_activation.data() + static_cast<size_t>(r) * plan.chunks;
+      const auto [low, high] = std::minmax_element(bytes, bytes + plan.chunks);
+      if (*high > *low * (1 + 1e-9)) {
+        a.held_activation = peak_held_activation(plan.strategy.schedule, plan.pp, plan.micro_batches,
+                                                 plan.chunks, r, bytes);
+      }
+    }
+    out[r] = rank_breakdown(plan, a, in_flight[r]);
+  }
   return out;
 }
 

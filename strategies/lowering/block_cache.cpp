@@ -19,6 +19,7 @@ struct BlockKey {
   bool sp, sp_reorder_copies, fp8_tp_gather, tp_micro_pipeline, causal, fp8_saved_inputs, forward_only;
   double element_bytes;
   double fsdp_gather_element_bytes, fsdp_reduce_element_bytes;
+  bool fsdp_skips_experts;
   FusionPlan fusion;  // compared whole (its defaulted ==), so a new field cannot be missed
   Recompute recompute;
   uint8_t recompute_modules;
@@ -38,7 +39,7 @@ struct BlockKey {
            element_bytes == o.element_bytes &&
            fsdp_gather_element_bytes == o.fsdp_gather_element_bytes &&
            fsdp_reduce_element_bytes == o.fsdp_reduce_element_bytes &&
-           fusion == o.fusion && recompute == o.recompute &&
+           fsdp_skips_experts == o.fsdp_skips_experts && fusion == o.fusion && recompute == o.recompute &&
            recompute_modules == o.recompute_modules && expert_gemm_streams == o.expert_gemm_streams &&
            expert_sort == o.expert_sort && fp8_weight_gather == o.fp8_weight_gather &&
            fp8_shard_share == o.fp8_shard_share && autocast_weights == o.autocast_weights;
@@ -96,7 +97,8 @@ TransformerBlocks build(const TransformerSpec& t, const LayerShape& shape, Recom
   const double experts = expert_layer_params(t), replicated = replicated_layer_params(t);
   const bool fo = shape.forward_only;
   LayerShape layer = shape;  // FSDP's copies move the layer's parameters on this rank
-  layer.fsdp_params = (layer_params(t) - experts - replicated) / tp + replicated + experts / shape.ep;
+  layer.fsdp_params = (layer_params(t) - experts - replicated) / tp + replicated +
+                      (shape.fsdp_skips_experts ? 0.0 : experts / shape.ep);
   layer.fp8_cast_params = (layer_params(t) - experts - replicated) / tp + replicated;
   out.layer = make_block(build_transformer_layer(t, layer), recompute, fo,
                          (layer_params(t) - experts - replicated) / tp + replicated,
@@ -139,7 +141,7 @@ TransformerBlocks transformer_blocks(const TransformerSpec& t, const LayerShape&
   BlockKey key{t,      shape.micro_batch, shape.tp,           shape.cp, shape.ep,    pp > 1, shape.cp_comm, shape.cp_merge, shape.cp_gather_rotate, shape.kv_repeat,
                shape.sequence_parallel, shape.sp_reorder_copies, shape.fp8_tp_gather, shape.tp_micro_pipeline, shape.causal, shape.fp8_saved_inputs, shape.forward_only,
                shape.element_bytes, shape.fsdp_gather_element_bytes, shape.fsdp_reduce_element_bytes,
-               shape.fusion, recompute, shape.recompute_modules, shape.expert_gemm_streams, shape.expert_sort, shape.fp8_weight_gather,
+               shape.fsdp_skips_experts, shape.fusion, recompute, shape.recompute_modules, shape.expert_gemm_streams, shape.expert_sort, shape.fp8_weight_gather,
                shape.fp8_shard_share, shape.autocast_weights};
   thread_local std::unordered_map<BlockKey, TransformerBlocks, BlockKeyHash> cache;
   auto it = cache.find(key);

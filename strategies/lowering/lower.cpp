@@ -156,6 +156,7 @@ void build_transformer_blocks(Plan& plan) {
   if (s.fsdp_copies && plan.zero_stage == 3 && plan.shard > 1) {
     shape.fsdp_gather_element_bytes = plan.fp8_weight_gather ? 1 : plan.weight_bytes_per_param;
     shape.fsdp_reduce_element_bytes = plan.grad_bytes_per_param;
+    shape.fsdp_skips_experts = plan.edp == 1;
   }
   // Megatron's block method (Strategy::recompute_layers): the recomputed layers are the layer
   // lowered with full recomputation, the others the layer lowered without.
@@ -268,6 +269,20 @@ void set_state_bytes(Plan& plan) {
   plan.weight_bytes_per_param = e;
   plan.grad_state_bytes_per_param = s.grad_reduce_fp32 ? 4 : e;
   plan.grad_bytes_per_param = s.grad_reduce_fp32 ? 4 : e;
+  plan.expert_grad_state_bytes_per_param = plan.grad_state_bytes_per_param;
+  // FSDP (Strategy::fsdp_copies) keeps a gradient in its parameter's dtype: the sharded
+  // gradient the reduce-scatter leaves is cast to the sharded parameter's (FSDP2
+  // foreach_reduce: to orig_dtype), fp32 where that parameter is the fp32 master (TorchTitan),
+  // 16-bit where the model is (NeMo AutoModel); so is a parameter FSDP leaves alone, as the
+  // routed experts every rank holds whole (edp 1). Only the gradients accumulated unsharded
+  // under pipelining (zero3_resident: no gradient sync until the stage's last backward) are
+  // upcast to the reduction dtype (FSDPParam.to_accumulated_grad_if_needed).
+  if (s.fsdp_copies && s.zero_stage == 3) {
+    const double parameter = s.master_weights_fp32 && e < 4 ? 4 : e;
+    if (!plan.zero3_resident) plan.grad_state_bytes_per_param = parameter;
+    plan.expert_grad_state_bytes_per_param =
+        !plan.zero3_resident || plan.edp == 1 ? parameter : plan.grad_state_bytes_per_param;
+  }
   // m (+ v for Adam), 4 B each in fp32, 2 B in bf16 (Strategy::optimizer_moments).
   const double moment_bytes = s.optimizer_moments == MomentDtype::kBf16 ? 2 : 4;
   const double moments = (s.optimizer == Optimizer::kAdam ? 2 : 1) * moment_bytes;

@@ -217,6 +217,7 @@ struct Plan {
   double dp_bucket_B = 0;
   // Optimizer-state bookkeeping (bytes per parameter), before ZeRO sharding.
   double weight_bytes_per_param = 2, grad_state_bytes_per_param = 2, optimizer_bytes_per_param = 12;
+  double expert_grad_state_bytes_per_param = 2;  // the routed experts' (set_state_bytes)
 
   // Every operation of the iteration beyond the blocks' kernels (iteration.h).
   IterationProgram iteration;

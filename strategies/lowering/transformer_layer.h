@@ -38,6 +38,9 @@ struct LayerShape {
   double fsdp_gather_element_bytes = 0;
   double fsdp_reduce_element_bytes = 0;
   double fsdp_params = 0;  // the layer's parameters on this rank (0: its ops' weights)
+  // The routed experts stay out of FSDP's copies: every rank holds its experts whole (edp 1),
+  // so FSDP neither gathers nor reduce-scatters them (Plan::edp).
+  bool fsdp_skips_experts = false;
   // Strategy::fp8_fsdp_all_gather with ZeRO-3 gathering per micro-batch: the shard's share of
   // the weights each rank casts to FP8 before each gather (1 / shard; 0 = none), and the
   // layer's parameters on this rank that are cast (its Float8Linear weights: not the routed

@@ -88,4 +88,18 @@ std::vector<int> peak_in_flight(const PipelineSchedule& schedule);
 // The same from closed forms (in_flight.cpp), without building the schedule: any m.
 std::vector<int> peak_in_flight(ScheduleKind kind, int p, int m, int v);
 
+// The most activation rank r holds at once when each of its chunks' micro-batches holds
+// `chunk_bytes[c]` (v entries): the largest, over the moments after each of its forwards, of
+// sum_c held_c x chunk_bytes[c], held_c the micro-batches of chunk c forwarded and not yet
+// backward (or W) run. With one chunk, peak_in_flight x chunk_bytes[0]. Chunks differ where a
+// rank's stages do (the embedding's or the head's chunk, uneven stage layers, dense-first MoE
+// layers), and an interleaved rank holds more micro-batches of its early chunks than of its
+// late ones at its peak (the warm-up runs chunk after chunk, the backward starts at the last):
+// a mean over the chunks weights each equally. Interleaved 1F1B in closed form (its op order
+// repeats every p v steps); DualPipe and ZB-V from their op orders, memoized per shape.
+double peak_held_activation(ScheduleKind kind, int p, int m, int v, int r,
+                            const std::vector<double>& chunk_bytes);
+// The same over `v` chunk sizes at chunk_bytes[0 .. v - 1].
+double peak_held_activation(ScheduleKind kind, int p, int m, int v, int r, const double* chunk_bytes);
+
 }  // namespace stratasim

@@ -11,6 +11,7 @@
 #include "sim/cost/memory_model.h"
 #include "strategies/lowering/lower.h"
 #include "strategies/pipeline/schedule_timing.h"
+#include "strategies/pipeline/schedules.h"
 #include "tests/support/small_plans.h"
 
 using namespace stratasim;
@@ -122,9 +123,21 @@ TEST_CASE("dualpipe plan: memory holds both stages' states and p + 1 chunk activ
     CAPTURE(r);
     CHECK(dm[r].weights_B == doctest::Approx(fm[r].weights_B + fm[3 - r].weights_B));
     CHECK(dm[r].optimizer_B == doctest::Approx(fm[r].optimizer_B + fm[3 - r].optimizer_B));
-    // Activations of one chunk-micro-batch: the mean of the rank's two stages.
-    const double mean = (d.stages[r].activation_B + d.stages[7 - r].activation_B) / 2;
-    CHECK(dm[r].activations_B == doctest::Approx(in_flight[r] * mean));
+    // Each chunk's micro-batches hold their own stage's activations (rank r runs stage r and,
+    // for the other direction, stage 7 - r: the embedding's and the head's on ranks 0 and 3):
+    // the most the op order holds at once, walked here forward by forward.
+    const double bytes[2] = {d.stages[r].activation_B, d.stages[7 - r].activation_B};
+    const PipelineSchedule order = make_schedule(ScheduleKind::kDualPipe, 4, 8, 2);
+    int held[2] = {0, 0};
+    double peak = 0;
+    for (const PipeOp& op : order.per_rank[r]) {
+      if (op.kind == PipeOpKind::kForward) ++held[op.chunk];
+      if (op.kind == (order.split_backward ? PipeOpKind::kWeight : PipeOpKind::kBackward)) --held[op.chunk];
+      peak = std::max(peak, held[0] * bytes[0] + held[1] * bytes[1]);
+    }
+    CHECK(dm[r].activations_B == doctest::Approx(peak));
+    // Equal stages (ranks 1 and 2): the peak count times one stage's, as before.
+    if (r == 1 || r == 2) CHECK(dm[r].activations_B == doctest::Approx(in_flight[r] * bytes[0]));
   }
 }
 

@@ -693,3 +693,46 @@ TEST_CASE("optimizer_moments: bf16 moments hold 2 B each, in memory and in the s
   CHECK(what.find("s.json: strategy.optimizer_moments: \"fp8\"") != std::string::npos);
   CHECK(what.find("fp32, bf16") != std::string::npos);
 }
+
+TEST_CASE("moe: FSDP keeps a gradient in its parameter's dtype and leaves whole experts alone") {
+  // FSDP2 with an fp32 reduction (fsdp_copies, grad_reduce_fp32) over the small MoE on 8 A100.
+  // The reduce-scatter leaves each sharded gradient in its sharded parameter's dtype: 16-bit
+  // where the model is bf16 without a master copy (NeMo AutoModel), fp32 where the sharded
+  // parameter is the fp32 master (TorchTitan). A routed expert every rank holds whole (edp 1)
+  // is a plain parameter: its gradient in its own dtype too, and FSDP copies none of it.
+  const auto fsdp2 = [](int ep, bool master, int pp = 1) {
+    Strategy s = moe_strategy(1, ep);
+    s.zero_stage = 3, s.fsdp_copies = true, s.grad_reduce_fp32 = true;
+    s.master_weights_fp32 = master, s.pp = pp;
+    return testing::lower_on_dgx_a100(moe_model(), s, 8);
+  };
+  const double dense = 4 * kLayerRest + kEdge, experts = 4 * kLayerExperts;
+  const Plan automodel = fsdp2(4, false), titan = fsdp2(4, true);
+  CHECK(rank_memory(automodel, {1})[0].gradients_B == doctest::Approx(2 * (dense / 8 + experts / 2)));
+  CHECK(rank_memory(titan, {1})[0].gradients_B == doctest::Approx(4 * (dense / 8 + experts / 2)));
+  // The reduction itself still moves fp32: 4 B a parameter reduce-scattered.
+  const StageProgram& st = automodel.iteration.stages[0];
+  CHECK(sum_zero_ops(st.backward, IterOpKind::kZeroReduceScatter, GroupKind::kExpertData).bytes ==
+        doctest::Approx(4 * experts));
+  // ep 8 (edp 1): one whole expert a layer, its gradient 2 B (AutoModel) or 4 B (fp32 parameters).
+  const double own = 4 * kExpert;
+  CHECK(rank_memory(fsdp2(8, false), {1})[0].gradients_B == doctest::Approx(2 * (dense / 8 + own)));
+  CHECK(rank_memory(fsdp2(8, true), {1})[0].gradients_B == doctest::Approx(4 * (dense / 8 + own)));
+  // FSDP's copies around a layer's collectives (transformer_layer.cpp fsdp_copies): the gathered
+  // bf16 parameters split into place, 2 x W x 2 B forward, W the layer's parameters on the rank:
+  // with the experts at edp 2, without them at edp 1.
+  const auto copy_bytes = [](const Plan& p) {
+    for (const LayerOp& op : p.layer->graph.ops) {
+      if (op.name == "fsdp_copy") return op.eager_bytes;
+    }
+    return 0.0;
+  };
+  CHECK(copy_bytes(automodel) == doctest::Approx(2 * 2 * (kLayerRest + kLayerExperts)));
+  CHECK(copy_bytes(fsdp2(8, false)) == doctest::Approx(2 * 2 * kLayerRest));
+  // Under pipelining the stage's gradients accumulate unsharded until its last backward, upcast
+  // to the reduction dtype (FSDPParam.to_accumulated_grad_if_needed): 4 B whatever the model's.
+  const Plan piped = fsdp2(4, false, 2);
+  REQUIRE(piped.zero3_resident);
+  CHECK(piped.grad_state_bytes_per_param == 4);
+  CHECK(automodel.grad_state_bytes_per_param == 2);
+}

@@ -256,3 +256,64 @@ TEST_CASE("peak_in_flight closed forms equal the counts read off the op orders")
     }
   }
 }
+
+TEST_CASE("peak_held_activation: an interleaved rank holds its early chunks, worked by hand") {
+  using namespace stratasim;
+  // p = 4, m = 8, v = 2, chunk 0 holding 1 B a micro-batch and chunk 1 (say the head's) 10 B.
+  const std::vector<double> bytes = {1, 10};
+  // Rank 3 (the last): w = 2 (4 - 3 - 1) + (2 - 1) 4 = 4 warm-up forwards, steps 0..3, all
+  // chunk 0 ((k / p) % v = 0); then forward step 4 + k runs chunk 1 and backward step k the
+  // mirrored chunk 1 as well (v - 1 - (k / 4) % 2 = 1 for k < 4): chunk 1 holds at most one
+  // micro-batch while chunk 0 holds 4, until backward step 4 starts on chunk 0. Peak
+  // 4 x 1 + 1 x 10 = 14, where a mean over the chunks would say 5 x 5.5 = 27.5.
+  CHECK(peak_held_activation(ScheduleKind::kInterleaved1F1B, 4, 8, 2, 3, bytes) == doctest::Approx(14));
+  // Rank 0: w = 2 x 3 + 4 = 10: steps 0-3 chunk 0, 4-7 chunk 1, 8-9 chunk 0 (6 and 4 held);
+  // forward step 10 (chunk 0) makes 7 and 4: 7 + 40 = 47; backward step 0 frees a chunk-1
+  // micro-batch, forward 11 (chunk 0) makes 8 and 3: 38; forward 12 (chunk 1) 8 and 3 after
+  // backward 1: 38; the counts only fall from there. Peak 47.
+  CHECK(peak_held_activation(ScheduleKind::kInterleaved1F1B, 4, 8, 2, 0, bytes) == doctest::Approx(47));
+  // Equal chunks: the peak count times one chunk's (peak_in_flight: 11 on rank 0, 5 on rank 3).
+  CHECK(peak_held_activation(ScheduleKind::kInterleaved1F1B, 4, 8, 2, 0, {3, 3}) == doctest::Approx(33));
+  CHECK(peak_held_activation(ScheduleKind::kInterleaved1F1B, 4, 8, 2, 3, {3, 3}) == doctest::Approx(15));
+  // One chunk: the count times its bytes.
+  CHECK(peak_held_activation(ScheduleKind::k1F1B, 4, 8, 1, 1, {2}) == doctest::Approx(6));
+}
+
+TEST_CASE("peak_held_activation equals the op orders walked forward by forward") {
+  using namespace stratasim;
+  // A second implementation: the op order's per-chunk counts after every op.
+  const auto walked = [](const PipelineSchedule& s, int r, const std::vector<double>& bytes) {
+    std::vector<int> held(bytes.size(), 0);
+    double peak = 0;
+    const PipeOpKind frees = s.split_backward ? PipeOpKind::kWeight : PipeOpKind::kBackward;
+    for (const PipeOp& op : s.per_rank[r]) {
+      if (op.kind == PipeOpKind::kForward) ++held[op.chunk];
+      if (op.kind == frees) --held[op.chunk];
+      double sum = 0;
+      for (size_t c = 0; c < bytes.size(); ++c) sum += held[c] * bytes[c];
+      peak = std::max(peak, sum);
+    }
+    return peak;
+  };
+  for (int p : {2, 3, 4, 8}) {
+    for (int m : {4, 8, 12, 16, 24, 48}) {
+      for (int v : {2, 3, 4}) {
+        for (ScheduleKind kind : {ScheduleKind::kInterleaved1F1B, ScheduleKind::kDualPipe,
+                                  ScheduleKind::kZeroBubbleV}) {
+          if (schedule_rule_violation(kind, p, m, v)) continue;
+          const PipelineSchedule s = make_schedule(kind, p, m, v);
+          for (int r = 0; r < p; ++r) {
+            std::vector<double> bytes(v);
+            for (int c = 0; c < v; ++c) bytes[c] = 1 + ((r + 3 * c) % 5);  // unequal chunks
+            CAPTURE(p);
+            CAPTURE(m);
+            CAPTURE(v);
+            CAPTURE(r);
+            CAPTURE(schedule_name(kind));
+            CHECK(peak_held_activation(kind, p, m, v, r, bytes) == doctest::Approx(walked(s, r, bytes)));
+          }
+        }
+      }
+    }
+  }
+}
