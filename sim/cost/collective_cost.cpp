@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 namespace stratasim {
 namespace {
@@ -80,22 +81,48 @@ double miss_probability(int experts, int held, int top_k) {
 
 }  // namespace
 
+double contiguous_groups_hit(int experts, int top_k, int held) {
+  if (experts <= 0 || top_k <= 0 || held <= 0) return 0;
+  const long long e = experts, k = std::min(top_k, experts), h = held;
+  const long long groups = (e + h - 1) / h;
+  // Token t starts at s = t k mod E: the multiples of gcd(k, E), each equally often. A run
+  // [s, s + k - 1] spans floor((s + k - 1) / h) - floor(s / h) + 1 groups; one that wraps past
+  // E spans the groups from s's to the last and from the first to its end's, at most all.
+  const long long step = std::gcd(k, e);
+  double hits = 0;
+  long long starts = 0;
+  for (long long s = 0; s < e; s += step, ++starts) {
+    const long long end = s + k - 1;
+    const long long spanned = end < e ? end / h - s / h + 1
+                                      : std::min(groups, (groups - s / h) + ((end - e) / h + 1));
+    hits += static_cast<double>(spanned);
+  }
+  return hits / static_cast<double>(starts);
+}
+
 ExchangeBytes expert_exchange_bytes(double bytes, const CommGroup& g, int experts, int top_k,
-                                    EpDispatch dispatch) {
+                                    EpDispatch dispatch, MoeRouting routing) {
   const int n = g.size, nodes = g.nodes();
   if (n <= 1) return {};
   if (dispatch == EpDispatch::kAllToAll || experts <= 0 || top_k <= 0 || top_k > experts) {
     return uniform_exchange_bytes(bytes, g);
   }
   const double t = bytes / top_k;
-  const double p_rank = 1 - miss_probability(experts, experts / n, top_k);
-  const double p_node = 1 - miss_probability(experts, experts / nodes, top_k);
+  // The chance a rank (a node) holds one of a token's experts: 1 - P(all miss) for random
+  // routing; the ranks (nodes) a contiguous run of k experts spans, over n (over N).
+  const double p_rank = routing == MoeRouting::kContiguous
+                            ? contiguous_groups_hit(experts, top_k, experts / n) / n
+                            : 1 - miss_probability(experts, experts / n, top_k);
+  const double p_node = routing == MoeRouting::kContiguous
+                            ? contiguous_groups_hit(experts, top_k, experts / nodes) / nodes
+                            : 1 - miss_probability(experts, experts / nodes, top_k);
   return {double(n - nodes) * p_rank * t, double(nodes - 1) * p_node * t};
 }
 
 ExchangeBytes expert_exchange_bytes(double bytes, const Plan& plan) {
   const MoeSpec& moe = plan.model.transformer.moe;
-  return expert_exchange_bytes(bytes, plan.ep_group, moe.experts, moe.top_k, plan.strategy.ep_dispatch);
+  return expert_exchange_bytes(bytes, plan.ep_group, moe.experts, moe.top_k, plan.strategy.ep_dispatch,
+                               moe.routing);
 }
 
 double expert_exchange_s(double bytes, const Plan& plan) {

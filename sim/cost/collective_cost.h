@@ -56,8 +56,14 @@ double all_to_all_s(double bytes, const CommGroup& g, const HardwareModel& hw);
 struct ExchangeBytes {
   double local = 0, remote = 0;
 };
+// With MoeRouting::kContiguous, p_rank and p_node are the ranks and nodes a token's run of
+// k consecutive experts spans (contiguous_groups_hit) over n and N.
 ExchangeBytes expert_exchange_bytes(double bytes, const CommGroup& g, int experts, int top_k,
-                                    EpDispatch dispatch);
+                                    EpDispatch dispatch, MoeRouting routing = MoeRouting::kRandom);
+// The groups of `held` consecutive experts (a rank's, a node's) that k consecutive experts
+// starting at t k mod E span, averaged over the starts (t k mod E runs over the multiples of
+// gcd(k, E)): 1 for k = 8 in ranks of 16 experts, 2 in ranks of 4.
+double contiguous_groups_hit(int experts, int top_k, int held);
 // A uniform all-to-all's share of `bytes` per rank: (k-1)/n inside the node, (n-k)/n across.
 ExchangeBytes uniform_exchange_bytes(double bytes, const CommGroup& g);
 // An exchange of those bytes: the port and the NIC share side by side, one latency per peer

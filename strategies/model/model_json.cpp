@@ -17,6 +17,8 @@ constexpr std::array<EnumName<ModelFamily>, 3> kFamilies = {{
     {"op_graph", ModelFamily::kOpGraph}}};
 constexpr std::array<EnumName<Activation>, 3> kActivations = {{
     {"gelu", Activation::kGeLU}, {"relu", Activation::kReLU}, {"swiglu", Activation::kSwiGLU}}};
+constexpr std::array<EnumName<MoeRouting>, 2> kMoeRoutings = {{
+    {"random", MoeRouting::kRandom}, {"contiguous", MoeRouting::kContiguous}}};
 constexpr std::array<EnumName<NormKind>, 2> kNorms = {{
     {"layernorm", NormKind::kLayerNorm}, {"rmsnorm", NormKind::kRMSNorm}}};
 constexpr std::array<EnumName<GraphOpKind>, 9> kOpKinds = {{
@@ -27,7 +29,7 @@ constexpr std::array<EnumName<GraphOpKind>, 9> kOpKinds = {{
 
 MoeSpec read_moe(const JsonNode& n, MoeSpec m) {
   n.allow_keys({"experts", "top_k", "expert_ffn_hidden", "shared_experts", "shared_ffn_hidden",
-                "capacity_factor", "load_imbalance", "first_dense_layers", "description"});
+                "capacity_factor", "load_imbalance", "first_dense_layers", "routing", "description"});
   if (m.experts == 0) n.at("experts");  // required unless the preset has experts
   m.experts = static_cast<int>(n.integer_or("experts", m.experts, 1, 1 << 20));
   m.top_k = static_cast<int>(n.integer_or("top_k", m.top_k, 1, m.experts));
@@ -46,6 +48,7 @@ MoeSpec read_moe(const JsonNode& n, MoeSpec m) {
   if (!(m.load_imbalance >= 1 && m.load_imbalance <= 64)) {
     n.at("load_imbalance").fail("must be between 1 (balanced) and 64 (most loaded rank / mean)");
   }
+  m.routing = n.enum_or("routing", kMoeRoutings, m.routing);
   return m;
 }
 
@@ -326,6 +329,7 @@ Json to_json(const ModelSpec& m) {
                     {"shared_ffn_hidden", m.shared_experts > 0 ? t.shared_ffn() : 0},
                     {"capacity_factor", m.capacity_factor}, {"load_imbalance", m.load_imbalance},
                     {"first_dense_layers", m.first_dense_layers}};
+    if (m.routing != MoeRouting::kRandom) j["moe"]["routing"] = std::string(enum_to_name(kMoeRoutings, m.routing));
   }
   if (t.mla.enabled()) {
     const MlaSpec& a = t.mla;

@@ -16,6 +16,15 @@ enum class NormKind { kLayerNorm, kRMSNorm };
 // `experts` expert MLPs of width `expert_ffn_hidden` of which a router picks `top_k` per token,
 // plus `shared_experts` always-active MLPs of width `shared_ffn_hidden` (DeepSeekMoE, Dai et al.
 // 2024). experts == 0: a dense model.
+// Which experts a token's top-k are, as far as the traffic is concerned. kRandom: k distinct
+// experts drawn uniformly (Megatron-Core's --moe-router-force-load-balancing draws random
+// logits; a trained router with a balancing loss, to first order). kContiguous: token t of a
+// rank goes to experts t k .. t k + k - 1 (mod experts), NeMo AutoModel's FakeBalancedGate
+// (components/moe/layers.py: arange(n_tokens x k).view(-1, k) % experts): as balanced, but
+// its k experts sit side by side, on one or two ranks, so a dispatch that sends a token once
+// per rank or node (DeepEP) sends it far fewer times.
+enum class MoeRouting { kRandom, kContiguous };
+
 struct MoeSpec {
   int experts = 0;
   int top_k = 1;
@@ -32,6 +41,7 @@ struct MoeSpec {
   double load_imbalance = 1;
   // The first layers keep a dense MLP of ffn_hidden (DeepSeek-V3: 3 of 61).
   int first_dense_layers = 0;
+  MoeRouting routing = MoeRouting::kRandom;
   bool enabled() const { return experts > 0; }
   bool operator==(const MoeSpec&) const = default;
 };

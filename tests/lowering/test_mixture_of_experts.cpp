@@ -513,6 +513,50 @@ TEST_CASE("moe: DeepEP sends each token once per node holding one of its experts
   CHECK(in_node.local == doctest::Approx(7 * 0.661832 * S / 8).epsilon(1e-5));
 }
 
+TEST_CASE("moe: contiguous routing (AutoModel's fake balanced gate) spans one or two ranks, worked by hand") {
+  // Token t goes to experts t k .. t k + k - 1 (mod E); the starts are the multiples of
+  // gcd(k, E). k = 8 of 128 experts in ranks of 16: every run [8a, 8a + 7] lies in one rank;
+  // of 256 in ranks of 4: in exactly two; in nodes of 32: in one.
+  CHECK(contiguous_groups_hit(128, 8, 16) == doctest::Approx(1));
+  CHECK(contiguous_groups_hit(256, 8, 4) == doctest::Approx(2));
+  CHECK(contiguous_groups_hit(256, 8, 32) == doctest::Approx(1));
+  // Unaligned: E = 10, k = 3, two groups of 5; gcd 1, starts 0..9. Runs 0-2, 1-3, 2-4: one
+  // group; 3-5, 4-6: two; 5-7, 6-8, 7-9: one; 8-0 and 9-1 wrap from the second group into the
+  // first: two. 14 / 10 = 1.4.
+  CHECK(contiguous_groups_hit(10, 3, 5) == doctest::Approx(1.4));
+  // A run of all experts spans every group once, wrap or not.
+  CHECK(contiguous_groups_hit(12, 12, 4) == doctest::Approx(3));
+  // DeepEP on Qwen3-30B-A3B's 16 ranks in 2 nodes (128 experts, top-8: 8 a rank, 64 a node):
+  // a token reaches H_rank = 1 rank and H_node = 1 node, so p_rank = 1/16, p_node = 1/2:
+  //   remote = (2 - 1) x 1/2 t, local = (16 - 2) x 1/16 t, t = S / 8.
+  // Random routing: p_rank = 1 - C(120,8)/C(128,8) = 0.412282, p_node = 1 - C(64,8)/C(128,8)
+  // = 0.996904: remote 0.996904 t, local 14 x 0.412282 t = 5.77195 t, 6.6x the run's.
+  const CommGroup g{GroupKind::kExpert, 16, 8};
+  const double S = 8e6, t = S / 8;
+  const ExchangeBytes run = expert_exchange_bytes(S, g, 128, 8, EpDispatch::kDeepEP, MoeRouting::kContiguous);
+  CHECK(run.remote == doctest::Approx(0.5 * t));
+  CHECK(run.local == doctest::Approx(14.0 / 16 * t));
+  const ExchangeBytes random = expert_exchange_bytes(S, g, 128, 8, EpDispatch::kDeepEP);
+  CHECK(random.remote == doctest::Approx(0.996904 * t).epsilon(1e-5));
+  CHECK(random.local == doctest::Approx(5.77195 * t).epsilon(1e-5));
+  // NCCL's all-to-all sends every routed copy whatever the routing.
+  const ExchangeBytes nccl = expert_exchange_bytes(S, g, 128, 8, EpDispatch::kAllToAll, MoeRouting::kContiguous);
+  CHECK(nccl.remote == doctest::Approx(uniform_exchange_bytes(S, g).remote));
+  // In a scenario: the name, its round trip, the default left out, and a bad value's error.
+  const auto model_text = [](const std::string& moe) {
+    return read_model(JsonNode(parse_json_text(R"({"preset": "qwen3-30b-a3b", "moe": )" + moe + "}", "m.json"),
+                               "m.json", "model"));
+  };
+  const ModelSpec m = model_text(R"({"routing": "contiguous"})");
+  CHECK(m.transformer.moe.routing == MoeRouting::kContiguous);
+  CHECK(to_json(m).at("moe").at("routing") == "contiguous");
+  CHECK_FALSE(to_json(model_text("{}")).at("moe").contains("routing"));
+  const std::string what = testing::input_error_message([&] { model_text(R"({"routing": "sorted"})"); });
+  CAPTURE(what);
+  CHECK(what.find("m.json: model.moe.routing: \"sorted\"") != std::string::npos);
+  CHECK(what.find("random, contiguous") != std::string::npos);
+}
+
 TEST_CASE("moe: ep_dispatch in the scenario, its round trip, its error, and both engines' bytes") {
   const Strategy s = read_text(R"({"global_batch": 8, "ep_dispatch": "hybridep"})");
   CHECK(s.ep_dispatch == EpDispatch::kDeepEP);

@@ -1211,4 +1211,19 @@ TEST_CASE("validate: NeMo AutoModel is an FSDP2 stack of its own, not Megatron-C
   // A bare "NeMo" is still Megatron-Core.
   const TranslatedCase nemo = expressible_probe([](Json& c) { c["framework"] = "NeMo 24.07"; });
   CHECK(nemo.stack == "megatron-core");
+  // Its benchmarks' fake balanced gate routes a token to consecutive experts (rules.json's
+  // model rule): an MoE row that says so gets model.moe.routing contiguous, others keep random.
+  const auto moe_row = [](const char* caveats) {
+    return expressible_probe([caveats](Json& c) {
+      c["framework"] = "NeMo AutoModel (PyTorch FSDP2 with Transformer Engine layers; DeepEP)";
+      c["model"]["arch"] = "Qwen3 MoE: RMSNorm, SwiGLU experts, RoPE, GQA";
+      c["model"]["experts"] = 128, c["model"]["top_k"] = 8, c["model"]["moe_ffn_hidden"] = 768;
+      c["parallel"]["ep"] = 8;
+      c["caveats"] = caveats;
+    });
+  };
+  const Json gated = moe_row("Mock data with the 'fake balanced gate' (balanced routing)").scenario.at("model");
+  CHECK(gated.at("moe").at("routing") == "contiguous");
+  const Json learned = moe_row("real data").scenario.at("model");
+  CHECK_FALSE(learned.at("moe").contains("routing"));
 }
