@@ -100,8 +100,19 @@ double contiguous_groups_hit(int experts, int top_k, int held) {
   return hits / static_cast<double>(starts);
 }
 
+double group_limited_hit(int experts, int top_k, int groups, int group_top_k, int held) {
+  const int size = experts / groups, per = top_k / group_top_k;
+  if (held <= size) {
+    // Inside one group: the group is chosen (group_top_k of groups) and gives one of its per
+    // experts to the unit's held.
+    return double(group_top_k) / groups * (1 - miss_probability(size, held, per));
+  }
+  // The unit holds m whole groups: hit unless none of them is chosen.
+  return 1 - miss_probability(groups, held / size, group_top_k);
+}
+
 ExchangeBytes expert_exchange_bytes(double bytes, const CommGroup& g, int experts, int top_k,
-                                    EpDispatch dispatch, MoeRouting routing) {
+                                    EpDispatch dispatch, MoeRouting routing, int groups, int group_top_k) {
   const int n = g.size, nodes = g.nodes();
   if (n <= 1) return {};
   if (dispatch == EpDispatch::kAllToAll || experts <= 0 || top_k <= 0 || top_k > experts) {
@@ -110,19 +121,29 @@ ExchangeBytes expert_exchange_bytes(double bytes, const CommGroup& g, int expert
   const double t = bytes / top_k;
   // The chance a rank (a node) holds one of a token's experts: 1 - P(all miss) for random
   // routing; the ranks (nodes) a contiguous run of k experts spans, over n (over N).
-  const double p_rank = routing == MoeRouting::kContiguous
-                            ? contiguous_groups_hit(experts, top_k, experts / n) / n
-                            : 1 - miss_probability(experts, experts / n, top_k);
-  const double p_node = routing == MoeRouting::kContiguous
-                            ? contiguous_groups_hit(experts, top_k, experts / nodes) / nodes
-                            : 1 - miss_probability(experts, experts / nodes, top_k);
+  // Group-limited routing where ranks and nodes line up with the groups (each holds a whole
+  // number of groups, or a group a whole number of them): group_limited_hit.
+  const auto aligned = [&](int held) {
+    const int size = groups > 0 ? experts / groups : 0;
+    return held > 0 && size > 0 && (held <= size ? size % held == 0 : held % size == 0);
+  };
+  const bool limited = routing == MoeRouting::kRandom && groups > 1 && group_top_k > 0 &&
+                       group_top_k < groups && experts % groups == 0 && top_k % group_top_k == 0 &&
+                       top_k / group_top_k <= experts / groups && aligned(experts / n) &&
+                       aligned(experts / nodes);
+  const auto hit = [&](int held, int units) {
+    if (routing == MoeRouting::kContiguous) return contiguous_groups_hit(experts, top_k, held) / units;
+    if (limited) return group_limited_hit(experts, top_k, groups, group_top_k, held);
+    return 1 - miss_probability(experts, held, top_k);
+  };
+  const double p_rank = hit(experts / n, n), p_node = hit(experts / nodes, nodes);
   return {double(n - nodes) * p_rank * t, double(nodes - 1) * p_node * t};
 }
 
 ExchangeBytes expert_exchange_bytes(double bytes, const Plan& plan) {
   const MoeSpec& moe = plan.model.transformer.moe;
   return expert_exchange_bytes(bytes, plan.ep_group, moe.experts, moe.top_k, plan.strategy.ep_dispatch,
-                               moe.routing);
+                               moe.routing, moe.groups, moe.group_top_k);
 }
 
 double expert_exchange_s(double bytes, const Plan& plan) {

@@ -58,8 +58,18 @@ struct ExchangeBytes {
 };
 // With MoeRouting::kContiguous, p_rank and p_node are the ranks and nodes a token's run of
 // k consecutive experts spans (contiguous_groups_hit) over n and N.
+// With group-limited routing (MoeSpec::groups, group_top_k) where ranks and nodes line up
+// with the groups: group_limited_hit.
 ExchangeBytes expert_exchange_bytes(double bytes, const CommGroup& g, int experts, int top_k,
-                                    EpDispatch dispatch, MoeRouting routing = MoeRouting::kRandom);
+                                    EpDispatch dispatch, MoeRouting routing = MoeRouting::kRandom,
+                                    int groups = 1, int group_top_k = 0);
+// The chance a unit (rank, node) holding `held` consecutive experts gets one of a token's
+// experts under group-limited routing: a token picks group_top_k of the groups at random and
+// top_k / group_top_k experts in each (a group scores its top ones, Megatron-Core's
+// group_limited_topk). Inside a group of S = E / groups: (group_top_k / groups) (1 -
+// C(S - held, k/g_k) / C(S, k/g_k)); holding m whole groups: 1 - C(groups - m, g_k) /
+// C(groups, g_k).
+double group_limited_hit(int experts, int top_k, int groups, int group_top_k, int held);
 // The groups of `held` consecutive experts (a rank's, a node's) that k consecutive experts
 // starting at t k mod E span, averaged over the starts (t k mod E runs over the multiples of
 // gcd(k, E)): 1 for k = 8 in ranks of 16 experts, 2 in ranks of 4.

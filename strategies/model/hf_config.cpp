@@ -158,6 +158,14 @@ TransformerSpec deepseek(const JsonNode& n) {
   t.moe.expert_ffn_hidden = dim(n, "moe_intermediate_size");
   t.moe.shared_experts = count_or(n, "n_shared_experts", 0);
   t.moe.first_dense_layers = count_or(n, "first_k_dense_replace", 0);
+  t.moe.groups = std::max(1, count_or(n, "n_group", 1));
+  t.moe.group_top_k = count_or(n, "topk_group", 0);
+  if (t.moe.experts % t.moe.groups != 0) n.at("n_group").fail("must divide n_routed_experts");
+  if (t.moe.group_top_k > t.moe.groups) n.at("topk_group").fail("must be at most n_group");
+  if (t.moe.group_limited() && (t.moe.top_k % t.moe.group_top_k != 0 ||
+                                t.moe.top_k / t.moe.group_top_k > t.moe.experts / t.moe.groups)) {
+    n.at("topk_group").fail("must divide num_experts_per_tok, each chosen group giving at most its experts");
+  }
   t.mtp_layers = count_or(n, "num_nextn_predict_layers", 0);
   t.mla.kv_lora_rank = dim(n, "kv_lora_rank");
   t.mla.q_lora_rank = count_or(n, "q_lora_rank", 0);

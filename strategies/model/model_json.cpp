@@ -29,7 +29,8 @@ constexpr std::array<EnumName<GraphOpKind>, 9> kOpKinds = {{
 
 MoeSpec read_moe(const JsonNode& n, MoeSpec m) {
   n.allow_keys({"experts", "top_k", "expert_ffn_hidden", "shared_experts", "shared_ffn_hidden",
-                "capacity_factor", "load_imbalance", "first_dense_layers", "routing", "description"});
+                "capacity_factor", "load_imbalance", "first_dense_layers", "routing", "groups",
+                "group_top_k", "description"});
   if (m.experts == 0) n.at("experts");  // required unless the preset has experts
   m.experts = static_cast<int>(n.integer_or("experts", m.experts, 1, 1 << 20));
   m.top_k = static_cast<int>(n.integer_or("top_k", m.top_k, 1, m.experts));
@@ -49,6 +50,17 @@ MoeSpec read_moe(const JsonNode& n, MoeSpec m) {
     n.at("load_imbalance").fail("must be between 1 (balanced) and 64 (most loaded rank / mean)");
   }
   m.routing = n.enum_or("routing", kMoeRoutings, m.routing);
+  m.groups = static_cast<int>(n.integer_or("groups", m.groups, 1, m.experts));
+  if (m.experts % m.groups != 0) n.at("groups").fail("must divide experts (" + std::to_string(m.experts) + ")");
+  m.group_top_k = static_cast<int>(n.integer_or("group_top_k", m.group_top_k, 0, m.groups));
+  if (m.group_limited() && m.top_k % m.group_top_k != 0) {
+    n.at("group_top_k").fail("must divide top_k (" + std::to_string(m.top_k) +
+                             "): each chosen group gives a token top_k / group_top_k experts");
+  }
+  if (m.group_limited() && m.top_k / m.group_top_k > m.experts / m.groups) {
+    n.at("group_top_k").fail("leaves a chosen group more experts to give (top_k / group_top_k) than it holds (" +
+                             std::to_string(m.experts / m.groups) + ")");
+  }
   return m;
 }
 
@@ -330,6 +342,8 @@ Json to_json(const ModelSpec& m) {
                     {"capacity_factor", m.capacity_factor}, {"load_imbalance", m.load_imbalance},
                     {"first_dense_layers", m.first_dense_layers}};
     if (m.routing != MoeRouting::kRandom) j["moe"]["routing"] = std::string(enum_to_name(kMoeRoutings, m.routing));
+    if (m.groups > 1) j["moe"]["groups"] = m.groups;
+    if (m.group_top_k > 0) j["moe"]["group_top_k"] = m.group_top_k;
   }
   if (t.mla.enabled()) {
     const MlaSpec& a = t.mla;

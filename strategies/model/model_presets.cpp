@@ -91,6 +91,7 @@ const std::map<std::string, std::function<ModelSpec()>>& presets() {
          ModelSpec m = moe(llama("deepseek-v3", 61, 7168, 128, 128, 18432, 4096, 129280), 256, 8, 2048);
          m.transformer.moe.shared_experts = 1;
          m.transformer.moe.first_dense_layers = 3;
+         m.transformer.moe.groups = 8, m.transformer.moe.group_top_k = 4;  // n_group, topk_group
          m.transformer.mtp_layers = 1;
          m.transformer.mla = MlaSpec{.q_lora_rank = 1536, .kv_lora_rank = 512};
          return m;

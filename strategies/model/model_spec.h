@@ -42,6 +42,14 @@ struct MoeSpec {
   // The first layers keep a dense MLP of ffn_hidden (DeepSeek-V3: 3 of 61).
   int first_dense_layers = 0;
   MoeRouting routing = MoeRouting::kRandom;
+  // Group-limited routing (DeepSeek-V3's node-limited routing, Sec. 2.1.2: the experts in
+  // `groups` groups, a token's top_k chosen inside its group_top_k best groups; Megatron-Core's
+  // moe_router_num_groups / moe_router_group_topk, Hugging Face n_group / topk_group). A group
+  // scores its top top_k / group_top_k experts, so each chosen group gives the token about
+  // that many. 0: no limit.
+  int groups = 1;
+  int group_top_k = 0;
+  bool group_limited() const { return groups > 1 && group_top_k > 0 && group_top_k < groups; }
   bool enabled() const { return experts > 0; }
   bool operator==(const MoeSpec&) const = default;
 };

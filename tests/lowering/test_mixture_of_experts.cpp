@@ -557,6 +557,49 @@ TEST_CASE("moe: contiguous routing (AutoModel's fake balanced gate) spans one or
   CHECK(what.find("random, contiguous") != std::string::npos);
 }
 
+TEST_CASE("moe: DeepSeek-V3's node-limited routing reaches at most 4 of 8 nodes, worked by hand") {
+  // 256 experts in 8 groups of 32, a token's 8 experts inside 4 groups, 2 in each (a group
+  // scores its top 2: Megatron-Core's group_limited_topk). ep 64 over 8 nodes of 8 ranks: a
+  // node holds one group, a rank 4 experts of one group.
+  //   p_node = 4/8 = 0.5 (random routing: 0.661832);
+  //   p_rank = 4/8 x (1 - C(28,2)/C(32,2)) = 0.5 x (1 - 378/496) = 0.118952 (random 0.119934).
+  // DeepEP: remote = 7 x 0.5 t = 3.5 t, local = 56 x 0.118952 t = 6.66129 t, t = S / 8.
+  CHECK(group_limited_hit(256, 8, 8, 4, 32) == doctest::Approx(0.5));
+  CHECK(group_limited_hit(256, 8, 8, 4, 4) == doctest::Approx(0.5 * (1 - 378.0 / 496)));
+  // A node of 128 experts holds 4 whole groups: missed only when the token's 4 groups are the
+  // other 4, 1 / C(8,4) = 1/70.
+  CHECK(group_limited_hit(256, 8, 8, 4, 128) == doctest::Approx(1 - 1.0 / 70));
+  const CommGroup g{GroupKind::kExpert, 64, 8};
+  const double S = 64e6, t = S / 8;
+  const ExchangeBytes limited =
+      expert_exchange_bytes(S, g, 256, 8, EpDispatch::kDeepEP, MoeRouting::kRandom, 8, 4);
+  CHECK(limited.remote == doctest::Approx(3.5 * t));
+  CHECK(limited.local == doctest::Approx(56 * 0.5 * (1 - 378.0 / 496) * t));
+  // Groups that do not line up with the ranks (6 groups of 256 / 6: not whole) fall back to
+  // random routing; so does no limit (group_top_k 0 or all groups).
+  const ExchangeBytes random = expert_exchange_bytes(S, g, 256, 8, EpDispatch::kDeepEP);
+  CHECK(expert_exchange_bytes(S, g, 256, 8, EpDispatch::kDeepEP, MoeRouting::kRandom, 8, 8).remote ==
+        doctest::Approx(random.remote));
+  CHECK(expert_exchange_bytes(S, g, 240, 8, EpDispatch::kDeepEP, MoeRouting::kRandom, 6, 4).remote ==
+        doctest::Approx(expert_exchange_bytes(S, g, 240, 8, EpDispatch::kDeepEP).remote));
+  // The preset carries it; the scenario reads, writes and checks it.
+  CHECK(model_preset("deepseek-v3").transformer.moe.group_limited());
+  const auto moe_text = [](const std::string& moe) {
+    return read_model(JsonNode(parse_json_text(R"({"preset": "qwen3-30b-a3b", "moe": )" + moe + "}", "m.json"),
+                               "m.json", "model"));
+  };
+  const ModelSpec m = moe_text(R"({"groups": 8, "group_top_k": 4})");
+  CHECK(to_json(m).at("moe").at("groups") == 8);
+  CHECK(to_json(m).at("moe").at("group_top_k") == 4);
+  const std::string odd = testing::input_error_message([&] { moe_text(R"({"groups": 3})"); });
+  CAPTURE(odd);
+  CHECK(odd.find("m.json: model.moe.groups: 3") != std::string::npos);
+  CHECK(odd.find("must divide experts (128)") != std::string::npos);
+  const std::string uneven = testing::input_error_message([&] { moe_text(R"({"groups": 8, "group_top_k": 3})"); });
+  CAPTURE(uneven);
+  CHECK(uneven.find("must divide top_k (8)") != std::string::npos);
+}
+
 TEST_CASE("moe: ep_dispatch in the scenario, its round trip, its error, and both engines' bytes") {
   const Strategy s = read_text(R"({"global_batch": 8, "ep_dispatch": "hybridep"})");
   CHECK(s.ep_dispatch == EpDispatch::kDeepEP);

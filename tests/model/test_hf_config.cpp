@@ -74,6 +74,9 @@ TEST_CASE("hf config: Qwen3-30B-A3B imports with head_dim 128 apart from hidden/
 TEST_CASE("hf config: DeepSeek-V3 imports with MLA, a shared expert and 3 dense layers") {
   const ModelSpec m = import(R"({"hf_config": "deepseek_v3.json", "seq_len": 4096})");
   check_same_as_preset(m, "deepseek-v3");
+  // Node-limited routing: n_group 8, topk_group 4.
+  CHECK(m.transformer.moe.groups == 8);
+  CHECK(m.transformer.moe.group_top_k == 4);
   // DeepSeek-V3 technical report: 671B total, 37B activated per token (without the MTP module).
   CHECK(total_params(m) == doctest::Approx(671e9).epsilon(0.002));
   CHECK(active_params(m.transformer) == doctest::Approx(37e9).epsilon(0.02));
