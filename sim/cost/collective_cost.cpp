@@ -137,7 +137,9 @@ ExchangeBytes expert_exchange_bytes(double bytes, const CommGroup& g, int expert
     return 1 - miss_probability(experts, held, top_k);
   };
   const double p_rank = hit(experts / n, n), p_node = hit(experts / nodes, nodes);
-  return {double(n - nodes) * p_rank * t, double(nodes - 1) * p_node * t};
+  // The RDMA stage carries the token's own node too (collective_cost.h): N p_node t across
+  // more than one node, nothing in one.
+  return {double(n - nodes) * p_rank * t, nodes > 1 ? double(nodes) * p_node * t : 0.0};
 }
 
 ExchangeBytes expert_exchange_bytes(double bytes, const Plan& plan) {

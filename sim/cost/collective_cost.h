@@ -50,9 +50,18 @@ double all_to_all_s(double bytes, const CommGroup& g, const HardwareModel& hw);
 // and a node with p_node = 1 - C(E - E/N, top_k)/C(E, top_k). Per token of size t = bytes/top_k:
 //   kAllToAll (NCCL): every copy travels: local = top_k (k-1)/n t, remote = top_k (n-k)/n t.
 //   kDeepEP: once to each node holding one of its experts, then forwarded inside it:
-//            remote = (N-1) p_node t; local = (k-1) p_rank t (its own node's GPUs) plus the
+//            remote = N p_node t; local = (k-1) p_rank t (its own node's GPUs) plus the
 //            forwards of the tokens it receives, (N-1)(k-1) p_rank t: (n-N) p_rank t in all.
-// With top_k 1 both send (N-1)/N t off the node. Both directions (dispatch, combine) alike.
+//            The RDMA stage handles the token's own node like the others: its copy goes
+//            through the same send buffers and forwarders, only without the put (DeepEP
+//            csrc/kernels/internode.cu: "Lighter fence for local RDMA rank"), and the kernels'
+//            published rates are of these bytes (DeepEP's README: 43 / 58 / 51 GB/s at ep 16 /
+//            32 / 64 on H800 and CX7, about the NIC's 50 over N p_node t; NVIDIA's HybridEP
+//            test counts its RDMA bytes "to align with DeepEP" without setting the local node
+//            to zero: 54 / 47 / 41 GB/s on H100). So the stage runs N p_node t through the NIC
+//            share, twice the (N-1) p_node t that leaves the node at ep 16 over two nodes.
+// With top_k 1 NCCL sends (N-1)/N t off the node, DeepEP's stage t. Both directions
+// (dispatch, combine) alike.
 struct ExchangeBytes {
   double local = 0, remote = 0;
 };

@@ -75,7 +75,8 @@ namespace {
 
 TEST_CASE("simgrid: DeepEP's deduplicated exchange replays the analytical engine's bytes") {
   // The same two-node ep group as above, with DeepEP's dispatch: every message carries its
-  // share of the deduplicated bytes (a quarter of NCCL's across the network here), and the
+  // share of the deduplicated bytes (half of NCCL's through the NIC here: the RDMA stage carries
+  // each token once to the other node and once to its own), and the
   // iteration agrees with the analytical engine.
   ModelSpec m = model_preset("qwen3-30b-a3b");
   m.transformer.layers = 4;
