@@ -15,6 +15,7 @@ struct BlockKey {
   CpComm cp_comm;
   CpMerge cp_merge;
   bool cp_gather_rotate;
+  bool cp_overlap;
   bool kv_repeat;
   bool sp, sp_reorder_copies, fp8_tp_gather, tp_micro_pipeline, causal, fp8_saved_inputs, forward_only;
   double element_bytes;
@@ -32,6 +33,7 @@ struct BlockKey {
   bool operator==(const BlockKey& o) const {
     return t == o.t && micro_batch == o.micro_batch && tp == o.tp && cp == o.cp && ep == o.ep &&
            cp_comm == o.cp_comm && cp_merge == o.cp_merge && cp_gather_rotate == o.cp_gather_rotate &&
+           cp_overlap == o.cp_overlap &&
            kv_repeat == o.kv_repeat &&
            pp_gt_1 == o.pp_gt_1 &&
            sp == o.sp && sp_reorder_copies == o.sp_reorder_copies && fp8_tp_gather == o.fp8_tp_gather && tp_micro_pipeline == o.tp_micro_pipeline && causal == o.causal && fp8_saved_inputs == o.fp8_saved_inputs &&
@@ -60,7 +62,7 @@ struct BlockKeyHash {
     mix(k.micro_batch);
     mix(k.tp);
     mix(k.cp | static_cast<int>(k.cp_comm) << 20 | static_cast<int>(k.cp_merge) << 22 | k.kv_repeat << 24 |
-        k.cp_gather_rotate << 25);
+        k.cp_gather_rotate << 25 | k.cp_overlap << 26);
     mix(k.ep | static_cast<long long>(k.t.moe.experts) << 24 | static_cast<long long>(k.t.moe.top_k) << 44);
     mix(k.t.head_dim_override);
     mix(k.pp_gt_1 | k.sp << 1 | k.causal << 2 | static_cast<int>(k.recompute) << 3 |
@@ -138,7 +140,7 @@ TransformerBlocks build(const TransformerSpec& t, const LayerShape& shape, Recom
 
 TransformerBlocks transformer_blocks(const TransformerSpec& t, const LayerShape& shape,
                                      Recompute recompute, int pp) {
-  BlockKey key{t,      shape.micro_batch, shape.tp,           shape.cp, shape.ep,    pp > 1, shape.cp_comm, shape.cp_merge, shape.cp_gather_rotate, shape.kv_repeat,
+  BlockKey key{t,      shape.micro_batch, shape.tp,           shape.cp, shape.ep,    pp > 1, shape.cp_comm, shape.cp_merge, shape.cp_gather_rotate, shape.cp_overlap, shape.kv_repeat,
                shape.sequence_parallel, shape.sp_reorder_copies, shape.fp8_tp_gather, shape.tp_micro_pipeline, shape.causal, shape.fp8_saved_inputs, shape.forward_only,
                shape.element_bytes, shape.fsdp_gather_element_bytes, shape.fsdp_reduce_element_bytes,
                shape.fsdp_skips_experts, shape.fusion, recompute, shape.recompute_modules, shape.expert_gemm_streams, shape.expert_sort, shape.fp8_weight_gather,

@@ -19,6 +19,7 @@ LayerShape shape_of(const Strategy& s, bool causal) {
   return LayerShape{.micro_batch = s.micro_batch, .tp = s.tp, .cp = s.cp, .cp_comm = s.cp_comm,
                     .cp_merge = s.cp_merge,
                     .cp_gather_rotate = s.cp_comm == CpComm::kRing && s.cp_rotate == CpRotate::kAllGather,
+                    .cp_overlap = s.cp_overlap,
                     .kv_repeat = s.kv_repeat, .ep = s.ep,
                     .sequence_parallel = s.sequence_parallel,
                     .sp_reorder_copies = s.sequence_parallel && s.sp_reorder_copies,

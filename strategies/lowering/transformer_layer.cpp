@@ -408,14 +408,14 @@ void ring_exchange(Builder& B, const Dims& d, const LayerShape& sh, int qkv) {
     dkv.comm_bytes = (backward_factor - 1) * sequence_kv;
     dkv.comm_phases = CommPhases::kBackwardOnly;
     dkv.group = GroupKind::kContext;
-    dkv.overlaps_attention = true;
+    dkv.overlaps_attention = sh.cp_overlap;
     dkv.attention_core = true;
     int gathered = B.tensor(0, 0);
     LayerOp& ag = B.op("cp_kv_gather_rotate", OpClass::kCollective, {gradients}, gathered);
     ag.comm = CommKind::kAllGather;
     ag.comm_bytes = sequence_kv;
     ag.group = GroupKind::kContext;
-    ag.overlaps_attention = true;
+    ag.overlaps_attention = sh.cp_overlap;
     ag.overlap_window = 1.0 / sh.cp;
     ag.attention_core = true;
     return;
@@ -425,7 +425,7 @@ void ring_exchange(Builder& B, const Dims& d, const LayerShape& sh, int qkv) {
   ring.comm = CommKind::kAllGather;
   ring.comm_bytes = sequence_kv;
   ring.group = GroupKind::kContext;
-  ring.overlaps_attention = true;
+  ring.overlaps_attention = sh.cp_overlap;
   ring.backward_comm_factor = backward_factor;
   ring.attention_core = true;  // recomputing the attention runs the ring again
 }

@@ -19,6 +19,7 @@ struct LayerShape {
   CpComm cp_comm = CpComm::kRing;
   CpMerge cp_merge = CpMerge::kFused;
   bool cp_gather_rotate = false;  // Strategy::cp_rotate kAllGather, with ring attention
+  bool cp_overlap = true;         // Strategy::cp_overlap: the ring's exchanges beside the attention
   bool kv_repeat = false;  // Strategy::kv_repeat
   int ep = 1;  // expert parallel: this rank holds experts / ep of each MoE layer's experts
   bool sequence_parallel = false;

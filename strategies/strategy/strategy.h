@@ -194,6 +194,14 @@ struct Strategy {
   CpComm cp_comm = CpComm::kRing;
   CpMerge cp_merge = CpMerge::kFused;
   CpRotate cp_rotate = CpRotate::kPass;  // with cp_comm kRing
+  // Whether ring attention's exchanges (its K/V blocks, the gathered rotation's all-gather and
+  // the backward's dK/dV passes) run beside the attention steps (true: Transformer Engine's
+  // streams, PyTorch's asynchronous functional collectives in eager mode, waited where the
+  // next step first reads them) or each is waited where it is issued (false: PyTorch's
+  // context_parallel traced by torch.compile: under tracing a functional collective returns
+  // wait_tensor() at once, torch/distributed/_functional_collectives.py _maybe_wrap_tensor,
+  // and Inductor moves no wait unless reorder_for_compute_comm_overlap, default False).
+  bool cp_overlap = true;
   ExpertGemm expert_gemm = ExpertGemm::kGrouped;
   EpDispatch ep_dispatch = EpDispatch::kAllToAll;
   // The model code repeats K and V heads up to the query heads before the attention kernel

@@ -158,7 +158,7 @@ uint8_t read_recompute_module_list(const JsonNode& m) {
 }
 
 Strategy read_strategy(const JsonNode& n) {
-  n.allow_keys({"tp", "pp", "dp", "cp", "cp_comm", "cp_merge", "cp_rotate", "kv_repeat", "ep", "expert_gemm", "ep_dispatch", "shard_group", "zero_stage", "zero3_reshard", "sequence_parallel", "schedule", "interleave",
+  n.allow_keys({"tp", "pp", "dp", "cp", "cp_comm", "cp_merge", "cp_rotate", "cp_overlap", "kv_repeat", "ep", "expert_gemm", "ep_dispatch", "shard_group", "zero_stage", "zero3_reshard", "sequence_parallel", "schedule", "interleave",
                 "uneven_stages", "first_stage_layers", "last_stage_layers", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "stage_layers", "micro_batch", "global_batch", "recompute", "recompute_modules", "recompute_layers", "recompute_last_micro_batch", "fusion",
                 "overlap_dp", "overlap_tp", "overlap_ep", "overlap_p2p", "streams", "placement", "dp_bucket", "collective", "dtype", "fp8_saved_inputs", "fp8_scaling", "tp_overlap", "async_tp_grad_reduce",
                 "master_weights_fp32", "autocast_weights", "grad_reduce_fp32", "sp_reorder_copies", "fp8_tp_all_gather", "fp8_fsdp_all_gather", "fsdp_copies", "pp_keeps_outputs", "host_overhead", "optimizer", "optimizer_moments", "workload", "offload", "description"});
@@ -174,6 +174,7 @@ Strategy read_strategy(const JsonNode& n) {
     n.at("cp_rotate").fail("moves ring attention's K/V blocks (cp_comm \"ring\"); cp_comm \"" +
                            std::string(enum_to_name(kCpCommNames, s.cp_comm)) + "\" has no ring to rotate");
   }
+  s.cp_overlap = n.bool_or("cp_overlap", true);
   s.kv_repeat = n.bool_or("kv_repeat", false);
   s.ep = static_cast<int>(n.integer_or("ep", 1, 1, 1 << 20));
   s.expert_gemm = n.enum_or("expert_gemm", kExpertGemmNames, ExpertGemm::kGrouped);
@@ -298,6 +299,7 @@ Json to_json(const Strategy& s) {
   if (s.cp_comm != CpComm::kRing) j["cp_comm"] = std::string(enum_to_name(kCpCommNames, s.cp_comm));
   if (s.cp_merge != CpMerge::kFused) j["cp_merge"] = std::string(enum_to_name(kCpMergeNames, s.cp_merge));
   if (s.cp_rotate != CpRotate::kPass) j["cp_rotate"] = std::string(enum_to_name(kCpRotateNames, s.cp_rotate));
+  if (!s.cp_overlap) j["cp_overlap"] = false;
   if (s.kv_repeat) j["kv_repeat"] = true;
   if (s.expert_gemm != ExpertGemm::kGrouped) {
     j["expert_gemm"] = std::string(enum_to_name(kExpertGemmNames, s.expert_gemm));

@@ -362,3 +362,58 @@ TEST_CASE("context parallel: cp_rotate is read, written back, and needs the ring
   CHECK(what.find("cp_rotate") != std::string::npos);
   CHECK(what.find("has no ring to rotate") != std::string::npos);
 }
+
+TEST_CASE("context parallel: cp_overlap false waits for every exchange where it is issued") {
+  // PyTorch's ring traced by torch.compile (TorchTitan compiles each block with fullgraph): a
+  // traced functional collective returns wait_tensor() at once and Inductor moves no wait, so
+  // each exchange runs alone before the step that reads it. tp 1 x cp 8 on the GQA model,
+  // PyTorch's fp32 merges and all-gather rotation: with the overlap each exchange shows
+  // max(t - m, (1 - 1/s) t) beside the attention m (the test above); without, all of t, and
+  // the attention beside it runs at full speed. The traffic is the same.
+  Strategy s = cp_strategy(1, 8);
+  s.cp_merge = CpMerge::kEagerFp32;
+  s.cp_rotate = CpRotate::kAllGather;
+  const Plan overlapped = testing::lower_on_dgx_a100(gqa_model(), s, 8);
+  s.cp_overlap = false;
+  const Plan waited = testing::lower_on_dgx_a100(gqa_model(), s, 8);
+  const Block& b = *waited.layer;
+  for (const std::vector<Kernel>* list : {&b.forward, &b.backward}) {
+    const std::vector<KernelTiming> t = kernel_timings(*list, waited);
+    int exchanges = 0;
+    for (size_t i = 0; i < list->size(); ++i) {
+      if ((*list)[i].group != GroupKind::kContext || (*list)[i].cls != OpClass::kCollective) continue;
+      ++exchanges;
+      CHECK_FALSE((*list)[i].overlaps_attention);
+      CHECK(t[i].exposed_s == doctest::Approx(t[i].total_s));
+    }
+    CHECK(exchanges >= 1);
+  }
+  const BlockCost w = block_cost(b, waited), o = block_cost(*overlapped.layer, overlapped);
+  CHECK(w.cp_bytes == doctest::Approx(o.cp_bytes));
+  CHECK(w.cp_total_s == doctest::Approx(o.cp_total_s));
+  CHECK(w.cp_exposed_s == doctest::Approx(w.cp_total_s));
+  CHECK(o.cp_exposed_s < o.cp_total_s);
+  // The layer takes exactly the exchange time the overlap had hidden, the attention's
+  // interference included: no other kernel changes.
+  CHECK(w.forward_s + w.backward_s ==
+        doctest::Approx(o.forward_s + o.backward_s + (w.cp_exposed_s - o.cp_exposed_s)));
+}
+
+TEST_CASE("context parallel: cp_overlap is read, written back only when false, and must be a bool") {
+  const Strategy s = read_strategy(JsonNode(parse_json_text(
+      R"({"global_batch": 8, "cp": 2, "cp_overlap": false})", "s.json"), "s.json", "strategy"));
+  CHECK_FALSE(s.cp_overlap);
+  CHECK(to_json(s).at("cp_overlap") == false);
+  CHECK(read_strategy(JsonNode(to_json(s), "rt", "strategy")) == s);
+  Strategy d;
+  d.global_batch = 8;
+  CHECK(d.cp_overlap);
+  CHECK_FALSE(to_json(d).contains("cp_overlap"));
+  const std::string what = testing::input_error_message([] {
+    read_strategy(JsonNode(parse_json_text(R"({"global_batch": 8, "cp": 2, "cp_overlap": "no"})", "s.json"),
+                           "s.json", "strategy"));
+  });
+  CAPTURE(what);
+  CHECK(what.find("s.json") != std::string::npos);
+  CHECK(what.find("cp_overlap") != std::string::npos);
+}

@@ -752,6 +752,33 @@ TEST_CASE("validate: TorchTitan's selective means its per-op policy; its loss is
   CHECK(s25.at("fusion").at("fused_loss") == true);
 }
 
+TEST_CASE("validate: TorchTitan's compiled context parallelism waits for each exchange where it is issued") {
+  // rules.json modifier: TorchTitan compiles each block with fullgraph=True, so its ring
+  // attention is traced and each functional collective waited at once (cp_overlap false); an
+  // eager TorchTitan run keeps PyTorch's asynchronous collectives (the default, true), and so
+  // does a compiled run of another trainer, whose attention the rule does not claim is traced.
+  auto translated = [](const std::string& framework, const std::string& notes) {
+    Json c = probe_json();
+    c["id"] = "titan_cp_probe";
+    c["parallel"]["cp"] = 2, c["parallel"]["dp"] = 4;
+    c["parallel"]["notes"] = notes;
+    c["framework"] = framework;
+    TranslatedCase t = translate_probe(c);
+    REQUIRE_MESSAGE(t.unsupported.empty(), t.unsupported);
+    return t;
+  };
+  const TranslatedCase compiled = translated("TorchTitan", "context parallel, torch.compile, Float8");
+  CHECK(compiled.stack == "torchtitan");
+  CHECK(compiled.scenario.at("strategy").at("cp_overlap") == false);
+  const TranslatedCase eager = translated("TorchTitan", "context parallel");
+  CHECK_FALSE(eager.scenario.at("strategy").contains("cp_overlap"));
+  const TranslatedCase off = translated("TorchTitan", "context parallel, compile=False");
+  CHECK_FALSE(off.scenario.at("strategy").contains("cp_overlap"));
+  const TranslatedCase other = translated("NeMo AutoModel", "PyTorch's context_parallel, torch.compile");
+  CHECK(other.stack != "torchtitan");
+  CHECK_FALSE(other.scenario.at("strategy").contains("cp_overlap"));
+}
+
 TEST_CASE("validate: a TorchTitan pipeline the source leaves unstated runs the stack's defaults") {
   // rules.json, torchtitan stack "pipeline": n_microbatches = pp (pipelining_utils.py at the
   // benchmark commit), so a local batch of 256 / 8 = 32 sequences runs as 8 micro-batches of 4;
