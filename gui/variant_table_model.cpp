@@ -22,6 +22,7 @@ QString overlaps(const Strategy& s) {
   if (s.cp > 1 && s.cp_comm == CpComm::kAllToAll) on << "ulysses";
   if (s.cp > 1 && s.cp_comm == CpComm::kAllGather) on << "cp all-gather";
   if (s.cp > 1 && s.cp_comm == CpComm::kRing && s.cp_rotate == CpRotate::kAllGather) on << "cp gathered ring";
+  if (s.cp > 1 && s.cp_comm == CpComm::kRing && !s.cp_overlap) on << "cp waited";
   if (s.streams > 1) on << QString("%1 streams").arg(s.streams);  // an operator graph's branches
   if (s.placement_devices() > 1) on << QString("placed on %1").arg(s.placement_devices());
   if (s.offload == Offload::kOptimizer) on << "optimizer offload";

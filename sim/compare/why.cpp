@@ -129,6 +129,9 @@ std::string comm_sentence(const EvaluatedStrategy& b, const EvaluatedStrategy& o
   } else if (most == CommCategory::kContextParallel && so.cp_comm == CpComm::kRing && so.cp_rotate != sb.cp_rotate) {
     causes.push_back(sb.cp_rotate == CpRotate::kPass ? "ring passes K/V beside every step"
                                                      : "K/V all-gathered beside the first step only");
+  } else if (most == CommCategory::kContextParallel && so.cp_comm == CpComm::kRing && so.cp_overlap != sb.cp_overlap) {
+    causes.push_back(sb.cp_overlap ? "ring exchanges beside the attention"
+                                   : "ring exchanges waited where issued (traced by torch.compile)");
   }
   if (most == CommCategory::kExpertParallel && so.ep != sb.ep) causes.push_back(change("EP", so.ep, sb.ep));
   if (most == CommCategory::kExpertParallel && so.tp != sb.tp) causes.push_back(change("TP", so.tp, sb.tp));

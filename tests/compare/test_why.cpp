@@ -222,4 +222,9 @@ TEST_CASE("why: the context-parallel exchange is named as the cause of its expos
   a.strategy.cp_rotate = CpRotate::kAllGather;
   CHECK(why_best({a, b})[1] == "Exposed cp communication 300.0 -> 50.0 ms per iteration "
                                "(ring passes K/V beside every step).");
+  // The same ring, A's exchanges waited where they are issued (its ring traced by torch.compile).
+  a.strategy.cp_rotate = CpRotate::kPass;
+  a.strategy.cp_overlap = false;
+  CHECK(why_best({a, b})[1] == "Exposed cp communication 300.0 -> 50.0 ms per iteration "
+                               "(ring exchanges beside the attention).");
 }
