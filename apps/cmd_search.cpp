@@ -52,6 +52,7 @@ std::string overlaps(const Strategy& s) {
   std::string out;
   for (auto [on, name] : {std::pair{s.overlap_dp, "dp"}, {s.overlap_tp, "tp"}, {s.overlap_ep, "ep"},
                           {s.ep > 1 && s.ep_dispatch == EpDispatch::kDeepEP, "deepep"},
+                          {s.ep > 1 && s.ep_dispatch == EpDispatch::kHybridEP, "hybridep"},
                           {s.offload == Offload::kOptimizer, "offl"}}) {
     if (on) out += (out.empty() ? "" : "+") + std::string(name);
   }

@@ -174,7 +174,7 @@ std::string describe_strategy(const Strategy& s, int dp, int micro_batches) {
              describe_fusion(s.fusion).c_str(), s.overlap_dp ? "on" : "off",
              s.overlap_tp ? "on" : "off",
              s.ep > 1 ? (std::string(s.overlap_ep ? " ep=on" : " ep=off") +
-                         (s.ep_dispatch == EpDispatch::kDeepEP ? " (deepep dispatch)" : "")).c_str()
+                         (s.ep_dispatch == EpDispatch::kAllToAll ? "" : s.ep_dispatch == EpDispatch::kDeepEP ? " (deepep dispatch)" : " (hybridep dispatch)")).c_str()
                       : "",
              std::string(dtype_name(s.dtype)).c_str());
 }

@@ -18,7 +18,7 @@ QString overlaps(const Strategy& s) {
   if (s.overlap_dp) on << "dp";
   if (s.overlap_tp) on << "tp";
   if (s.overlap_ep) on << "ep";
-  if (s.ep > 1 && s.ep_dispatch == EpDispatch::kDeepEP) on << "deepep";
+  if (s.ep > 1 && s.ep_dispatch != EpDispatch::kAllToAll) on << text(enum_to_name(kEpDispatchNames, s.ep_dispatch));
   if (s.cp > 1 && s.cp_comm == CpComm::kAllToAll) on << "ulysses";
   if (s.cp > 1 && s.cp_comm == CpComm::kAllGather) on << "cp all-gather";
   if (s.cp > 1 && s.cp_comm == CpComm::kRing && s.cp_rotate == CpRotate::kAllGather) on << "cp gathered ring";

@@ -140,7 +140,9 @@ std::string comm_sentence(const EvaluatedStrategy& b, const EvaluatedStrategy& o
   if (most == CommCategory::kExpertParallel && so.ep_dispatch != sb.ep_dispatch)
     causes.push_back(sb.ep_dispatch == EpDispatch::kDeepEP
                          ? "DeepEP dispatch (each token once per node)"
-                         : "NCCL all-to-all dispatch (every routed copy)");
+                         : sb.ep_dispatch == EpDispatch::kHybridEP
+                               ? "HybridEP dispatch (each token once per node, routing maps all-gathered first)"
+                               : "NCCL all-to-all dispatch (every routed copy)");
   if (most == CommCategory::kPlacement && so.placement != sb.placement) {
     causes.push_back(so.placement_devices() != sb.placement_devices()
                          ? change("placement devices", so.placement_devices(), sb.placement_devices())

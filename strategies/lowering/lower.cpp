@@ -32,6 +32,7 @@ LayerShape shape_of(const Strategy& s, bool causal) {
                     .recompute_modules = s.recompute_modules,
                     .expert_gemm_streams = s.expert_gemm == ExpertGemm::kMultiStream ? kTeComputeStreams : 0,
                     .expert_sort = s.ep_dispatch == EpDispatch::kAllToAll,
+                    .routing_map_gather = s.ep > 1 && s.ep_dispatch == EpDispatch::kHybridEP,
                     .autocast_weights = s.autocast_weights};
 }
 

@@ -708,8 +708,23 @@ int moe_mlp(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSp
   // memory-bound op's backward otherwise reads its saved input as well.
   int permuted = B.tensor(copies * d.h * d.e);
   B.op("permute", OpClass::kMemoryBound, {y, routes}, permuted).backward_bytes_factor = 1;
+  int maps_in = -1;  // HybridEP: the gathered routing maps, which the dispatch reads
+  if (sh.routing_map_gather) {
+    // HybridEP's preprocess reads every EP rank's routing map: an NCCL all-gather of a bool per
+    // token and expert (tokens x experts bytes a rank, ep times that gathered) before the
+    // dispatch, in the forward only: the handle it yields serves the combine and the backward
+    // (DeepEP hybrid-ep csrc/hybrid_ep/executor/executor.cu allgather_routing_map,
+    // deep_ep/hybrid_ep_buffer.py dispatch_with_permute).
+    const double gathered = tokens * m.experts * sh.ep;
+    int maps = B.collective("ep_routing_map_gather", CommKind::kAllGather, routes, gathered, 0, gathered);
+    B.last().group = GroupKind::kExpert;
+    B.last().comm_phases = CommPhases::kForwardOnly;
+    maps_in = maps;
+  }
   int dispatched = B.tensor(received * d.h * d.e);
-  LayerOp& dispatch = B.op("ep_dispatch", OpClass::kCollective, {permuted}, dispatched);
+  LayerOp& dispatch = sh.routing_map_gather
+                          ? B.op("ep_dispatch", OpClass::kCollective, {permuted, maps_in}, dispatched)
+                          : B.op("ep_dispatch", OpClass::kCollective, {permuted}, dispatched);
   dispatch.comm = CommKind::kAllToAll;
   dispatch.comm_bytes = received * d.h * d.e;
   dispatch.group = GroupKind::kExpert;

@@ -61,6 +61,9 @@ struct LayerShape {
   // what a rank receives arrives grouped by source rank, so with more than one local expert it
   // is sorted by expert after the dispatch and back before the combine.
   bool expert_sort = false;
+  // Strategy::ep_dispatch kHybridEP: each MoE layer's forward all-gathers the EP ranks' routing
+  // maps (a bool a token and expert) before its dispatch.
+  bool routing_map_gather = false;
   // Strategy::autocast_weights: fp32 parameters cast to the activations' dtype at each use
   // (strategies/lowering/autocast_casts.h).
   bool autocast_weights = false;

@@ -129,8 +129,13 @@ enum class ExpertGemm { kGrouped, kMultiStream };
 // kernels (deepseek-ai/DeepEP README; Megatron-Core's flex dispatcher, and NVIDIA's HybridEP with
 // the same structure) that send each token once over RDMA to every node holding one of its
 // experts, to the GPU of the same local index, which forwards it over NVLink to each GPU there
-// that needs it; the combine returns the same way, reduced within the node first.
-enum class EpDispatch { kAllToAll, kDeepEP };
+// that needs it; the combine returns the same way, reduced within the node first. kHybridEP,
+// NVIDIA's HybridEP (DeepEP's hybrid-ep branch; Megatron-Core's flex dispatcher with
+// moe_flex_dispatcher_backend hybridep): the same node-deduplicated send, and before it, once
+// per MoE layer forward, an NCCL all-gather of every EP rank's routing map (a bool a token and
+// expert) that the preprocess kernel reads (csrc/hybrid_ep/executor/executor.cu
+// allgather_routing_map; the dispatch handle it builds serves the combine and the backward).
+enum class EpDispatch { kAllToAll, kDeepEP, kHybridEP };
 // kDelayed / kCurrent: Transformer Engine's DelayedScaling (scales from an amax history) and
 // Float8CurrentScaling (an amax pass over each tensor first); both cast weights once per
 // iteration and an activation or gradient in one fused cast-transpose kernel.

@@ -39,11 +39,11 @@ inline constexpr std::array<EnumName<CpRotate>, 4> kCpRotateNames = {{
     {"alltoall", CpRotate::kPass}, {"allgather", CpRotate::kAllGather}}};
 inline constexpr std::array<EnumName<ExpertGemm>, 2> kExpertGemmNames = {{
     {"grouped", ExpertGemm::kGrouped}, {"multi_stream", ExpertGemm::kMultiStream}}};
-// "hybridep": NVIDIA's HybridEP (Megatron-Core's flex dispatcher backend), the same
-// node-deduplicated RDMA send and NVLink forward as DeepEP's normal kernels.
+// "hybridep": NVIDIA's HybridEP (Megatron-Core's flex dispatcher backend), DeepEP's
+// node-deduplicated RDMA send and NVLink forward after an all-gather of the routing maps.
 inline constexpr std::array<EnumName<EpDispatch>, 3> kEpDispatchNames = {{
     {"alltoall", EpDispatch::kAllToAll}, {"deepep", EpDispatch::kDeepEP},
-    {"hybridep", EpDispatch::kDeepEP}}};
+    {"hybridep", EpDispatch::kHybridEP}}};
 inline constexpr std::array<EnumName<Zero3Reshard>, 3> kZero3ReshardNames = {{
     {"auto", Zero3Reshard::kAuto}, {"per_micro_batch", Zero3Reshard::kPerMicroBatch},
     {"per_iteration", Zero3Reshard::kPerIteration}}};

@@ -205,6 +205,11 @@ TEST_CASE("why: DeepEP's dispatch is named as the cause of less exposed expert c
   b.prediction.comms = {{CommCategory::kExpertParallel, "ep", 0, 0, 0, 0.2, 0.2}};
   CHECK(why_best({a, b})[1] == "Exposed ep communication 300.0 -> 200.0 ms per iteration "
                                "(DeepEP dispatch (each token once per node)).");
+  // NCCL's all-to-all (A) against HybridEP (B): the cause names HybridEP's gathered maps.
+  b.strategy.ep_dispatch = EpDispatch::kHybridEP;
+  b.prediction.comms = {{CommCategory::kExpertParallel, "ep", 0, 0, 0, 0.25, 0.25}};
+  CHECK(why_best({a, b})[1] == "Exposed ep communication 300.0 -> 250.0 ms per iteration "
+                               "(HybridEP dispatch (each token once per node, routing maps all-gathered first)).");
 }
 
 TEST_CASE("why: the context-parallel exchange is named as the cause of its exposed time") {

@@ -606,8 +606,9 @@ TEST_CASE("moe: DeepSeek-V3's node-limited routing reaches at most 4 of 8 nodes,
 
 TEST_CASE("moe: ep_dispatch in the scenario, its round trip, its error, and both engines' bytes") {
   const Strategy s = read_text(R"({"global_batch": 8, "ep_dispatch": "hybridep"})");
-  CHECK(s.ep_dispatch == EpDispatch::kDeepEP);
-  CHECK(to_json(s).at("ep_dispatch") == "deepep");
+  CHECK(s.ep_dispatch == EpDispatch::kHybridEP);
+  CHECK(to_json(s).at("ep_dispatch") == "hybridep");
+  CHECK(read_text(R"({"global_batch": 8, "ep_dispatch": "deepep"})").ep_dispatch == EpDispatch::kDeepEP);
   CHECK_FALSE(to_json(read_text(R"({"global_batch": 8})")).contains("ep_dispatch"));
   const std::string what =
       testing::input_error_message([&] { read_text(R"({"global_batch": 8, "ep_dispatch": "nvshmem"})"); });
@@ -634,6 +635,54 @@ TEST_CASE("moe: ep_dispatch in the scenario, its round trip, its error, and both
   CHECK(x.remote == doctest::Approx(0.249226).epsilon(1e-5));
   CHECK(b.ep_total_s < 0.55 * a.ep_total_s);
   CHECK(b.ep_total_s > 0.45 * a.ep_total_s);
+}
+
+TEST_CASE("moe: HybridEP all-gathers the routing maps once a layer forward, before its dispatch") {
+  // Qwen3-30B-A3B (128 experts, top 8) on two DGX H100 nodes, ep 16, tp 1, micro-batch 1 of
+  // 4096 tokens. HybridEP's preprocess all-gathers every EP rank's routing map, a bool a token
+  // and expert (DeepEP hybrid-ep executor.cu allgather_routing_map): 4096 x 128 = 524,288 B a
+  // rank, 16 x that = 8,388,608 B gathered, in the forward only (the handle serves the combine
+  // and the backward). DeepEP's normal kernels and NCCL's all-to-all gather no map.
+  ModelSpec m = model_preset("qwen3-30b-a3b");
+  m.transformer.layers = 2;
+  Strategy st;
+  st.ep = 16, st.micro_batch = 1, st.global_batch = 16;
+  st.ep_dispatch = EpDispatch::kHybridEP;
+  HardwareModel hw = catalog_cluster("dgx_h100");
+  hw.num_devices = 16;
+  const Plan hybrid = *lower(m, st, hw);
+  const Block& b = *hybrid.layer;
+  const Kernel& gather = kernel(b.forward, b, "ep_routing_map_gather");
+  CHECK(gather.cls == OpClass::kCollective);
+  CHECK(gather.comm == CommKind::kAllGather);
+  CHECK(gather.group == GroupKind::kExpert);
+  CHECK(gather.comm_bytes == doctest::Approx(8388608.0));
+  auto named = [&](const Kernel& k) { return b.graph.ops[k.first_op].name == "ep_routing_map_gather"; };
+  CHECK(std::count_if(b.forward.begin(), b.forward.end(), named) == 1);
+  CHECK(std::none_of(b.backward.begin(), b.backward.end(), named));
+  // The gather precedes the dispatch, which reads the maps.
+  const auto at = [&](std::string_view name) {
+    return std::find_if(b.forward.begin(), b.forward.end(),
+                        [&](const Kernel& k) { return b.graph.ops[k.first_op].name == name; }) -
+           b.forward.begin();
+  };
+  CHECK(at("ep_routing_map_gather") < at("ep_dispatch"));
+
+  // Costed as an all-gather over the EP group, exposed in full without EP overlap: the layer's
+  // forward is DeepEP's (same dispatch bytes) plus exactly the gather's time.
+  st.ep_dispatch = EpDispatch::kDeepEP;
+  const Plan deep = *lower(m, st, hw);
+  const Block& d = *deep.layer;
+  CHECK(std::none_of(d.forward.begin(), d.forward.end(), [&](const Kernel& k) {
+    return d.graph.ops[k.first_op].name == "ep_routing_map_gather";
+  }));
+  const double gather_s =
+      collective_time(CommKind::kAllGather, 8388608.0, hybrid.ep_group, hw, st.collective).time_s;
+  CHECK(gather_s > 0);
+  const BlockCost h = block_cost(b, hybrid), e = block_cost(d, deep);
+  CHECK(h.forward_s == doctest::Approx(e.forward_s + gather_s).epsilon(1e-9));
+  CHECK(h.backward_s == doctest::Approx(e.backward_s).epsilon(1e-12));
+  CHECK(h.ep_total_s == doctest::Approx(e.ep_total_s + gather_s).epsilon(1e-9));
 }
 
 namespace {
