@@ -289,6 +289,13 @@ struct Strategy {
   // Pipeline sends/receives run asynchronously beside compute. When false (Megatron's default),
   // a stage's send blocks it until the transfer is done.
   bool overlap_p2p = false;
+  // Pipeline sends/receives asynchronous in an interleaved schedule only (ScheduleKind::
+  // kInterleaved1F1B with more than one chunk), blocking otherwise: Megatron-Core's overlap_p2p_comm,
+  // which its interleaved schedule reads (schedules.py forward_backward_pipelining_with_
+  // interleaving: each pass's send and receive posted, then waited before the next pass that
+  // needs them) and its non-interleaved schedule rejects ("Non-interleaved pipeline parallelism
+  // does not support overlapping p2p communication").
+  bool overlap_p2p_interleaved = false;
   double dp_bucket_B = 0;   // gradient bucket size in bytes; 0 = 40M elements (Megatron)
   CollectiveAlgorithm collective = CollectiveAlgorithm::kAuto;
   DType dtype = DType::kBf16;   // compute and activation precision

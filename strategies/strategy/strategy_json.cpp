@@ -160,7 +160,7 @@ uint8_t read_recompute_module_list(const JsonNode& m) {
 Strategy read_strategy(const JsonNode& n) {
   n.allow_keys({"tp", "pp", "dp", "cp", "cp_comm", "cp_merge", "cp_rotate", "cp_overlap", "kv_repeat", "ep", "expert_gemm", "ep_dispatch", "shard_group", "zero_stage", "zero3_reshard", "sequence_parallel", "schedule", "interleave",
                 "uneven_stages", "first_stage_layers", "last_stage_layers", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "stage_layers", "micro_batch", "global_batch", "recompute", "recompute_modules", "recompute_layers", "recompute_last_micro_batch", "fusion",
-                "overlap_dp", "overlap_tp", "overlap_ep", "overlap_p2p", "streams", "placement", "dp_bucket", "collective", "dtype", "fp8_saved_inputs", "fp8_scaling", "tp_overlap", "async_tp_grad_reduce",
+                "overlap_dp", "overlap_tp", "overlap_ep", "overlap_p2p", "overlap_p2p_interleaved", "streams", "placement", "dp_bucket", "collective", "dtype", "fp8_saved_inputs", "fp8_scaling", "tp_overlap", "async_tp_grad_reduce",
                 "master_weights_fp32", "autocast_weights", "grad_reduce_fp32", "sp_reorder_copies", "fp8_tp_all_gather", "fp8_fsdp_all_gather", "fsdp_copies", "pp_keeps_outputs", "host_overhead", "optimizer", "optimizer_moments", "workload", "offload", "description"});
   Strategy s;
   s.tp = static_cast<int>(n.integer_or("tp", 1, 1, 1 << 20));
@@ -210,6 +210,7 @@ Strategy read_strategy(const JsonNode& n) {
   s.async_tp_grad_reduce = n.bool_or("async_tp_grad_reduce", false);
   s.overlap_ep = n.bool_or("overlap_ep", false);
   s.overlap_p2p = n.bool_or("overlap_p2p", false);
+  s.overlap_p2p_interleaved = n.bool_or("overlap_p2p_interleaved", false);
   s.streams = static_cast<int>(n.integer_or("streams", 1, 1, 64));
   if (auto p = n.find("placement")) s.placement = read_placement(*p);
   s.dp_bucket_B = n.quantity_or("dp_bucket", Dimension::kBytes, 0);
@@ -300,6 +301,7 @@ Json to_json(const Strategy& s) {
   if (s.cp_merge != CpMerge::kFused) j["cp_merge"] = std::string(enum_to_name(kCpMergeNames, s.cp_merge));
   if (s.cp_rotate != CpRotate::kPass) j["cp_rotate"] = std::string(enum_to_name(kCpRotateNames, s.cp_rotate));
   if (!s.cp_overlap) j["cp_overlap"] = false;
+  if (s.overlap_p2p_interleaved) j["overlap_p2p_interleaved"] = true;
   if (s.kv_repeat) j["kv_repeat"] = true;
   if (s.expert_gemm != ExpertGemm::kGrouped) {
     j["expert_gemm"] = std::string(enum_to_name(kExpertGemmNames, s.expert_gemm));

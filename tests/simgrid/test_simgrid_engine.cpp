@@ -19,6 +19,8 @@
 #include "sim/scenario/scenario.h"
 #include "sim/simgrid/simgrid_engine.h"
 #include "strategies/lowering/lower.h"
+#include "strategies/strategy/strategy_json.h"
+#include "tests/support/input_error.h"
 #include "tests/simgrid/simgrid_test_plans.h"
 #include "tests/support/run_cli.h"
 
@@ -232,6 +234,67 @@ TEST_CASE("simgrid: point-to-point transfers take S/B + alpha on the simulated n
     CHECK(c.exposed_s == doctest::Approx(c.total_s));  // blocking sends are all exposed
   }
   CHECK(found);
+}
+
+// Megatron-Core's overlap_p2p_comm (Strategy::overlap_p2p_interleaved): its interleaved
+// schedule posts each pass's send and receive and waits for them before the pass that needs
+// them; its non-interleaved 1F1B rejects the option and blocks. So with the flag an
+// interleaved plan's sends are asynchronous, exactly as with overlap_p2p itself, and a 1F1B
+// plan's block, exactly as without it. Across nodes (tp 8, pp 4 over four DGX A100) the
+// blocking interleaved run exposes every transfer; the overlapped one hides most of them, and
+// both engines agree on it.
+TEST_CASE("simgrid: overlap_p2p_interleaved makes only an interleaved schedule's sends asynchronous") {
+  auto with = [](std::string strategy, const char* extra) {
+    strategy.insert(strategy.size() - 1, extra);
+    return strategy;
+  };
+  const std::string interleaved = pipeline("interleaved", 8, 4, 8, 2);
+  const Plan flagged = plan_for(with(interleaved, R"(, "overlap_p2p_interleaved": true)"), 32);
+  const Plan explicit_async = plan_for(with(interleaved, R"(, "overlap_p2p": true)"), 32);
+  const Plan blocking = plan_for(interleaved, 32);
+  CHECK(flagged.strategy.overlap_p2p);
+  CHECK_FALSE(blocking.strategy.overlap_p2p);
+  for (const StageProgram& st : flagged.iteration.stages) {
+    for (const IterOp& op : st.forward.ops) {
+      if (op.kind == IterOpKind::kSendActivation) CHECK_FALSE(op.blocking);
+    }
+  }
+  const Prediction f = predict_analytical(flagged), e = predict_analytical(explicit_async),
+                   b = predict_analytical(blocking);
+  CHECK(f.iteration_s == doctest::Approx(e.iteration_s).epsilon(1e-12));
+  auto p2p = [](const Prediction& p) {
+    for (const CommStat& c : p.comms) {
+      if (c.category == CommCategory::kPipelineP2P) return c;
+    }
+    FAIL("no pipeline p2p in the prediction");
+    return CommStat{};
+  };
+  CHECK(p2p(b).exposed_s == doctest::Approx(p2p(b).total_s));
+  CHECK(p2p(f).total_s == doctest::Approx(p2p(b).total_s));
+  CHECK(p2p(f).exposed_s < 0.5 * p2p(f).total_s);
+  CHECK(f.iteration_s < b.iteration_s);
+  check_agreement(flagged);
+
+  // 1F1B: the flag changes nothing.
+  const std::string one_f_one_b = pipeline("1f1b", 8, 4, 8);
+  const Plan flagged_1f1b = plan_for(with(one_f_one_b, R"(, "overlap_p2p_interleaved": true)"), 32);
+  CHECK_FALSE(flagged_1f1b.strategy.overlap_p2p);
+  CHECK(predict_analytical(flagged_1f1b).iteration_s ==
+        doctest::Approx(predict_analytical(plan_for(one_f_one_b, 32)).iteration_s).epsilon(1e-12));
+
+  // The key reads, writes back only when true, round-trips; a non-bool names the file and key.
+  const Strategy read = read_strategy(JsonNode(
+      parse_json_text(R"({"global_batch": 8, "overlap_p2p_interleaved": true})", "s.json"), "s.json", "strategy"));
+  CHECK(read.overlap_p2p_interleaved);
+  CHECK(to_json(read).at("overlap_p2p_interleaved") == true);
+  CHECK(read_strategy(JsonNode(to_json(read), "rt", "strategy")) == read);
+  CHECK_FALSE(to_json(Strategy{}).contains("overlap_p2p_interleaved"));
+  const std::string what = testing::input_error_message([] {
+    read_strategy(JsonNode(parse_json_text(R"({"global_batch": 8, "overlap_p2p_interleaved": 1})", "s.json"),
+                           "s.json", "strategy"));
+  });
+  CAPTURE(what);
+  CHECK(what.find("s.json: strategy.overlap_p2p_interleaved") != std::string::npos);
 }
 
 // (b) 1F1B for p=4, m=8 from the Chrome trace: rank r runs p-r-1 warm-up forwards, then
