@@ -779,6 +779,36 @@ TEST_CASE("validate: TorchTitan's compiled context parallelism waits for each ex
   CHECK_FALSE(other.scenario.at("strategy").contains("cp_overlap"));
 }
 
+TEST_CASE("validate: Megatron-Core overlaps interleaved sends; NeMo 24.03/24.07 rows run their launcher's settings") {
+  // rules.json: the megatron-core stack sets overlap_p2p_interleaved (Megatron-Core's
+  // overlap_p2p_comm, read by its interleaved schedule only); a modifier turns the stack's
+  // userbuffers TP overlap off for NeMo 24.03's long-sequence Llama 2 7B rows, whose
+  // configuration is unpublished (NeMo 1.x's ub_tp_comm_overlap default, False), and only them.
+  auto translated = [](const std::string& id, const std::string& framework) {
+    Json c = probe_json();
+    c["id"] = id;
+    c["parallel"]["tp"] = 2, c["parallel"]["dp"] = 2;
+    c["framework"] = framework;
+    TranslatedCase t = translate_probe(c);
+    REQUIRE_MESSAGE(t.unsupported.empty(), t.unsupported);
+    return t;
+  };
+  const TranslatedCase longseq = translated("nemo_longseq_h100_llama2_7b_s16k_probe", "NeMo 24.03.01 container");
+  CHECK(longseq.stack == "megatron-core");
+  CHECK(longseq.scenario.at("strategy").at("overlap_tp") == false);
+  CHECK(longseq.scenario.at("strategy").at("overlap_p2p_interleaved") == true);
+  const TranslatedCase table = translated("nemo2407_h100_fp8_probe", "NeMo 24.07 container");
+  CHECK(table.stack == "megatron-core");
+  CHECK(table.scenario.at("strategy").at("overlap_tp") == true);
+  CHECK(table.scenario.at("strategy").at("overlap_p2p_interleaved") == true);
+  // NeMo-Framework-Launcher 24.07 runs with NVTE_FUSED_ATTN=0: flash-attn 2, not cuDNN, except
+  // in the GPT-3 175B script (NVTE_FUSED_ATTN=1); the long-sequence rows keep the stack's cuDNN.
+  CHECK(table.scenario.at("strategy").at("fusion").at("attention_kernel") == "flash2");
+  const TranslatedCase gpt175 = translated("nemo2407_h100_fp8_gpt3_175b_probe", "NeMo 24.07 container");
+  CHECK(gpt175.scenario.at("strategy").at("fusion").at("attention_kernel") == "cudnn");
+  CHECK(longseq.scenario.at("strategy").at("fusion").at("attention_kernel") == "cudnn");
+}
+
 TEST_CASE("validate: a TorchTitan pipeline the source leaves unstated runs the stack's defaults") {
   // rules.json, torchtitan stack "pipeline": n_microbatches = pp (pipelining_utils.py at the
   // benchmark commit), so a local batch of 256 / 8 = 32 sequences runs as 8 micro-batches of 4;
