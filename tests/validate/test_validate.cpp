@@ -758,14 +758,12 @@ TEST_CASE("validate: TorchTitan's compiled context parallelism waits for each ex
   // eager TorchTitan run keeps PyTorch's asynchronous collectives (the default, true), and so
   // does a compiled run of another trainer, whose attention the rule does not claim is traced.
   auto translated = [](const std::string& framework, const std::string& notes) {
-    Json c = probe_json();
-    c["id"] = "titan_cp_probe";
-    c["parallel"]["cp"] = 2, c["parallel"]["dp"] = 4;
-    c["parallel"]["notes"] = notes;
-    c["framework"] = framework;
-    TranslatedCase t = translate_probe(c);
-    REQUIRE_MESSAGE(t.unsupported.empty(), t.unsupported);
-    return t;
+    return expressible_probe([&](Json& c) {
+      c["id"] = "titan_cp_probe";
+      c["parallel"]["cp"] = 2, c["parallel"]["dp"] = 4;
+      c["parallel"]["notes"] = notes;
+      c["framework"] = framework;
+    });
   };
   const TranslatedCase compiled = translated("TorchTitan", "context parallel, torch.compile, Float8");
   CHECK(compiled.stack == "torchtitan");
@@ -785,13 +783,11 @@ TEST_CASE("validate: Megatron-Core overlaps interleaved sends; NeMo 24.03/24.07 
   // userbuffers TP overlap off for NeMo 24.03's long-sequence Llama 2 7B rows, whose
   // configuration is unpublished (NeMo 1.x's ub_tp_comm_overlap default, False), and only them.
   auto translated = [](const std::string& id, const std::string& framework) {
-    Json c = probe_json();
-    c["id"] = id;
-    c["parallel"]["tp"] = 2, c["parallel"]["dp"] = 2;
-    c["framework"] = framework;
-    TranslatedCase t = translate_probe(c);
-    REQUIRE_MESSAGE(t.unsupported.empty(), t.unsupported);
-    return t;
+    return expressible_probe([&](Json& c) {
+      c["id"] = id;
+      c["parallel"]["tp"] = 2, c["parallel"]["dp"] = 2;
+      c["framework"] = framework;
+    });
   };
   const TranslatedCase longseq = translated("nemo_longseq_h100_llama2_7b_s16k_probe", "NeMo 24.03.01 container");
   CHECK(longseq.stack == "megatron-core");
