@@ -119,8 +119,8 @@ std::string comm_sentence(const EvaluatedStrategy& b, const EvaluatedStrategy& o
       std::max(so.zero_stage, sb.zero_stage) >= 2)
     causes.push_back(change("ZeRO stage", so.zero_stage, sb.zero_stage));
   if (most == CommCategory::kPipelineP2P && so.pp != sb.pp) causes.push_back(change("PP", so.pp, sb.pp));
-  if (most == CommCategory::kPipelineP2P && so.overlap_p2p != sb.overlap_p2p)
-    causes.push_back(sb.overlap_p2p ? "P2P overlap on" : "P2P overlap off");
+  if (most == CommCategory::kPipelineP2P && pipeline_sends_overlap(so) != pipeline_sends_overlap(sb))
+    causes.push_back(pipeline_sends_overlap(sb) ? "P2P overlap on" : "P2P overlap off");
   if (most == CommCategory::kContextParallel && so.cp != sb.cp) causes.push_back(change("CP", so.cp, sb.cp));
   if (most == CommCategory::kContextParallel && so.cp_comm != sb.cp_comm) {
     causes.push_back(sb.cp_comm == CpComm::kRing        ? "ring attention (K/V hidden behind the attention)"

@@ -336,9 +336,7 @@ Expected<Plan> lower(const ModelSpec& model, const Strategy& requested,
   plan.cp = strategy.cp;
   plan.dp = dp * strategy.cp;  // gradients are shared by the data and the context replicas
   plan.chunks = pipeline_chunks(strategy);
-  if (strategy.overlap_p2p_interleaved && strategy.schedule == ScheduleKind::kInterleaved1F1B && plan.chunks > 1) {
-    plan.strategy.overlap_p2p = true;  // the interleaved schedule's sends run beside its compute
-  }
+  plan.strategy.overlap_p2p = pipeline_sends_overlap(plan.strategy);  // both engines read this one flag
   plan.ep = strategy.ep;
   plan.shard = strategy.shard_group > 0 ? strategy.shard_group : plan.dp;
   plan.zero3_resident = strategy.zero_stage == 3 &&

@@ -286,7 +286,7 @@ struct Strategy {
   std::vector<PlacementRule> placement;
   // Devices one replica of an operator graph spans: 1 + the highest device a rule names.
   int placement_devices() const;
-  // Pipeline sends/receives run asynchronously beside compute. When false (Megatron's default),
+  // Pipeline sends/receives run asynchronously beside compute. When false (Megatron's 1F1B),
   // a stage's send blocks it until the transfer is done.
   bool overlap_p2p = false;
   // Pipeline sends/receives asynchronous in an interleaved schedule only (ScheduleKind::
@@ -366,6 +366,13 @@ struct Strategy {
 inline int pipeline_chunks(const Strategy& s) {
   const bool two = s.schedule == ScheduleKind::kDualPipe || s.schedule == ScheduleKind::kZeroBubbleV;
   return two ? 2 : s.interleave;
+}
+
+// Whether the pipeline's sends run beside the compute: overlap_p2p, or overlap_p2p_interleaved
+// with an interleaved schedule of more than one chunk (Megatron-Core's overlap_p2p_comm).
+inline bool pipeline_sends_overlap(const Strategy& s) {
+  return s.overlap_p2p || (s.overlap_p2p_interleaved && s.schedule == ScheduleKind::kInterleaved1F1B &&
+                           pipeline_chunks(s) > 1);
 }
 
 std::string_view recompute_name(Recompute r);

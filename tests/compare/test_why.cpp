@@ -194,6 +194,11 @@ TEST_CASE("why: ZeRO stage and P2P overlap are named as causes of their communic
   p.prediction.comms = {{CommCategory::kPipelineP2P, "pp", 0, 0, 0, 0.08, 0.08}};
   q.prediction.comms = {{CommCategory::kPipelineP2P, "pp", 0, 0, 0, 0.08, 0.0}};
   CHECK(why_best({p, q})[1] == "Exposed pp communication 80.0 -> 0.0 ms per iteration (P2P overlap on).");
+  // Megatron-Core's overlap_p2p_comm overlaps an interleaved schedule's sends only.
+  q.strategy.overlap_p2p = false, q.strategy.overlap_p2p_interleaved = true;
+  p.strategy.schedule = q.strategy.schedule = ScheduleKind::kInterleaved1F1B;
+  p.strategy.interleave = q.strategy.interleave = 2;
+  CHECK(why_best({p, q})[1] == "Exposed pp communication 80.0 -> 0.0 ms per iteration (P2P overlap on).");
 }
 
 TEST_CASE("why: DeepEP's dispatch is named as the cause of less exposed expert communication") {
