@@ -48,11 +48,12 @@ double head_output_B(const Block& head) {
 // per iteration it keeps the whole stage gathered (zero_stage 1 in model_state_memory). FSDP's
 // root unit (the parameters outside the layers) stays gathered from the forward through the
 // backward (iteration.cpp add_zero_gather). A placed op graph's device gathers its own ops'
-// weights. Under Strategy::fp8_fsdp_all_gather the linear layers' weights are held at 1 B.
+// weights. Under Strategy::fp8_fsdp_all_gather the linear layers' weights are held at 1 B;
+// Transformer Engine's FP8 parameters (fp8_param_gather) hold 2 B, rowwise and transposed.
 double gathered_weights_B(const Plan& plan, const RankState& r) {
   if (plan.fp8_weight_gather && plan.zero_stage < 3) {  // kept gathered: the dense copy in FP8
     const double dense = r.params - r.experts;
-    return plan.gathered_weight_bytes(dense, r.fp8_linear) - dense * plan.weight_bytes_per_param;
+    return plan.held_weight_bytes(dense, r.fp8_linear) - dense * plan.weight_bytes_per_param;
   }
   if (plan.zero_stage < 3 || plan.shard <= 1) return 0;
   double largest = plan.stage_blocks.empty() ? plan.layer->params : 0.0;
@@ -62,8 +63,8 @@ double gathered_weights_B(const Plan& plan, const RankState& r) {
   experts = std::min(experts, largest);
   // Routed experts every rank holds whole (edp = 1) are not gathered: the layer's rest is.
   const double gathered = plan.edp > 1 ? largest : largest - experts;
-  return 2 * plan.gathered_weight_bytes(gathered, largest - experts) +
-         plan.gathered_weight_bytes(r.edge, 0);
+  return 2 * plan.held_weight_bytes(gathered, largest - experts) +
+         plan.held_weight_bytes(r.edge, 0);
 }
 
 // One device's breakdown; `in_flight` chunk-micro-batches held at once.

@@ -27,6 +27,7 @@ struct BlockKey {
   int expert_gemm_streams;
   bool expert_sort;
   bool routing_map_gather;
+  bool expert_fp8_padding;
   bool fp8_weight_gather;
   double fp8_shard_share;
   bool autocast_weights;
@@ -44,7 +45,7 @@ struct BlockKey {
            fsdp_reduce_element_bytes == o.fsdp_reduce_element_bytes &&
            fsdp_skips_experts == o.fsdp_skips_experts && fusion == o.fusion && recompute == o.recompute &&
            recompute_modules == o.recompute_modules && expert_gemm_streams == o.expert_gemm_streams &&
-           expert_sort == o.expert_sort && routing_map_gather == o.routing_map_gather && fp8_weight_gather == o.fp8_weight_gather &&
+           expert_sort == o.expert_sort && routing_map_gather == o.routing_map_gather && expert_fp8_padding == o.expert_fp8_padding && fp8_weight_gather == o.fp8_weight_gather &&
            fp8_shard_share == o.fp8_shard_share && autocast_weights == o.autocast_weights;
   }
 };
@@ -71,7 +72,8 @@ struct BlockKeyHash {
         k.recompute_modules << 13 | k.expert_gemm_streams << 21 | k.expert_sort << 29 |
         static_cast<long long>(k.fp8_weight_gather) << 30 |
         static_cast<long long>(k.autocast_weights) << 31 |
-        static_cast<long long>(k.routing_map_gather) << 32);
+        static_cast<long long>(k.routing_map_gather) << 32 |
+        static_cast<long long>(k.expert_fp8_padding) << 33);
     mix(static_cast<long long>(k.element_bytes));
     const FusionPlan& f = k.fusion;  // the hash may leave fields out; equality may not
     mix(f.elementwise_epilogue | f.bias_dropout_residual << 1 | f.norm_residual << 2 |
@@ -145,7 +147,7 @@ TransformerBlocks transformer_blocks(const TransformerSpec& t, const LayerShape&
   BlockKey key{t,      shape.micro_batch, shape.tp,           shape.cp, shape.ep,    pp > 1, shape.cp_comm, shape.cp_merge, shape.cp_gather_rotate, shape.cp_overlap, shape.kv_repeat,
                shape.sequence_parallel, shape.sp_reorder_copies, shape.fp8_tp_gather, shape.tp_micro_pipeline, shape.causal, shape.fp8_saved_inputs, shape.forward_only,
                shape.element_bytes, shape.fsdp_gather_element_bytes, shape.fsdp_reduce_element_bytes,
-               shape.fsdp_skips_experts, shape.fusion, recompute, shape.recompute_modules, shape.expert_gemm_streams, shape.expert_sort, shape.routing_map_gather, shape.fp8_weight_gather,
+               shape.fsdp_skips_experts, shape.fusion, recompute, shape.recompute_modules, shape.expert_gemm_streams, shape.expert_sort, shape.routing_map_gather, shape.expert_fp8_padding, shape.fp8_weight_gather,
                shape.fp8_shard_share, shape.autocast_weights};
   thread_local std::unordered_map<BlockKey, TransformerBlocks, BlockKeyHash> cache;
   auto it = cache.find(key);

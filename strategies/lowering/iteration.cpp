@@ -146,7 +146,7 @@ ZeroSplit add_zero_gather(StepProgram& s, const Plan& plan, const VirtualStage& 
   const double rest = layers - 1.0;
   const CollectiveAlgorithm a = plan.strategy.collective;
   const GroupKind g = plan.zero_group();
-  const double w = plan.weight_bytes_per_param;  // the experts gather in their own dtype
+  const double w = plan.expert_gather_bytes_per_param();
   if (plan.strategy.overlap_dp && layers > 1) {
     z.first = push(s, collective_op(IterOpKind::kZeroGather, CommKind::kAllGather, g, vs,
                                     plan.gathered_weight_bytes(edge + p.layer, p.layer_fp8), 1, a));
@@ -276,11 +276,17 @@ StageProgram stage_program(const Plan& plan, int vs) {
 // Transformer Engine's fp8 recipes: the rank's linear-layer weights cast once per iteration,
 // read in 16 bit and written as fp8 and fp8-transposed (4 B per parameter; current scaling's
 // amax pass reads them once more, 6 B). kernel_cost.cpp charges the activations' casts.
-IterOp fp8_weight_cast(const Plan& plan, double linear_params) {
+// TE's FP8 parameters (Plan::fp8_params) are quantized on the rank's shard of the fp32 master
+// weights instead (Megatron-Core's quantize_param_shard: read 4 B and write 1 B; current
+// scaling's amax pass reads the shard once more, 9 B), and the gathered weights transposed
+// once (read and write 1 B: TE's post-all-gather _create_transpose for Hopper).
+IterOp fp8_weight_cast(const Plan& plan, double linear_params, double shard_params) {
   IterOp cast;
   cast.kind = IterOpKind::kFp8WeightCast;
   cast.stream = Stream::kCompute;
-  cast.bytes = linear_params * (plan.strategy.fp8_scaling == Fp8Scaling::kCurrent ? 6 : 4);
+  const bool current = plan.strategy.fp8_scaling == Fp8Scaling::kCurrent;
+  cast.bytes = plan.fp8_params ? 2 * linear_params + shard_params * (current ? 9 : 5)
+                               : linear_params * (current ? 6 : 4);
   return cast;
 }
 
@@ -345,7 +351,8 @@ std::vector<IterOp> rank_tail(const Plan& plan, int rank, double all_params, dou
   if (experts && (zero == 1 || zero == 2)) {
     tail.push_back(collective_op(IterOpKind::kParameterGather, CommKind::kAllGather,
                                  GroupKind::kExpertData, -1,
-                                 expert_params * plan.weight_bytes_per_param, 1, s.collective));
+                                 expert_params * plan.expert_gather_bytes_per_param(), 1,
+                                 s.collective));
   }
   // Tied embeddings, or multi-token prediction's lookups in the word embedding on the last
   // stage: the first and the last stage sum the embedding's gradient. The V-shape puts the
@@ -396,7 +403,9 @@ std::vector<IterOp> rank_tail(const Plan& plan, int rank, double all_params, dou
   // Issued in the first micro-batch's forward; on the compute stream it costs the iteration
   // the same wherever it runs, so it sits beside the step that changes the weights it casts.
   if (casts_weights_per_iteration(s) && linear_params > 0) {
-    tail.push_back(fp8_weight_cast(plan, linear_params));
+    const double dense_linear = std::max(0.0, linear_params - expert_params);
+    const double shard = dense_linear / plan.shard + (linear_params - dense_linear) / plan.edp;
+    tail.push_back(fp8_weight_cast(plan, linear_params, shard));
   }
   tail.push_back(step);
   return tail;

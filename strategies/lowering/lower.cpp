@@ -33,6 +33,8 @@ LayerShape shape_of(const Strategy& s, bool causal) {
                     .expert_gemm_streams = s.expert_gemm == ExpertGemm::kMultiStream ? kTeComputeStreams : 0,
                     .expert_sort = s.ep_dispatch == EpDispatch::kAllToAll,
                     .routing_map_gather = s.ep > 1 && s.ep_dispatch == EpDispatch::kHybridEP,
+                    .expert_fp8_padding = s.expert_fp8_padding && s.dtype == DType::kFp8 &&
+                                          s.ep_dispatch != EpDispatch::kHybridEP,
                     .autocast_weights = s.autocast_weights};
 }
 
@@ -154,7 +156,10 @@ void build_transformer_blocks(Plan& plan) {
   const Strategy& s = plan.strategy;
   LayerShape shape = shape_of(s, plan.model.family == ModelFamily::kDecoder);
   shape.fp8_weight_gather = plan.fp8_weight_gather;
-  if (plan.fp8_weight_gather && plan.zero_stage == 3) shape.fp8_shard_share = 1.0 / plan.shard;
+  // torchao casts the shard before every gather; TE's FP8 parameters are cast at the step.
+  if (plan.fp8_weight_gather && !plan.fp8_params && plan.zero_stage == 3) {
+    shape.fp8_shard_share = 1.0 / plan.shard;
+  }
   if (s.fsdp_copies && plan.zero_stage == 3 && plan.shard > 1) {
     shape.fsdp_gather_element_bytes = plan.fp8_weight_gather ? 1 : plan.weight_bytes_per_param;
     shape.fsdp_reduce_element_bytes = plan.grad_bytes_per_param;
@@ -343,10 +348,15 @@ Expected<Plan> lower(const ModelSpec& model, const Strategy& requested,
                         (strategy.zero3_reshard == Zero3Reshard::kPerIteration ||
                          (strategy.zero3_reshard == Zero3Reshard::kAuto && strategy.pp > 1));
   plan.zero_stage = plan.zero3_resident ? 1 : strategy.zero_stage;
-  plan.fp8_weight_gather = strategy.fp8_fsdp_all_gather && strategy.zero_stage == 3 &&
-                           model.family != ModelFamily::kOpGraph &&
-                           plan.shard > 1 && strategy.dtype == DType::kFp8 &&
-                           strategy.fp8_scaling == Fp8Scaling::kTensorwise;
+  const bool te_scaling = strategy.fp8_scaling == Fp8Scaling::kDelayed ||
+                          strategy.fp8_scaling == Fp8Scaling::kCurrent;
+  const bool fp8_layers = model.family != ModelFamily::kOpGraph && plan.shard > 1 &&
+                          strategy.dtype == DType::kFp8;
+  plan.fp8_params = strategy.fp8_param_gather && fp8_layers && te_scaling &&
+                    strategy.zero_stage >= 1;
+  plan.fp8_weight_gather = plan.fp8_params ||
+                           (strategy.fp8_fsdp_all_gather && strategy.zero_stage == 3 &&
+                            fp8_layers && strategy.fp8_scaling == Fp8Scaling::kTensorwise);
   plan.edp = static_cast<int>(static_cast<long long>(strategy.tp) * plan.dp / strategy.ep);
   plan.micro_batches = micro_batches;
   plan.samples_per_iteration = strategy.global_batch;

@@ -143,10 +143,14 @@ struct Plan {
   // and reduce-scatters and re-gathers once per iteration: ZeRO-1 in the steady state.
   int zero_stage = 0;
   bool zero3_resident = false;
-  // Strategy::fp8_fsdp_all_gather in force: FP8 tensorwise training with ZeRO-3 over more than
-  // one rank. The linear layers' weights (all of a stage's parameters but the embedding's and
-  // the head's) are gathered at 1 B a parameter and held so.
+  // The linear layers' weights (all of a stage's parameters but the embedding's and the
+  // head's) are all-gathered at 1 B a parameter: Strategy::fp8_fsdp_all_gather in force (FP8
+  // tensorwise training with ZeRO-3 over more than one rank; held at 1 B) or fp8_params.
   bool fp8_weight_gather = false;
+  // Strategy::fp8_param_gather in force: Transformer Engine's FP8 parameters (delayed or
+  // current scaling, ZeRO over more than one rank). Gathered at 1 B a linear parameter, held at
+  // 2 B (rowwise and transposed copies), quantized on the shard once per step.
+  bool fp8_params = false;
   // ZeRO shards over `shard` ranks (Strategy::shard_group, or dp), replicated dp / shard times.
   int shard = 1;
   int replicas() const { return dp / shard; }
@@ -240,12 +244,25 @@ struct Plan {
   bool shards_experts_per_micro_batch() const {
     return zero_stage >= 2 && edp > 1 && layer && layer->expert_params > 0;
   }
-  // Bytes of `params` parameters, `linear` of them linear layers', as ZeRO-3 gathers and holds
-  // them: 1 B a linear parameter under Strategy::fp8_fsdp_all_gather (fp8_weight_gather).
+  // Bytes of `params` parameters, `linear` of them linear layers', as ZeRO gathers them: 1 B a
+  // linear parameter under fp8_weight_gather (torchao's float8 gather also holds them so).
   double gathered_weight_bytes(double params, double linear) const {
     if (!fp8_weight_gather) return params * weight_bytes_per_param;
     linear = std::min(linear, params);
     return (params - linear) * weight_bytes_per_param + linear;
+  }
+  // Bytes a routed expert's parameter moves in a ZeRO gather: its own dtype, 1 B as Transformer
+  // Engine's FP8 parameters (fp8_params: GroupedLinear's weights are quantized too).
+  double expert_gather_bytes_per_param() const {
+    return fp8_params ? 1.0 : weight_bytes_per_param;
+  }
+  // Bytes the gathered weights hold: as gathered, except that Transformer Engine's FP8
+  // parameters (fp8_params) keep a transposed copy beside the rowwise one, 2 B a linear
+  // parameter (Megatron-FSDP's README: keep_fp8_transpose_cache costs a byte a parameter).
+  double held_weight_bytes(double params, double linear) const {
+    if (!fp8_params) return gathered_weight_bytes(params, linear);
+    linear = std::min(linear, params);
+    return (params - linear) * weight_bytes_per_param + 2 * linear;
   }
 };
 

@@ -740,6 +740,21 @@ int moe_mlp(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSp
     dispatched = sorted;
   }
 
+  // Transformer Engine's FP8 grouped GEMMs need each expert's rows aligned to 16 (cuBLAS's FP8
+  // leading-dimension rule; the weight gradient's operand is the rows transposed on Hopper):
+  // Megatron-Core's TEGroupedMLP pads dropless counts with Fp8Padding before fc1 and strips the
+  // padding after fc2 with Fp8Unpadding, each a copy of the rows (multi_padding_kernel /
+  // multi_unpadding_kernel: read and write e B an element; the pad rows, under 16 an expert,
+  // are left out), plus a small copy of the router weights beside the pad; the backward runs
+  // the inverse copies of the gradients (Strategy::expert_fp8_padding).
+  const bool pad = sh.expert_fp8_padding && m.capacity_factor <= 0;
+  if (pad) {
+    int padded = B.tensor(received * d.h * d.e);
+    LayerOp& op = B.op("expert_fp8_pad", OpClass::kMemoryBound, {dispatched}, padded);
+    op.backward_bytes_factor = 1;
+    op.eager_launches = 1;
+    dispatched = padded;
+  }
   int up = B.tensor(received * fe_in * d.e);
   LayerOp& fc1 = B.matmul("expert_fc1", dispatched, up, local_experts * d.h * fe_in * d.e, rows,
                           fe_in, d.h, local_experts);
@@ -766,6 +781,11 @@ int moe_mlp(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSp
   fc2.model_flops = 2 * copies * fe * d.h;
   fc2.gemm_rounds = expert_gemm_rounds(sh, local_experts);  // fc1's (a reference into g.ops may dangle)
 
+  if (pad) {
+    int unpadded = B.tensor(received * d.h * d.e);
+    B.op("expert_fp8_unpad", OpClass::kMemoryBound, {down}, unpadded).backward_bytes_factor = 1;
+    down = unpadded;
+  }
   if (sort) {
     int unsorted = B.tensor(received * d.h * d.e);
     B.op("unsort_by_expert", OpClass::kMemoryBound, {down}, unsorted).backward_bytes_factor = 1;

@@ -64,6 +64,10 @@ struct LayerShape {
   // Strategy::ep_dispatch kHybridEP: each MoE layer's forward all-gathers the EP ranks' routing
   // maps (a bool a token and expert) before its dispatch.
   bool routing_map_gather = false;
+  // Strategy::expert_fp8_padding in force (FP8, a dispatcher other than HybridEP): the local
+  // experts' rows padded before fc1 and unpadded after fc2; dropless routing only (the model's
+  // capacity factor 0), checked where the layer is built.
+  bool expert_fp8_padding = false;
   // Strategy::autocast_weights: fp32 parameters cast to the activations' dtype at each use
   // (strategies/lowering/autocast_casts.h).
   bool autocast_weights = false;

@@ -336,6 +336,22 @@ struct Strategy {
   // --float8.enable_fsdp_float8_all_gather). The GEMMs find their weight cast; the gathered
   // weight is held at 1 B a parameter.
   bool fp8_fsdp_all_gather = false;
+  // Transformer Engine's FP8 parameters (Megatron-Core --fp8-param-gather; Megatron-Bridge's
+  // FP8 current-scaling precision config sets it): with delayed or current scaling, the linear
+  // layers' weights live as FP8 tensors, so the data-parallel parameter all-gather (ZeRO-1/2
+  // after the step, Megatron-FSDP's ZeRO-3 gathers) moves 1 B a linear parameter. The master
+  // shard is quantized once per step (the distributed optimizer's quantize_param_shard), and
+  // each gathered weight is transposed once per iteration for the backward (Hopper's FP8 GEMMs
+  // read both layouts); rowwise and transposed copies hold 2 B a parameter, as 16-bit weights.
+  bool fp8_param_gather = false;
+  // Megatron-Core's TEGroupedMLP under FP8: each local expert's token rows padded to the FP8
+  // GEMM's alignment (16) before the grouped fc1 and unpadded after fc2, with Transformer
+  // Engine's Fp8Padding / Fp8Unpadding (a copy of the expert input and of the expert output,
+  // and the mirror copies of their gradients: fp8_padding.py multi_padding_kernel). In force
+  // for a dropless FP8 MoE whose dispatcher hands over unaligned counts: the all-to-all, and
+  // DeepEP until Megatron-Core fused the padding into its permute (554ce493, 2026-02); HybridEP
+  // pads in its own permute, and capacity-padded routing is aligned already.
+  bool expert_fp8_padding = false;
   // ZeRO-3 as FSDP2 runs it (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py): each
   // layer's all-gather output is copied out into the parameters (split_with_sizes_copy), and
   // each reduce-scatter's input is copied in from the gradients (_chunk_cat, cast to the

@@ -161,7 +161,7 @@ Strategy read_strategy(const JsonNode& n) {
   n.allow_keys({"tp", "pp", "dp", "cp", "cp_comm", "cp_merge", "cp_rotate", "cp_overlap", "kv_repeat", "ep", "expert_gemm", "ep_dispatch", "shard_group", "zero_stage", "zero3_reshard", "sequence_parallel", "schedule", "interleave",
                 "uneven_stages", "first_stage_layers", "last_stage_layers", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "stage_layers", "micro_batch", "global_batch", "recompute", "recompute_modules", "recompute_layers", "recompute_last_micro_batch", "fusion",
                 "overlap_dp", "overlap_tp", "overlap_ep", "overlap_p2p", "overlap_p2p_interleaved", "streams", "placement", "dp_bucket", "collective", "dtype", "fp8_saved_inputs", "fp8_scaling", "tp_overlap", "async_tp_grad_reduce",
-                "master_weights_fp32", "autocast_weights", "grad_reduce_fp32", "sp_reorder_copies", "fp8_tp_all_gather", "fp8_fsdp_all_gather", "fsdp_copies", "pp_keeps_outputs", "host_overhead", "optimizer", "optimizer_moments", "workload", "offload", "description"});
+                "master_weights_fp32", "autocast_weights", "grad_reduce_fp32", "sp_reorder_copies", "fp8_tp_all_gather", "fp8_fsdp_all_gather", "fp8_param_gather", "expert_fp8_padding", "fsdp_copies", "pp_keeps_outputs", "host_overhead", "optimizer", "optimizer_moments", "workload", "offload", "description"});
   Strategy s;
   s.tp = static_cast<int>(n.integer_or("tp", 1, 1, 1 << 20));
   s.pp = static_cast<int>(n.integer_or("pp", 1, 1, 1 << 20));
@@ -228,6 +228,8 @@ Strategy read_strategy(const JsonNode& n) {
   s.sp_reorder_copies = n.bool_or("sp_reorder_copies", false);
   s.fp8_tp_all_gather = n.bool_or("fp8_tp_all_gather", false);
   s.fp8_fsdp_all_gather = n.bool_or("fp8_fsdp_all_gather", false);
+  s.fp8_param_gather = n.bool_or("fp8_param_gather", false);
+  s.expert_fp8_padding = n.bool_or("expert_fp8_padding", false);
   s.fsdp_copies = n.bool_or("fsdp_copies", false);
   s.pp_keeps_outputs = n.bool_or("pp_keeps_outputs", false);
   s.host_overhead_s = n.quantity_or("host_overhead", Dimension::kTime, 0);
@@ -268,6 +270,8 @@ Json to_json(const Strategy& s) {
   if (s.sp_reorder_copies) j["sp_reorder_copies"] = true;
   if (s.fp8_tp_all_gather) j["fp8_tp_all_gather"] = true;
   if (s.fp8_fsdp_all_gather) j["fp8_fsdp_all_gather"] = true;
+  if (s.fp8_param_gather) j["fp8_param_gather"] = true;
+  if (s.expert_fp8_padding) j["expert_fp8_padding"] = true;
   if (s.fsdp_copies) j["fsdp_copies"] = true;
   if (s.pp_keeps_outputs) j["pp_keeps_outputs"] = true;
   if (s.autocast_weights) j["autocast_weights"] = true;

@@ -878,3 +878,77 @@ TEST_CASE("moe: FSDP keeps a gradient in its parameter's dtype and leaves whole 
   CHECK(piped.grad_state_bytes_per_param == 4);
   CHECK(automodel.grad_state_bytes_per_param == 2);
 }
+
+namespace stratasim {
+
+TEST_CASE("moe: FP8 experts behind an unaligned dispatcher are padded before fc1 and unpadded after fc2") {
+  // Qwen3-30B-A3B (hidden 2048, top 8 of 128) at ep 16 on two DGX H100, micro-batch 1 of 4096
+  // tokens, balanced routing: a rank receives 4096 x 8 = 32,768 rows. Megatron-Core's
+  // TEGroupedMLP runs Transformer Engine's Fp8Padding on them (read and write 2 B an element:
+  // 2 x 32,768 x 2048 x 2 = 268,435,456 B) and Fp8Unpadding on fc2's output (the same), and the
+  // backward the inverse copies of the gradients (the same bytes again).
+  ModelSpec m = model_preset("qwen3-30b-a3b");
+  m.transformer.layers = 2;
+  Strategy st;
+  st.ep = 16, st.micro_batch = 1, st.global_batch = 16;
+  st.dtype = DType::kFp8, st.fp8_scaling = Fp8Scaling::kCurrent;
+  st.ep_dispatch = EpDispatch::kDeepEP;
+  st.expert_fp8_padding = true;
+  HardwareModel hw = catalog_cluster("dgx_h100");
+  hw.num_devices = 16;
+  const Plan padded = *lower(m, st, hw);
+  const Block& b = *padded.layer;
+  const double copy = 2.0 * 32768 * 2048 * 2;
+  for (const char* name : {"expert_fp8_pad", "expert_fp8_unpad"}) {
+    CAPTURE(name);
+    CHECK(kernel(b.forward, b, name).bytes == doctest::Approx(copy));
+    CHECK(kernel(b.backward, b, name).bytes == doctest::Approx(copy));
+  }
+  const auto at = [&](std::string_view name) {
+    return std::find_if(b.forward.begin(), b.forward.end(),
+                        [&](const Kernel& k) { return b.graph.ops[k.first_op].name == name; }) -
+           b.forward.begin();
+  };
+  CHECK(at("ep_dispatch") < at("expert_fp8_pad"));
+  CHECK(at("expert_fp8_pad") < at("expert_fc1"));
+  CHECK(at("expert_fc2") < at("expert_fp8_unpad"));
+  CHECK(at("expert_fp8_unpad") < at("ep_combine"));
+  // The layer costs the two copies more each way than without them.
+  st.expert_fp8_padding = false;
+  const Plan plain = *lower(m, st, hw);
+  const BlockCost with = block_cost(b, padded), without = block_cost(*plain.layer, plain);
+  CHECK(with.forward_s > without.forward_s);
+  CHECK(with.backward_s > without.backward_s);
+
+  // Nothing to pad: HybridEP pads in its own permute, bf16 GEMMs need no alignment, and
+  // capacity-padded routing hands over aligned counts.
+  auto pads = [&](const Strategy& s, const ModelSpec& model) {
+    const Plan p = *lower(model, s, hw);
+    const Block& l = *p.layer;
+    return std::any_of(l.forward.begin(), l.forward.end(),
+                       [&](const Kernel& k) { return l.graph.ops[k.first_op].name == "expert_fp8_pad"; });
+  };
+  st.expert_fp8_padding = true;
+  CHECK(pads(st, m));
+  Strategy hybrid = st;
+  hybrid.ep_dispatch = EpDispatch::kHybridEP;
+  CHECK_FALSE(pads(hybrid, m));
+  Strategy bf16 = st;
+  bf16.dtype = DType::kBf16;
+  CHECK_FALSE(pads(bf16, m));
+  ModelSpec capacity = m;
+  capacity.transformer.moe.capacity_factor = 1.0;
+  CHECK_FALSE(pads(st, capacity));
+
+  // The scenario key: read, written back, and refused when not a bool.
+  CHECK(read_text(R"({"global_batch": 8, "expert_fp8_padding": true})").expert_fp8_padding);
+  CHECK(to_json(st).at("expert_fp8_padding") == true);
+  CHECK_FALSE(to_json(Strategy{}).contains("expert_fp8_padding"));
+  const std::string what =
+      testing::input_error_message([&] { read_text(R"({"global_batch": 8, "expert_fp8_padding": 2})"); });
+  CAPTURE(what);
+  CHECK(what.find("s.json: strategy.expert_fp8_padding") != std::string::npos);
+  CHECK(what.find("must be true or false") != std::string::npos);
+}
+
+}  // namespace stratasim

@@ -805,6 +805,29 @@ TEST_CASE("validate: Megatron-Core overlaps interleaved sends; NeMo 24.03/24.07 
   CHECK(longseq.scenario.at("strategy").at("fusion").at("attention_kernel") == "cudnn");
 }
 
+TEST_CASE("validate: Megatron-Bridge's FP8 current-scaling rows gather FP8 parameters, and only they") {
+  // rules.json: Megatron-Bridge's bf16_with_fp8_current_scaling_mixed sets fp8_param_gather,
+  // which its performance scripts take for every FP8-CS row; NeMo 24.07's delayed scaling and
+  // Megatron-Bridge's bf16 rows do not get it.
+  auto translated = [](const std::string& framework, const std::string& precision) {
+    return expressible_probe([&](Json& c) {
+      c["parallel"]["dp"] = 2;
+      c["framework"] = framework;
+      c["precision"] = precision;
+    });
+  };
+  auto gathers_fp8 = [](const TranslatedCase& t) {
+    return t.scenario.at("strategy").value("fp8_param_gather", false);
+  };
+  const TranslatedCase cs = translated("Megatron-Bridge in NeMo 25.11 container (Megatron-Core, Transformer Engine)",
+                                       "FP8 current (per-tensor) scaling");
+  CHECK(cs.stack == "megatron-core");
+  CHECK(cs.scenario.at("strategy").at("fp8_scaling") == "current");
+  CHECK(gathers_fp8(cs));
+  CHECK_FALSE(gathers_fp8(translated("Megatron-Bridge in NeMo 26.04.01 container (Megatron-Core, Transformer Engine)", "bf16")));
+  CHECK_FALSE(gathers_fp8(translated("NeMo 24.07 container", "FP8 (delayed scaling, Transformer Engine)")));
+}
+
 TEST_CASE("validate: a TorchTitan pipeline the source leaves unstated runs the stack's defaults") {
   // rules.json, torchtitan stack "pipeline": n_microbatches = pp (pipelining_utils.py at the
   // benchmark commit), so a local batch of 256 / 8 = 32 sequences runs as 8 micro-batches of 4;
