@@ -708,7 +708,19 @@ int moe_mlp(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSp
   // memory-bound op's backward otherwise reads its saved input as well.
   int permuted = B.tensor(copies * d.h * d.e);
   B.op("permute", OpClass::kMemoryBound, {y, routes}, permuted).backward_bytes_factor = 1;
-  int maps_in = -1;  // HybridEP: the gathered routing maps, which the dispatch reads
+  int maps_in = -1;  // what sizes the dispatch: HybridEP's routing maps, the all-to-all's counts
+  if (sh.expert_sort && sh.ep > 1 && m.capacity_factor <= 0) {
+    // Megatron-Core's dropless all-to-all dispatcher sizes its exchange from every EP rank's
+    // tokens per expert, an int64 an expert all-gathered over the expert group before the
+    // all-to-all, once per layer forward (token_dispatcher.py MoEAlltoAllTokenDispatcher.
+    // preprocess: gather_from_sequence_parallel_region(num_local_tokens_per_expert,
+    // group=tp_ep_group); expert tp 1). Token dropping with padding to capacity knows the
+    // sizes and gathers nothing (its drop_and_pad branch returns first).
+    const double gathered = 8.0 * m.experts * sh.ep;
+    maps_in = B.collective("ep_token_count_gather", CommKind::kAllGather, routes, gathered, 0, gathered);
+    B.last().group = GroupKind::kExpert;
+    B.last().comm_phases = CommPhases::kForwardOnly;
+  }
   if (sh.routing_map_gather) {
     // HybridEP's preprocess reads every EP rank's routing map: an NCCL all-gather of a bool per
     // token and expert (tokens x experts bytes a rank, ep times that gathered) before the
@@ -722,7 +734,7 @@ int moe_mlp(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSp
     maps_in = maps;
   }
   int dispatched = B.tensor(received * d.h * d.e);
-  LayerOp& dispatch = sh.routing_map_gather
+  LayerOp& dispatch = maps_in >= 0
                           ? B.op("ep_dispatch", OpClass::kCollective, {permuted, maps_in}, dispatched)
                           : B.op("ep_dispatch", OpClass::kCollective, {permuted}, dispatched);
   dispatch.comm = CommKind::kAllToAll;

@@ -201,8 +201,10 @@ TEST_CASE("moe: expert parallelism is reported as its own communication") {
   auto it = std::find_if(pr.comms.begin(), pr.comms.end(),
                          [](const CommStat& c) { return c.category == CommCategory::kExpertParallel; });
   REQUIRE(it != pr.comms.end());
-  // 4 all-to-alls of 2,097,152 B per layer and micro-batch; 4 layers, 16 / 8 = 2 micro-batches.
-  CHECK(it->bytes == doctest::Approx(4 * 2097152.0 * 4 * 2));
+  // 4 all-to-alls of 2,097,152 B per layer and micro-batch, and the forward's all-gather of
+  // the 4 ranks' tokens per expert (8 experts x 8 B x 4 = 256 B); 4 layers, 16 / 8 = 2
+  // micro-batches.
+  CHECK(it->bytes == doctest::Approx((4 * 2097152.0 + 256) * 4 * 2));
   CHECK(it->group_size == 4);
 }
 
@@ -949,6 +951,53 @@ TEST_CASE("moe: FP8 experts behind an unaligned dispatcher are padded before fc1
   CAPTURE(what);
   CHECK(what.find("s.json: strategy.expert_fp8_padding") != std::string::npos);
   CHECK(what.find("must be true or false") != std::string::npos);
+}
+
+}  // namespace stratasim
+
+namespace stratasim {
+
+TEST_CASE("moe: the dropless all-to-all gathers every EP rank's tokens per expert once a layer forward") {
+  // Qwen3-30B-A3B (128 experts) at ep 16 on two DGX H100: Megatron-Core's all-to-all
+  // dispatcher all-gathers each rank's int64 count per expert over the expert group before
+  // the exchange: 128 x 8 = 1,024 B a rank, 16 x that = 16,384 B gathered, forward only.
+  ModelSpec m = model_preset("qwen3-30b-a3b");
+  m.transformer.layers = 2;
+  Strategy st;
+  st.ep = 16, st.micro_batch = 1, st.global_batch = 16;
+  HardwareModel hw = catalog_cluster("dgx_h100");
+  hw.num_devices = 16;
+  const Plan a2a = *lower(m, st, hw);
+  const Block& b = *a2a.layer;
+  const Kernel& counts = kernel(b.forward, b, "ep_token_count_gather");
+  CHECK(counts.cls == OpClass::kCollective);
+  CHECK(counts.comm == CommKind::kAllGather);
+  CHECK(counts.group == GroupKind::kExpert);
+  CHECK(counts.comm_bytes == doctest::Approx(16384.0));
+  auto named = [](const Block& l, std::string_view name) {
+    return [&l, name](const Kernel& k) { return l.graph.ops[k.first_op].name == name; };
+  };
+  CHECK(std::count_if(b.forward.begin(), b.forward.end(), named(b, "ep_token_count_gather")) == 1);
+  CHECK(std::none_of(b.backward.begin(), b.backward.end(), named(b, "ep_token_count_gather")));
+  CHECK(std::find_if(b.forward.begin(), b.forward.end(), named(b, "ep_token_count_gather")) <
+        std::find_if(b.forward.begin(), b.forward.end(), named(b, "ep_dispatch")));
+  // Without it the forward is shorter by exactly the gather's time (it is exposed).
+  const double gather_s = collective_time(CommKind::kAllGather, 16384.0, a2a.ep_group, hw, st.collective).time_s;
+  CHECK(gather_s > 0);
+  ModelSpec dropping = m;  // padded to capacity: the sizes are known, nothing gathered
+  dropping.transformer.moe.capacity_factor = 1.0;
+  const Plan capped = *lower(dropping, st, hw);
+  CHECK(std::none_of(capped.layer->forward.begin(), capped.layer->forward.end(),
+                     named(*capped.layer, "ep_token_count_gather")));
+  st.ep_dispatch = EpDispatch::kDeepEP;  // DeepEP exchanges its counts inside its own kernels
+  const Plan deep = *lower(m, st, hw);
+  CHECK(std::none_of(deep.layer->forward.begin(), deep.layer->forward.end(),
+                     named(*deep.layer, "ep_token_count_gather")));
+  Strategy one = Strategy{};  // ep 1: nothing to exchange
+  one.micro_batch = 1, one.global_batch = 16;
+  const Plan local = *lower(m, one, hw);
+  CHECK(std::none_of(local.layer->forward.begin(), local.layer->forward.end(),
+                     named(*local.layer, "ep_token_count_gather")));
 }
 
 }  // namespace stratasim
