@@ -29,6 +29,26 @@ Strategy read_text(const std::string& text) {
   return read_strategy(JsonNode(parse_json_text(text, "s.json"), "s.json", "strategy"));
 }
 
+// A forward-only all-gather over the expert group, `name`, of `bytes` gathered: once in the
+// forward, before the dispatch it sizes, and not in the backward.
+void check_gather_before_dispatch(const Block& b, std::string_view name, double bytes) {
+  CAPTURE(name);
+  const Kernel& g = kernel(b.forward, b, name);
+  CHECK(g.cls == OpClass::kCollective);
+  CHECK(g.comm == CommKind::kAllGather);
+  CHECK(g.group == GroupKind::kExpert);
+  CHECK(g.comm_bytes == doctest::Approx(bytes));
+  auto named = [&](const Kernel& k) { return b.graph.ops[k.first_op].name == name; };
+  CHECK(std::count_if(b.forward.begin(), b.forward.end(), named) == 1);
+  CHECK(std::none_of(b.backward.begin(), b.backward.end(), named));
+  auto at = [&](std::string_view n) {
+    return std::find_if(b.forward.begin(), b.forward.end(),
+                        [&](const Kernel& k) { return b.graph.ops[k.first_op].name == n; }) -
+           b.forward.begin();
+  };
+  CHECK(at(name) < at("ep_dispatch"));
+}
+
 ModelSpec moe_model() {
   ModelSpec m = testing::small_gpt(4);
   TransformerSpec& t = m.transformer;
@@ -654,21 +674,8 @@ TEST_CASE("moe: HybridEP all-gathers the routing maps once a layer forward, befo
   hw.num_devices = 16;
   const Plan hybrid = *lower(m, st, hw);
   const Block& b = *hybrid.layer;
-  const Kernel& gather = kernel(b.forward, b, "ep_routing_map_gather");
-  CHECK(gather.cls == OpClass::kCollective);
-  CHECK(gather.comm == CommKind::kAllGather);
-  CHECK(gather.group == GroupKind::kExpert);
-  CHECK(gather.comm_bytes == doctest::Approx(8388608.0));
-  auto named = [&](const Kernel& k) { return b.graph.ops[k.first_op].name == "ep_routing_map_gather"; };
-  CHECK(std::count_if(b.forward.begin(), b.forward.end(), named) == 1);
-  CHECK(std::none_of(b.backward.begin(), b.backward.end(), named));
   // The gather precedes the dispatch, which reads the maps.
-  const auto at = [&](std::string_view name) {
-    return std::find_if(b.forward.begin(), b.forward.end(),
-                        [&](const Kernel& k) { return b.graph.ops[k.first_op].name == name; }) -
-           b.forward.begin();
-  };
-  CHECK(at("ep_routing_map_gather") < at("ep_dispatch"));
+  check_gather_before_dispatch(b, "ep_routing_map_gather", 8388608.0);
 
   // Costed as an all-gather over the EP group, exposed in full without EP overlap: the layer's
   // forward is DeepEP's (same dispatch bytes) plus exactly the gather's time.
@@ -882,6 +889,35 @@ TEST_CASE("moe: FSDP keeps a gradient in its parameter's dtype and leaves whole 
 }
 
 namespace stratasim {
+namespace {
+
+// Qwen3-30B-A3B cut to two layers, ep 16 over two DGX H100, micro-batch 1 of 4096 tokens.
+ModelSpec qwen3_two_layers() {
+  ModelSpec m = model_preset("qwen3-30b-a3b");
+  m.transformer.layers = 2;
+  return m;
+}
+Strategy ep16() {
+  Strategy st;
+  st.ep = 16, st.micro_batch = 1, st.global_batch = 16;
+  return st;
+}
+HardwareModel two_dgx_h100() {
+  HardwareModel hw = catalog_cluster("dgx_h100");
+  hw.num_devices = 16;
+  return hw;
+}
+// Where the op `name` runs in `ks` (ks.size() when it does not).
+size_t op_at(const Block& b, const std::vector<Kernel>& ks, std::string_view name) {
+  return std::find_if(ks.begin(), ks.end(),
+                      [&](const Kernel& k) { return b.graph.ops[k.first_op].name == name; }) -
+         ks.begin();
+}
+bool forward_has(const Plan& p, std::string_view name) {
+  return op_at(*p.layer, p.layer->forward, name) < p.layer->forward.size();
+}
+
+}  // namespace
 
 TEST_CASE("moe: FP8 experts behind an unaligned dispatcher are padded before fc1 and unpadded after fc2") {
   // Qwen3-30B-A3B (hidden 2048, top 8 of 128) at ep 16 on two DGX H100, micro-batch 1 of 4096
@@ -889,15 +925,12 @@ TEST_CASE("moe: FP8 experts behind an unaligned dispatcher are padded before fc1
   // TEGroupedMLP runs Transformer Engine's Fp8Padding on them (read and write 2 B an element:
   // 2 x 32,768 x 2048 x 2 = 268,435,456 B) and Fp8Unpadding on fc2's output (the same), and the
   // backward the inverse copies of the gradients (the same bytes again).
-  ModelSpec m = model_preset("qwen3-30b-a3b");
-  m.transformer.layers = 2;
-  Strategy st;
-  st.ep = 16, st.micro_batch = 1, st.global_batch = 16;
+  const ModelSpec m = qwen3_two_layers();
+  Strategy st = ep16();
   st.dtype = DType::kFp8, st.fp8_scaling = Fp8Scaling::kCurrent;
   st.ep_dispatch = EpDispatch::kDeepEP;
   st.expert_fp8_padding = true;
-  HardwareModel hw = catalog_cluster("dgx_h100");
-  hw.num_devices = 16;
+  const HardwareModel hw = two_dgx_h100();
   const Plan padded = *lower(m, st, hw);
   const Block& b = *padded.layer;
   const double copy = 2.0 * 32768 * 2048 * 2;
@@ -906,11 +939,7 @@ TEST_CASE("moe: FP8 experts behind an unaligned dispatcher are padded before fc1
     CHECK(kernel(b.forward, b, name).bytes == doctest::Approx(copy));
     CHECK(kernel(b.backward, b, name).bytes == doctest::Approx(copy));
   }
-  const auto at = [&](std::string_view name) {
-    return std::find_if(b.forward.begin(), b.forward.end(),
-                        [&](const Kernel& k) { return b.graph.ops[k.first_op].name == name; }) -
-           b.forward.begin();
-  };
+  const auto at = [&](std::string_view name) { return op_at(b, b.forward, name); };
   CHECK(at("ep_dispatch") < at("expert_fp8_pad"));
   CHECK(at("expert_fp8_pad") < at("expert_fc1"));
   CHECK(at("expert_fc2") < at("expert_fp8_unpad"));
@@ -925,10 +954,7 @@ TEST_CASE("moe: FP8 experts behind an unaligned dispatcher are padded before fc1
   // Nothing to pad: HybridEP pads in its own permute, bf16 GEMMs need no alignment, and
   // capacity-padded routing hands over aligned counts.
   auto pads = [&](const Strategy& s, const ModelSpec& model) {
-    const Plan p = *lower(model, s, hw);
-    const Block& l = *p.layer;
-    return std::any_of(l.forward.begin(), l.forward.end(),
-                       [&](const Kernel& k) { return l.graph.ops[k.first_op].name == "expert_fp8_pad"; });
+    return forward_has(*lower(model, s, hw), "expert_fp8_pad");
   };
   st.expert_fp8_padding = true;
   CHECK(pads(st, m));
@@ -953,51 +979,32 @@ TEST_CASE("moe: FP8 experts behind an unaligned dispatcher are padded before fc1
   CHECK(what.find("must be true or false") != std::string::npos);
 }
 
-}  // namespace stratasim
-
-namespace stratasim {
-
 TEST_CASE("moe: the dropless all-to-all gathers every EP rank's tokens per expert once a layer forward") {
   // Qwen3-30B-A3B (128 experts) at ep 16 on two DGX H100: Megatron-Core's all-to-all
   // dispatcher all-gathers each rank's int64 count per expert over the expert group before
   // the exchange: 128 x 8 = 1,024 B a rank, 16 x that = 16,384 B gathered, forward only.
-  ModelSpec m = model_preset("qwen3-30b-a3b");
-  m.transformer.layers = 2;
-  Strategy st;
-  st.ep = 16, st.micro_batch = 1, st.global_batch = 16;
-  HardwareModel hw = catalog_cluster("dgx_h100");
-  hw.num_devices = 16;
+  const ModelSpec m = qwen3_two_layers();
+  Strategy st = ep16();
+  const HardwareModel hw = two_dgx_h100();
   const Plan a2a = *lower(m, st, hw);
   const Block& b = *a2a.layer;
-  const Kernel& counts = kernel(b.forward, b, "ep_token_count_gather");
-  CHECK(counts.cls == OpClass::kCollective);
-  CHECK(counts.comm == CommKind::kAllGather);
-  CHECK(counts.group == GroupKind::kExpert);
-  CHECK(counts.comm_bytes == doctest::Approx(16384.0));
-  auto named = [](const Block& l, std::string_view name) {
-    return [&l, name](const Kernel& k) { return l.graph.ops[k.first_op].name == name; };
-  };
-  CHECK(std::count_if(b.forward.begin(), b.forward.end(), named(b, "ep_token_count_gather")) == 1);
-  CHECK(std::none_of(b.backward.begin(), b.backward.end(), named(b, "ep_token_count_gather")));
-  CHECK(std::find_if(b.forward.begin(), b.forward.end(), named(b, "ep_token_count_gather")) <
-        std::find_if(b.forward.begin(), b.forward.end(), named(b, "ep_dispatch")));
-  // Without it the forward is shorter by exactly the gather's time (it is exposed).
-  const double gather_s = collective_time(CommKind::kAllGather, 16384.0, a2a.ep_group, hw, st.collective).time_s;
-  CHECK(gather_s > 0);
-  ModelSpec dropping = m;  // padded to capacity: the sizes are known, nothing gathered
+  check_gather_before_dispatch(b, "ep_token_count_gather", 16384.0);
+  // Padded to capacity (factor 1, as balanced as the default routing) the sizes are known and
+  // nothing is gathered; the dropless forward is longer by exactly the gather's time (exposed).
+  ModelSpec dropping = m;
   dropping.transformer.moe.capacity_factor = 1.0;
   const Plan capped = *lower(dropping, st, hw);
-  CHECK(std::none_of(capped.layer->forward.begin(), capped.layer->forward.end(),
-                     named(*capped.layer, "ep_token_count_gather")));
+  CHECK_FALSE(forward_has(capped, "ep_token_count_gather"));
+  const double gather_s = collective_time(CommKind::kAllGather, 16384.0, a2a.ep_group, hw, st.collective).time_s;
+  CHECK(gather_s > 0);
+  const BlockCost dropless = block_cost(b, a2a), padded = block_cost(*capped.layer, capped);
+  CHECK(dropless.forward_s == doctest::Approx(padded.forward_s + gather_s).epsilon(1e-9));
+  CHECK(dropless.backward_s == doctest::Approx(padded.backward_s).epsilon(1e-12));
   st.ep_dispatch = EpDispatch::kDeepEP;  // DeepEP exchanges its counts inside its own kernels
-  const Plan deep = *lower(m, st, hw);
-  CHECK(std::none_of(deep.layer->forward.begin(), deep.layer->forward.end(),
-                     named(*deep.layer, "ep_token_count_gather")));
-  Strategy one = Strategy{};  // ep 1: nothing to exchange
-  one.micro_batch = 1, one.global_batch = 16;
-  const Plan local = *lower(m, one, hw);
-  CHECK(std::none_of(local.layer->forward.begin(), local.layer->forward.end(),
-                     named(*local.layer, "ep_token_count_gather")));
+  CHECK_FALSE(forward_has(*lower(m, st, hw), "ep_token_count_gather"));
+  Strategy one = ep16();  // ep 1: nothing to exchange
+  one.ep = 1;
+  CHECK_FALSE(forward_has(*lower(m, one, hw), "ep_token_count_gather"));
 }
 
 }  // namespace stratasim
