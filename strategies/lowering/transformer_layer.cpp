@@ -772,9 +772,29 @@ int moe_mlp(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSp
                           fe_in, d.h, local_experts);
   fc1.model_flops = 2 * copies * fe_in * d.h;
   fc1.gemm_rounds = expert_gemm_rounds(sh, local_experts);
+  // Megatron-Core's TEGroupedMLP (ExpertGemm::kMultiStream) clamps a gated activation's inputs
+  // (TransformerSpec::glu_limit) outside its fused kernel: weighted_bias_quick_geglu_impl
+  // chunks fc1's output, clamps each half into a new tensor and concatenates them before the
+  // compiled activation (megatron/core/fusions/fused_bias_geglu.py at 0d8e0714 and 3097d81d):
+  // two clamps (read and write f e B a row each) and the cat (read and write 2f e), 8 f e B a
+  // row, three launches. The backward runs clamp_backward on each half (read the gradient and
+  // the saved input, write the gradient: 3 f e each) and chunk's backward, a cat of the two (2 f
+  // e read and written): 10 f e, 1.25x the forward. The clamp sits inside the checkpointed
+  // activation, so moe_act recomputation runs it again.
+  int glu_in = up;
+  if (sh.expert_gemm_streams > 0 && t.glu_limit > 0 && t.activation == Activation::kSwiGLU) {
+    int clamped = B.tensor(received * fe_in * d.e);
+    LayerOp& clamp = B.op("expert_glu_clamp", OpClass::kMemoryBound, {up}, clamped);
+    clamp.eager_bytes = 2 * received * fe_in * d.e;  // the clamped halves, written and read by the cat
+    clamp.eager_launches = 2;
+    clamp.backward_bytes_factor = 1.25;
+    clamp.saves = kSaveInput0;  // clamp_backward's mask reads its input
+    clamp.module |= kModuleMoeAct;
+    glu_in = clamped;
+  }
   int act = B.tensor(received * fe * d.e);
   LayerOp& glu = B.elementwise(t.activation == Activation::kSwiGLU ? "expert_swiglu" : "expert_gelu",
-                               {up, routes}, act, 6, FusionRule::kEpilogue, 3);
+                               {glu_in, routes}, act, 6, FusionRule::kEpilogue, 3);
   glu.saves = kSaveInput0 | kSaveInput1;  // its input and the router weights
   glu.module |= kModuleMoeAct;
   if (sh.expert_gemm_streams > 0 && t.activation != Activation::kSwiGLU) {
@@ -797,6 +817,26 @@ int moe_mlp(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSp
     int unpadded = B.tensor(received * d.h * d.e);
     B.op("expert_fp8_unpad", OpClass::kMemoryBound, {down}, unpadded).backward_bytes_factor = 1;
     down = unpadded;
+  }
+  // TEGroupedMLP builds fc2 with skip_bias_add and adds each local expert's bias scaled by the
+  // router weights in eager PyTorch (experts.py _apply_bias at 0d8e0714: torch.cat([t + b * p
+  // for each expert's rows])): per row b * p written (h e B), read with t by the add, whose
+  // result is written (2 h e read, h e written), and the cat's copy (h e read and written): 6 h
+  // e B a row, two launches an expert and the cat; the router weights are 16-bit (the router
+  // runs in the activations' dtype unless moe_router_dtype says otherwise, and Transformer
+  // Engine's fused top-k keeps the logits' dtype). The backward: the multiply's two gradients,
+  // each a product and a reduction (3 h e each), and split's backward, a cat of the rows'
+  // gradients (2 h e): 8 h e, 4/3 the forward, about two launches per forward launch.
+  if (sh.expert_gemm_streams > 0 && t.linear_bias) {
+    int biased = B.tensor(received * d.h * d.e);
+    LayerOp& bias = B.op("expert_fc2_bias", OpClass::kMemoryBound, {down}, biased);
+    bias.weight_bytes = local_experts * d.h * d.e;
+    bias.other_flops = 2 * received * d.h;
+    bias.eager_bytes = 4 * received * d.h * d.e;
+    bias.eager_launches = static_cast<int16_t>(2 * local_experts);
+    bias.backward_bytes_factor = 8.0 / 6.0;
+    bias.backward_launch_factor = 2;
+    down = biased;
   }
   if (sort) {
     int unsorted = B.tensor(received * d.h * d.e);

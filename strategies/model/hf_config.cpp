@@ -120,7 +120,8 @@ TransformerSpec mixtral(const JsonNode& n) {
 
 // GPT-OSS (OpenAI 2025; transformers' GptOssConfig and GptOssAttention): Mixtral's layout with
 // heads of head_dim 64 apart from hidden, biases in the attention and expert projections,
-// experts of intermediate_size with a clamped SwiGLU (costed as SwiGLU), and windowed layers
+// experts of intermediate_size with a clamped SwiGLU (swiglu_limit, 7.0 by default: glu_limit;
+// costed as SwiGLU with the clamp where the stack runs it apart), and windowed layers
 // alternating with full ones (layer_types). The learned attention sinks (one logit per head
 // added to the softmax's denominator) are not modelled: a few FLOP per score.
 TransformerSpec gpt_oss(const JsonNode& n) {
@@ -129,6 +130,11 @@ TransformerSpec gpt_oss(const JsonNode& n) {
   const int head_dim = dim(n, "head_dim");
   if (head_dim * t.heads != t.hidden) t.head_dim_override = head_dim;
   read_sliding_window(n, t);
+  t.glu_limit = 7.0;
+  if (auto c = find_set(n, "swiglu_limit")) {
+    t.glu_limit = c->as_number();
+    if (!(t.glu_limit >= 0 && t.glu_limit <= 1e6)) c->fail("must be 0 (no clamp) or a positive limit of at most 1e6");
+  }
   return t;
 }
 

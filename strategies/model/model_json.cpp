@@ -96,6 +96,7 @@ void read_transformer_fields(const JsonNode& n, TransformerSpec& t) {
   t.head_dim_override = static_cast<int>(n.integer_or("head_dim", t.head_dim_override, 0, 1000000));
   t.sliding_window = static_cast<int>(n.integer_or("sliding_window", t.sliding_window, 0, 100000000));
   t.windowed_layers = static_cast<int>(n.integer_or("windowed_layers", t.windowed_layers, 0, 100000));
+  t.glu_limit = n.number_or("glu_limit", t.glu_limit);
   t.mtp_layers = static_cast<int>(n.integer_or("mtp_layers", t.mtp_layers, 0, TransformerSpec::kMaxMtpLayers));
   if (auto moe = n.find("moe")) t.moe = read_moe(*moe, t.moe);
   if (auto mla = n.find("mla")) t.mla = read_mla(*mla, t.mla);
@@ -109,6 +110,12 @@ void check_transformer(const JsonNode& n, const TransformerSpec& t) {
   if (t.head_dim_override == 0 && t.hidden % t.heads != 0) {
     n.fail("has hidden=" + std::to_string(t.hidden) + " not divisible by heads=" +
            std::to_string(t.heads));
+  }
+  if (n.has("glu_limit") && !(t.glu_limit >= 0 && t.glu_limit <= 1e6)) {
+    n.at("glu_limit").fail("must be 0 (no clamp) or a positive limit of at most 1e6");
+  }
+  if (n.has("glu_limit") && t.glu_limit > 0 && t.activation != Activation::kSwiGLU) {
+    n.at("glu_limit").fail("clamps a gated activation's inputs; it needs activation swiglu");
   }
   if (n.has("windowed_layers") && t.sliding_window == 0) {
     n.at("windowed_layers").fail("needs sliding_window (the window's keys) > 0");
@@ -266,7 +273,7 @@ ModelSpec read_model(const JsonNode& n) {
   n.allow_keys({"preset", "hf_config", "name", "family", "layers", "hidden", "heads", "kv_heads",
                 "ffn_hidden", "activation", "norm", "seq_len", "vocab", "tied_embeddings",
                 "learned_positions", "rotary", "qk_norm", "linear_bias", "dropout", "head_dim",
-                "sliding_window", "windowed_layers", "mtp_layers", "moe", "mla", "ops", "repeat",
+                "sliding_window", "windowed_layers", "glu_limit", "mtp_layers", "moe", "mla", "ops", "repeat",
                 "description"});
   ModelSpec m;
   if (n.has("hf_config")) {
@@ -288,7 +295,7 @@ ModelSpec read_model(const JsonNode& n) {
   n.allow_keys({"preset", "hf_config", "name", "family", "layers", "hidden", "heads", "kv_heads",
                 "ffn_hidden", "activation", "norm", "seq_len", "vocab", "tied_embeddings",
                 "learned_positions", "rotary", "qk_norm", "linear_bias", "dropout", "head_dim",
-                "sliding_window", "windowed_layers", "mtp_layers", "moe", "mla",
+                "sliding_window", "windowed_layers", "glu_limit", "mtp_layers", "moe", "mla",
                 "description"});
   read_transformer_fields(n, m.transformer);
   check_transformer(n, m.transformer);
@@ -333,6 +340,7 @@ Json to_json(const ModelSpec& m) {
     j["sliding_window"] = t.sliding_window;
     if (t.windowed_layers >= 0) j["windowed_layers"] = t.windowed_layers;
   }
+  if (t.glu_limit > 0) j["glu_limit"] = t.glu_limit;
   if (t.mtp_layers > 0) j["mtp_layers"] = t.mtp_layers;
   if (t.moe.enabled()) {
     const MoeSpec& m = t.moe;

@@ -79,6 +79,7 @@ const std::map<std::string, std::function<ModelSpec()>>& presets() {
          m.transformer.linear_bias = true;
          m.transformer.sliding_window = 128;
          m.transformer.windowed_layers = 18;
+         m.transformer.glu_limit = 7;  // swiglu_limit 7.0 (GptOssConfig; GPTOSSProvider's activation_func_clamp_value)
          return m;
        }},
       // DeepSeek-V3 technical report (DeepSeek-AI 2024), Sec. 4.2 and its Hugging Face config: 61

@@ -96,6 +96,11 @@ struct TransformerSpec {
   // layer, so a layer's attention is costed as the windowed share's mean.
   int sliding_window = 0;
   int windowed_layers = -1;
+  // A gated activation's inputs clamped before it (GPT-OSS: the gate to at most `glu_limit`,
+  // the linear half to [-glu_limit, glu_limit]; Hugging Face's swiglu_limit 7.0, Megatron-Core's
+  // activation_func_clamp_value). 0: none. Costed where the stack runs the clamp as separate
+  // kernels (transformer_layer.cpp, expert_glu_clamp).
+  double glu_limit = 0;
   // Multi-token prediction depths (DeepSeek-V3 Sec. 2.2; Megatron-Core's mtp_num_layers,
   // Hugging Face's num_nextn_predict_layers): each one more transformer layer of the model's
   // last kind on the last pipeline stage, fed by the next token's embedding and the previous

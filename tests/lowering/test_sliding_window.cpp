@@ -137,6 +137,7 @@ TEST_CASE("sliding window: GPT-OSS-120B from its Hugging Face config, 116.8B par
   CHECK(t.linear_bias);            // attention_bias, and the experts' biases
   CHECK(t.moe.experts == 128);
   CHECK(t.moe.top_k == 4);
+  CHECK(t.glu_limit == 7.0);       // swiglu_limit
   // OpenAI's model card: 116.83B = attention 0.96B (36 x (2880 x 4096 x 2 + 2880 x 512 x 2 +
   // biases)) + MLP 114.71B (36 x 128 experts x (2880 x 5760 + 2880 x 2880 + biases) and
   // routers) + embedding and unembedding 1.16B (2 x 201088 x 2880).
@@ -159,6 +160,11 @@ TEST_CASE("sliding window: GPT-OSS-120B from its Hugging Face config, 116.8B par
           "layer_types": ["sliding_attention", "linear_attention"]})"),
       "config.json: layer_types[1]: \"linear_attention\" is not a layer type modelled (sliding_attention, full_attention)",
       InputError);
+  CHECK_THROWS_WITH_AS(
+      import_hf(R"({"model_type": "gpt_oss", "num_hidden_layers": 2, "hidden_size": 128,
+          "num_attention_heads": 2, "intermediate_size": 64, "vocab_size": 64, "head_dim": 64,
+          "num_local_experts": 4, "num_experts_per_tok": 2, "swiglu_limit": -1})"),
+      "config.json: swiglu_limit: -1 must be 0 (no clamp) or a positive limit of at most 1e6", InputError);
 }
 
 TEST_CASE("sliding window: ring attention over windowed layers is refused with the rule") {
