@@ -287,7 +287,7 @@ int qk_norm(Builder& B, const Dims& d, const LayerShape& sh, int qkv) {
 // k: 16 more bytes per element and 2 more kernels for each of q and k. The complex form stays
 // so under torch.compile (FusionPlan::complex_rope): the casts around the ATen complex multiply
 // are kernels of their own.
-int rotary(Builder& B, const Dims& d, const LayerShape& sh, int qkv) {
+int rotary(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSpec& t, int qkv) {
   int rotated = B.tensor(d.n * (d.q + 2 * d.kv) / d.t * d.e);
   const double qk_elements = d.n * (d.q + d.kv) / d.t;
   LayerOp& rope = B.elementwise("rope", {qkv}, rotated, 0, FusionRule::kNone, -1);
@@ -295,6 +295,18 @@ int rotary(Builder& B, const Dims& d, const LayerShape& sh, int qkv) {
   if (!sh.fusion.fused_norm || sh.fusion.complex_rope) {
     rope.eager_bytes = 16 * qk_elements;
     rope.eager_launches = 4;
+  } else if (sh.fusion.fused_rope_unscaled && t.rope_attention_factor != 1) {
+    // Megatron-Core's eager rope (rope_utils.py _apply_rotary_pos_emb_bshd, its fallback from
+    // Transformer Engine's fused RoPE for a YaRN factor), per q and k element x: x cos, the
+    // rotate_half's negated half and cat, x sin, their sum and the final cat with the (empty)
+    // pass-through part read and write 12 e B where one fused pass moves 2 e: 10 e more; six
+    // kernels a tensor and six small ones scaling cos and sin, 23 launches beyond one. The
+    // backward: the two products' gradients (2 e each), the negation (e), chunk's cat (2 e),
+    // the sum of the rotated and direct paths (3 e), both slices' zero-filled gradients (3 e
+    // and e) and their sum (3 e): 17 e, 17/12 of the forward.
+    rope.eager_bytes = 10 * qk_elements * d.e;
+    rope.eager_launches = 23;
+    rope.backward_bytes_factor = 17.0 / 12.0;
   }
   return rotated;
 }
@@ -939,7 +951,7 @@ LayerGraph build_transformer_layer(const TransformerSpec& t, const LayerShape& s
                                  (d.q + 2 * d.kv) / d.t, d.h);  // saves its input: 2sbh
     proj_qkv.mm_split = {d.q, d.kv, d.kv};  // wq, wk, wv (TorchTitan's and HF's Llama)
     if (t.qk_norm) qkv = qk_norm(B, d, sh, qkv);
-    if (t.rotary) qkv = rotary(B, d, sh, qkv);
+    if (t.rotary) qkv = rotary(B, d, sh, t, qkv);
   }
   int context = attention_core(B, d, sh, t.dropout, qkv);
   int proj = B.tensor(d.n * d.h * d.e);

@@ -5,6 +5,7 @@
 #include "strategies/model/hf_config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 namespace stratasim {
@@ -235,6 +236,32 @@ TransformerSpec qwen3_moe(const JsonNode& n) {
   return t;
 }
 
+// YaRN's attention factor as transformers computes it (modeling_rope_utils.py
+// _compute_yarn_parameters): rope_scaling's attention_factor; else, with mscale and
+// mscale_all_dim, get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim); else
+// get_mscale(factor) = 0.1 ln(factor) + 1 (1 for factor <= 1). Other scalings leave cos and sin
+// unscaled. GptOssConfig defaults rope_scaling to YaRN with factor 32 when config.json omits it.
+double rope_attention_factor(const JsonNode& n, bool yarn_by_default, double default_factor) {
+  auto get_mscale = [](double scale, double mscale) { return scale <= 1 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0; };
+  auto rs = find_set(n, "rope_scaling");
+  if (!rs) return yarn_by_default ? get_mscale(default_factor, 1) : 1.0;
+  rs->require_object();
+  const std::string type = rs->has("rope_type") ? rs->at("rope_type").as_string()
+                           : rs->has("type")    ? rs->at("type").as_string()
+                                                : "";
+  if (type != "yarn") return 1.0;
+  const double factor = number_or_null(*rs, "factor", 1.0);
+  if (!(factor > 0 && factor <= 1e6)) rs->at("factor").fail("must be a positive scaling factor of at most 1e6");
+  double a = get_mscale(factor, 1);
+  if (auto given = find_set(*rs, "attention_factor")) {
+    a = given->as_number();
+  } else if (find_set(*rs, "mscale") && find_set(*rs, "mscale_all_dim")) {
+    a = get_mscale(factor, rs->at("mscale").as_number()) / get_mscale(factor, rs->at("mscale_all_dim").as_number());
+  }
+  if (!(a > 0 && a <= 100)) rs->fail("gives YaRN an attention factor of " + std::to_string(a) + "; it must be positive and at most 100");
+  return a;
+}
+
 struct Family {
   std::string_view model_type;
   TransformerSpec (*read)(const JsonNode&);
@@ -265,6 +292,7 @@ ModelSpec read_hf_config(const JsonNode& root) {
                  ? root.at("_name_or_path").as_string()
                  : name;
     m.transformer = f.read(root);
+    m.transformer.rope_attention_factor = rope_attention_factor(root, name == "gpt_oss", 32.0);
     return m;
   }
   std::string known;

@@ -97,6 +97,7 @@ void read_transformer_fields(const JsonNode& n, TransformerSpec& t) {
   t.sliding_window = static_cast<int>(n.integer_or("sliding_window", t.sliding_window, 0, 100000000));
   t.windowed_layers = static_cast<int>(n.integer_or("windowed_layers", t.windowed_layers, 0, 100000));
   t.glu_limit = n.number_or("glu_limit", t.glu_limit);
+  t.rope_attention_factor = n.number_or("rope_attention_factor", t.rope_attention_factor);
   t.mtp_layers = static_cast<int>(n.integer_or("mtp_layers", t.mtp_layers, 0, TransformerSpec::kMaxMtpLayers));
   if (auto moe = n.find("moe")) t.moe = read_moe(*moe, t.moe);
   if (auto mla = n.find("mla")) t.mla = read_mla(*mla, t.mla);
@@ -116,6 +117,9 @@ void check_transformer(const JsonNode& n, const TransformerSpec& t) {
   }
   if (n.has("glu_limit") && t.glu_limit > 0 && t.activation != Activation::kSwiGLU) {
     n.at("glu_limit").fail("clamps a gated activation's inputs; it needs activation swiglu");
+  }
+  if (n.has("rope_attention_factor") && !(t.rope_attention_factor > 0 && t.rope_attention_factor <= 100)) {
+    n.at("rope_attention_factor").fail("must be a positive factor of at most 100 (1: plain RoPE)");
   }
   if (n.has("windowed_layers") && t.sliding_window == 0) {
     n.at("windowed_layers").fail("needs sliding_window (the window's keys) > 0");
@@ -273,7 +277,7 @@ ModelSpec read_model(const JsonNode& n) {
   n.allow_keys({"preset", "hf_config", "name", "family", "layers", "hidden", "heads", "kv_heads",
                 "ffn_hidden", "activation", "norm", "seq_len", "vocab", "tied_embeddings",
                 "learned_positions", "rotary", "qk_norm", "linear_bias", "dropout", "head_dim",
-                "sliding_window", "windowed_layers", "glu_limit", "mtp_layers", "moe", "mla", "ops", "repeat",
+                "sliding_window", "windowed_layers", "glu_limit", "rope_attention_factor", "mtp_layers", "moe", "mla", "ops", "repeat",
                 "description"});
   ModelSpec m;
   if (n.has("hf_config")) {
@@ -295,7 +299,7 @@ ModelSpec read_model(const JsonNode& n) {
   n.allow_keys({"preset", "hf_config", "name", "family", "layers", "hidden", "heads", "kv_heads",
                 "ffn_hidden", "activation", "norm", "seq_len", "vocab", "tied_embeddings",
                 "learned_positions", "rotary", "qk_norm", "linear_bias", "dropout", "head_dim",
-                "sliding_window", "windowed_layers", "glu_limit", "mtp_layers", "moe", "mla",
+                "sliding_window", "windowed_layers", "glu_limit", "rope_attention_factor", "mtp_layers", "moe", "mla",
                 "description"});
   read_transformer_fields(n, m.transformer);
   check_transformer(n, m.transformer);
@@ -341,6 +345,7 @@ Json to_json(const ModelSpec& m) {
     if (t.windowed_layers >= 0) j["windowed_layers"] = t.windowed_layers;
   }
   if (t.glu_limit > 0) j["glu_limit"] = t.glu_limit;
+  if (t.rope_attention_factor != 1) j["rope_attention_factor"] = t.rope_attention_factor;
   if (t.mtp_layers > 0) j["mtp_layers"] = t.mtp_layers;
   if (t.moe.enabled()) {
     const MoeSpec& m = t.moe;

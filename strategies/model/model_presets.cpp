@@ -1,4 +1,5 @@
 // Transformer presets, each from its paper or model card.
+#include <cmath>
 #include <functional>
 #include <map>
 
@@ -79,7 +80,8 @@ const std::map<std::string, std::function<ModelSpec()>>& presets() {
          m.transformer.linear_bias = true;
          m.transformer.sliding_window = 128;
          m.transformer.windowed_layers = 18;
-         m.transformer.glu_limit = 7;  // swiglu_limit 7.0 (GptOssConfig; GPTOSSProvider's activation_func_clamp_value)
+         m.transformer.glu_limit = 7;
+         m.transformer.rope_attention_factor = 0.1 * std::log(32.0) + 1;  // YaRN, factor 32  // swiglu_limit 7.0 (GptOssConfig; GPTOSSProvider's activation_func_clamp_value)
          return m;
        }},
       // DeepSeek-V3 technical report (DeepSeek-AI 2024), Sec. 4.2 and its Hugging Face config: 61

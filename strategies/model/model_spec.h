@@ -101,6 +101,12 @@ struct TransformerSpec {
   // activation_func_clamp_value). 0: none. Costed where the stack runs the clamp as separate
   // kernels (transformer_layer.cpp, expert_glu_clamp).
   double glu_limit = 0;
+  // YaRN's attention factor (Peng et al. 2023, arXiv 2309.00071 Sec. 3.4; transformers'
+  // _compute_yarn_parameters: rope_scaling's attention_factor, or 0.1 ln(factor) + 1): cos and
+  // sin scaled by it. 1: plain RoPE. GPT-OSS: factor 32, 1.3466; DeepSeek-V3's mscale equal to
+  // its mscale_all_dim gives 1. A fused rotary kernel without the scale cannot run it
+  // (FusionPlan::fused_rope_unscaled).
+  double rope_attention_factor = 1;
   // Multi-token prediction depths (DeepSeek-V3 Sec. 2.2; Megatron-Core's mtp_num_layers,
   // Hugging Face's num_nextn_predict_layers): each one more transformer layer of the model's
   // last kind on the last pipeline stage, fed by the next token's embedding and the previous

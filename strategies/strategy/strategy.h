@@ -83,6 +83,12 @@ struct FusionPlan {
   // view_as_complex); "Torchinductor does not support code generation for complex operators"),
   // so it runs as its eager kernels even where fused_norm fuses the rest.
   bool complex_rope = false;
+  // The fused rotary kernel takes no YaRN attention factor (Transformer Engine's fused RoPE):
+  // a model whose factor is not 1 (TransformerSpec::rope_attention_factor) runs the framework's
+  // eager rope instead. Megatron-Core's apply_rotary_pos_emb falls back to
+  // _apply_rotary_pos_emb_bshd when mscale != 1.0 ("mscale=... is not supported by TE's fused
+  // RoPE. Using unfused implementation.", rope_utils.py at 0d8e0714 and 3097d81d).
+  bool fused_rope_unscaled = false;
   // The layer runs under torch.compile: AOTAutograd partitions its forward and backward, and of
   // the outputs a per-op recomputation policy marks to save (Recompute::kOpSelective) keeps only
   // those the backward reads, directly or to recompute what it reads
