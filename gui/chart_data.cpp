@@ -30,10 +30,11 @@ std::vector<GanttRow> gantt_rows(const Prediction& p) {
 
 namespace {
 
-constexpr std::array<CommCategory, 8> kCommOrder{
+constexpr std::array<CommCategory, 9> kCommOrder{
     CommCategory::kTensorParallel, CommCategory::kContextParallel, CommCategory::kExpertParallel,
     CommCategory::kPlacement, CommCategory::kPipelineP2P,
-    CommCategory::kDataParallel, CommCategory::kZero, CommCategory::kEmbeddingSync};
+    CommCategory::kDataParallel, CommCategory::kZero, CommCategory::kEmbeddingSync,
+    CommCategory::kFp8Amax};
 
 }  // namespace
 

@@ -8,11 +8,12 @@
 namespace stratasim {
 namespace {
 
-constexpr std::array<EnumName<CommCategory>, 8> kCommNames{{
+constexpr std::array<EnumName<CommCategory>, 9> kCommNames{{
     {"tp", CommCategory::kTensorParallel}, {"cp", CommCategory::kContextParallel},
     {"ep", CommCategory::kExpertParallel}, {"dp", CommCategory::kDataParallel},
     {"zero", CommCategory::kZero}, {"pp", CommCategory::kPipelineP2P},
-    {"embedding", CommCategory::kEmbeddingSync}, {"mp", CommCategory::kPlacement}}};
+    {"embedding", CommCategory::kEmbeddingSync}, {"mp", CommCategory::kPlacement},
+    {"fp8_amax", CommCategory::kFp8Amax}}};
 constexpr std::array<EnumName<EventKind>, 7> kEventNames{{
     {"forward", EventKind::kForward}, {"backward", EventKind::kBackward},
     {"recompute", EventKind::kRecompute}, {"comm", EventKind::kComm},

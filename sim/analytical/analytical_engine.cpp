@@ -328,6 +328,8 @@ Prediction predict_analytical(const Plan& plan, const EngineOptions& options) {
            sync.dp_total_s, sync.dp_exposed_s);
   add_comm(p, CommCategory::kEmbeddingSync, "tied embedding all-reduce (first/last stage)",
            nullptr, sync.embedding_bytes, sync.embedding_s, sync.embedding_s);
+  add_comm(p, CommCategory::kFp8Amax, fp8_amax_label(plan), &fp8_amax_group(plan),
+           totals.amax_bytes, totals.amax_s, totals.amax_s);
   if (plan.pp > 1) add_p2p(p, plan, costs, timing);
   fill_rates(p, plan, totals);
   fill_memory(p, plan);

@@ -88,7 +88,8 @@ std::string comm_sentence(const EvaluatedStrategy& b, const EvaluatedStrategy& o
   constexpr CommCategory kAll[] = {CommCategory::kTensorParallel, CommCategory::kDataParallel,
                                    CommCategory::kZero, CommCategory::kPipelineP2P,
                                    CommCategory::kEmbeddingSync, CommCategory::kContextParallel,
-                                   CommCategory::kExpertParallel, CommCategory::kPlacement};
+                                   CommCategory::kExpertParallel, CommCategory::kPlacement,
+                                   CommCategory::kFp8Amax};
   CommCategory most = kAll[0];
   double largest = 0;
   for (CommCategory c : kAll) {
@@ -143,6 +144,14 @@ std::string comm_sentence(const EvaluatedStrategy& b, const EvaluatedStrategy& o
                          : sb.ep_dispatch == EpDispatch::kHybridEP
                                ? "HybridEP dispatch (each token once per node, routing maps all-gathered first)"
                                : "NCCL all-to-all dispatch (every routed copy)");
+  // Delayed scaling's amax reductions: one per chunk pass and direction, so more chunks or
+  // micro-batches, or a group spanning the stage rather than its TP ranks, add more.
+  if (most == CommCategory::kFp8Amax && so.fp8_amax_reduction != sb.fp8_amax_reduction)
+    causes.push_back(sb.fp8_amax_reduction == Fp8AmaxReduction::kStage    ? "amaxes reduced over the whole stage"
+                     : sb.fp8_amax_reduction == Fp8AmaxReduction::kTensor ? "amaxes reduced over the TP ranks only"
+                                                                          : "no amax reduction");
+  if (most == CommCategory::kFp8Amax && so.interleave != sb.interleave)
+    causes.push_back(change("interleave", so.interleave, sb.interleave));
   if (most == CommCategory::kPlacement && so.placement != sb.placement) {
     causes.push_back(so.placement_devices() != sb.placement_devices()
                          ? change("placement devices", so.placement_devices(), sb.placement_devices())

@@ -20,7 +20,7 @@ StageTotals sum_stages(Prediction& p, const Plan& plan, const StageCosts& costs)
     const int r = plan.stages[i].rank;
     rank_compute[r] +=
         m * (c.forward_s + c.backward_s + c.weight_step_s - c.tp_exposed_s - c.cp_exposed_s -
-             c.ep_exposed_s - c.mp_exposed_s - c.zero_exposed_s);
+             c.ep_exposed_s - c.mp_exposed_s - c.zero_exposed_s - c.amax_s);
     rank_recompute[r] += m * c.recompute_s;
     t.model_flops += c.model_flops;
     t.hardware_flops += c.hardware_flops;
@@ -37,6 +37,7 @@ StageTotals sum_stages(Prediction& p, const Plan& plan, const StageCosts& costs)
       t.mp_bytes += m * c.mp_bytes / plan.mp;  // a replica's sends over its devices
       t.zero_total += m * c.zero_total_s, t.zero_exposed += m * c.zero_exposed_s;
       t.zero_bytes += m * c.zero_bytes;
+      t.amax_s += m * c.amax_s, t.amax_bytes += m * c.amax_bytes;
     }
   }
   const auto busiest = std::max_element(rank_compute.begin(), rank_compute.end());
@@ -94,6 +95,18 @@ const char* context_comm_label(const Plan& plan) {
   }
   if (plan.strategy.cp_rotate == CpRotate::kAllGather) return "cp ring attention, K/V gathered once, dK/dV ring";
   return "cp ring attention K/V exchange";
+}
+
+const char* fp8_amax_label(const Plan& plan) {
+  return plan.strategy.fp8_amax_reduction == Fp8AmaxReduction::kTensor
+             ? "fp8 amax all-reduce per chunk pass (tensor-parallel ranks)"
+             : "fp8 amax all-reduce per chunk pass (the stage's tp x cp x dp ranks)";
+}
+
+const CommGroup& fp8_amax_group(const Plan& plan) {
+  return plan.strategy.fp8_amax_reduction == Fp8AmaxReduction::kTensor
+             ? plan.tp_group
+             : plan.iteration.groups[static_cast<int>(GroupKind::kStage)];
 }
 
 void fill_rates(Prediction& p, const Plan& plan, const StageTotals& t) {

@@ -16,6 +16,7 @@ struct StageTotals {
   double ep_total = 0, ep_exposed = 0, ep_bytes = 0;
   double mp_total = 0, mp_exposed = 0, mp_bytes = 0;  // placement's sends, per replica
   double zero_total = 0, zero_exposed = 0, zero_bytes = 0;
+  double amax_s = 0, amax_bytes = 0;  // FP8 amax reductions (exposed)
   double model_flops = 0, hardware_flops = 0;
 };
 
@@ -43,5 +44,10 @@ double pipeline_latency_s(const StageCosts& costs);
 // What the context group's communication is, for the reports: ring attention's K/V exchange for
 // a transformer, a spatial split's halo exchanges and row gathers for an operator graph.
 const char* context_comm_label(const Plan& plan);
+
+// Transformer Engine's delayed-scaling amax reductions (IterOpKind::kFp8AmaxReduce): the
+// report's line and the group they span (the stage's ranks or its tensor-parallel ones).
+const char* fp8_amax_label(const Plan& plan);
+const CommGroup& fp8_amax_group(const Plan& plan);
 
 }  // namespace stratasim

@@ -50,8 +50,10 @@ void time_steps(StageCost& c, const StageProgram& program, const Plan& plan, dou
   c.compute_weight_s = w;
   c.zero_total_s = f.zero_total_s + b.zero_total_s + ws.zero_total_s;
   c.zero_bytes = f.zero_bytes + b.zero_bytes + ws.zero_bytes;
-  c.zero_exposed_s =
-      (f.span_s - f.compute_s) + (b.span_s - b.compute_s) + (ws.span_s - ws.compute_s);
+  c.amax_s = f.amax_s + b.amax_s;
+  c.amax_bytes = f.amax_bytes + b.amax_bytes;
+  c.zero_exposed_s = std::max(
+      0.0, (f.span_s - f.compute_s) + (b.span_s - b.compute_s) + (ws.span_s - ws.compute_s) - c.amax_s);
   c.forward_s = f.span_s;
   c.backward_s = b.span_s;
   c.weight_step_s = ws.span_s;

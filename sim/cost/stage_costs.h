@@ -23,6 +23,8 @@ struct StageCost {
   double ep_total_s = 0, ep_exposed_s = 0, ep_bytes = 0;
   double mp_total_s = 0, mp_exposed_s = 0, mp_bytes = 0;  // placement's sends (per replica)
   double zero_total_s = 0, zero_exposed_s = 0, zero_bytes = 0;
+  // FP8 amax reductions (IterOpKind::kFp8AmaxReduce): the compute waits for them, all exposed.
+  double amax_s = 0, amax_bytes = 0;
   double model_flops = 0, hardware_flops = 0;
 };
 

@@ -46,9 +46,15 @@ double comm_op_s(const IterOp& op, const Plan& plan) {
     return p2p_across_nodes_s(op.bytes, flows, plan.hardware);
   }
   const int n = std::max(1, op.repeats);
-  return n * collective_time(op.comm, op.bytes / n, plan.iteration.group(op.group), plan.hardware,
-                             op.algorithm)
-                 .time_s;
+  const double t = n * collective_time(op.comm, op.bytes / n, plan.iteration.group(op.group),
+                                       plan.hardware, op.algorithm)
+                           .time_s;
+  // Delayed scaling's reduction is bracketed by two kernels in stream order: the torch.cat of
+  // the amax buffers and the fused amax-and-scale update (TE fp8.py reduce_and_update_fp8_tensors:
+  // tex.fused_amax_and_scale_update_after_reduction, one multi-tensor kernel), a few hundred
+  // bytes each: their fixed cost per kernel.
+  if (op.kind == IterOpKind::kFp8AmaxReduce) return t + 2 * plan.hardware.device.kernel_overhead_s;
+  return t;
 }
 
 namespace {
@@ -119,6 +125,7 @@ StepTiming time_step(const StepProgram& step, const ComputeDurations& compute, c
       t.zero_total_s += duration;
       t.zero_bytes += op.bytes;
     }
+    if (op.kind == IterOpKind::kFp8AmaxReduce) t.amax_s += duration, t.amax_bytes += op.bytes;
   }
   return t;
 }

@@ -8,7 +8,8 @@
 namespace stratasim {
 
 // A communication op's time, alone on its links: `repeats` collectives of bytes / repeats
-// (collective_cost.h, the op's algorithm), or one point-to-point message.
+// (collective_cost.h, the op's algorithm), or one point-to-point message; an FP8 amax
+// reduction with its two bracketing kernels (DeviceSpec::kernel_overhead_s each).
 double comm_op_s(const IterOp& op, const Plan& plan);
 
 // Durations of a stage's compute ops for one micro-batch (the blocks' kernels).
@@ -25,6 +26,8 @@ struct StepTiming {
   double compute_s = 0;       // compute ops, back to back
   double zero_total_s = 0;    // ZeRO collectives, alone
   double zero_bytes = 0;      // their buffers per device (IterOp::bytes)
+  double amax_s = 0;          // FP8 amax reductions (kFp8AmaxReduce), waited for: exposed
+  double amax_bytes = 0;
 };
 
 StepTiming time_step(const StepProgram& step, const ComputeDurations& compute, const Plan& plan);

@@ -13,6 +13,7 @@ std::string_view comm_category_name(CommCategory c) {
     case CommCategory::kContextParallel: return "cp";
     case CommCategory::kExpertParallel: return "ep";
     case CommCategory::kPlacement: return "mp";
+    case CommCategory::kFp8Amax: return "fp8_amax";
   }
   return "?";
 }

@@ -40,7 +40,8 @@ void set_runtime_reserve(MemoryBreakdown& m, double reserved_memory_B, double cu
 
 enum class CommCategory {
   kTensorParallel, kDataParallel, kZero, kPipelineP2P, kEmbeddingSync, kContextParallel,
-  kExpertParallel, kPlacement
+  kExpertParallel, kPlacement,
+  kFp8Amax  // Transformer Engine's delayed-scaling amax reductions (IterOpKind::kFp8AmaxReduce)
 };
 std::string_view comm_category_name(CommCategory c);
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "sim/cost/collective_cost.h"
+#include "sim/cost/step_timing.h"
 #include "sim/simgrid/simulation.h"
 
 namespace stratasim::simgrid_detail {
@@ -254,6 +255,15 @@ void Simulation::comm_stream(int rank, int replica, const StepProgram& step, Ste
     const IterOp& op = step.ops[i];
     if (op.stream != Stream::kComm || is_send(op)) continue;
     state.wait(op);
+    if (op.kind == IterOpKind::kFp8AmaxReduce) {
+      // Latency-bound (a few hundred bytes to a few KB) over the stage's ranks, most of which
+      // no host stands for: its closed form (collective_cost.h), as the analytical engine.
+      const double t = comm_op_s(op, on(rank));
+      sg4::this_actor::sleep_for(t);
+      me.amax_s += t;
+      state.finish(i);
+      continue;
+    }
     const bool gather = op.kind == IterOpKind::kZeroGather;
     std::vector<int> members = members_of(op.group, rank, replica);
     const int position = position_in(members, rank, replica);

@@ -116,9 +116,10 @@ void Simulation::run_op(int rank, int replica, const PipeOp& op, bool keep) {
     if (step.ops[i].stream == Stream::kCompute) state.finish(i);
   }
   if (comm) {
+    const double amax_before = me.amax_s;
     comm->join();
-    me.zero_exposed_s +=
-        std::max(0.0, sg4::Engine::get_clock() - start - (compute_end - compute_start));
+    me.zero_exposed_s += std::max(0.0, sg4::Engine::get_clock() - start -
+                                           (compute_end - compute_start) - (me.amax_s - amax_before));
   }
   const int to = fwd ? map_.next_stage(vs) : map_.prev_stage(vs);
   if (!weight && to >= 0 && map_.rank_of(to) != rank) {  // the V's turn stays on its rank
@@ -539,6 +540,7 @@ void Simulation::fold_steady_state() {
     h.tp_exposed_s *= scale;
     h.zero_s *= scale;
     h.zero_exposed_s *= scale;
+    h.amax_s *= scale;
   }
   double end = 0;
   for (const HostResult& h : run_.hosts) end = std::max(end, h.finish_s);

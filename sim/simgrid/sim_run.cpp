@@ -10,7 +10,7 @@ std::string to_wire(const SimRun& run) {
   for (const HostResult& h : run.hosts) {
     hosts.push_back({h.rank, h.replica, h.busy_s, h.pipeline_end_s, h.p2p_s, h.dp_s, h.dp_end_s,
                      h.embedding_s, h.optimizer_s, h.finish_s, h.tp_s, h.tp_exposed_s, h.zero_s,
-                     h.zero_exposed_s, h.ep_s});
+                     h.zero_exposed_s, h.ep_s, h.amax_s});
   }
   Json events = Json::array();
   for (const TimelineEvent& e : run.events) {
@@ -32,7 +32,7 @@ SimRun from_wire(const std::string& text) {
                          h[4].get<double>(), h[5].get<double>(), h[6].get<double>(),
                          h[7].get<double>(), h[8].get<double>(), h[9].get<double>(),
                          h[10].get<double>(), h[11].get<double>(), h[12].get<double>(),
-                         h[13].get<double>(), h[14].get<double>()});
+                         h[13].get<double>(), h[14].get<double>(), h[15].get<double>()});
   }
   for (const Json& e : j.at("events")) {
     run.events.push_back({e[0].get<int>(), static_cast<EventKind>(e[1].get<int>()), e[2].get<int>(),

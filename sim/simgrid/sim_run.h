@@ -26,6 +26,7 @@ struct HostResult {
   double zero_s = 0;          // inside ZeRO-2/3 per-micro-batch collectives (simulated)
   double zero_exposed_s = 0;  // the part of it that lengthened its ops
   double ep_s = 0;            // inside expert-parallel all-to-alls (simulated messages)
+  double amax_s = 0;          // FP8 amax reductions (closed form), all of it exposed
 };
 
 struct SimRun {

@@ -111,6 +111,8 @@ void measured_comms(Prediction& p, const Plan& plan, const SimgridOptions& optio
              plan.shard < plan.dp ? &plan.shard_group : &plan.dp_group, totals.zero_bytes,
              run.hosts[0].zero_s, run.hosts[0].zero_exposed_s);
   }
+  add_comm(p, CommCategory::kFp8Amax, fp8_amax_label(plan), &fp8_amax_group(plan),
+           totals.amax_bytes, run.hosts[0].amax_s, run.hosts[0].amax_s);  // rank 0, as the analytical engine
   add_comm(p, CommCategory::kDataParallel, "dp gradient sync", &plan.dp_group, dp_sync_bytes(plan),
            dp->dp_s, dp->dp_end_s - dp->pipeline_end_s);
   add_comm(p, CommCategory::kEmbeddingSync, "tied embedding all-reduce (first/last stage)", nullptr,

@@ -16,11 +16,14 @@ namespace stratasim {
 // DualPipe's pipeline ranks r and pp - 1 - r (same tp and dp index), which hold the same two
 // stages (one per direction) and sum their gradients. kPlacement: the devices of one replica of
 // an operator graph placed op by op (Strategy::placement), which send each other tensors.
+// kStage: every rank of a pipeline stage (tp x cp x dp, consecutive in Megatron's rank order),
+// over which Transformer Engine's delayed scaling reduces its amaxes (Strategy::
+// fp8_amax_reduction).
 enum class GroupKind : uint8_t {
   kTensor, kData, kPipelineEmbedding, kContext, kExpert, kExpertData, kShard, kReplica,
-  kPipelineMirror, kPlacement
+  kPipelineMirror, kPlacement, kStage
 };
-inline constexpr int kGroupKinds = 10;
+inline constexpr int kGroupKinds = 11;
 
 // The group's name in reports and exported graphs.
 inline std::string_view group_name(GroupKind g) {
@@ -35,6 +38,7 @@ inline std::string_view group_name(GroupKind g) {
     case GroupKind::kReplica: return "replica";
     case GroupKind::kPipelineMirror: return "pipeline_mirror";
     case GroupKind::kPlacement: return "placement";
+    case GroupKind::kStage: return "stage";
   }
   return "?";
 }

@@ -218,6 +218,35 @@ int add_zero_reduce_scatter(StepProgram& s, const Plan& plan, const VirtualStage
   return after;
 }
 
+// Transformer Engine's delayed scaling (Strategy::fp8_amax_reduction). Megatron-Core enters
+// one fp8_autocast per model chunk (TransformerBlock.forward; its group
+// get_amax_reduction_group(with_context_parallel=True): the stage's tp x cp x dp ranks). On
+// leaving it (fp8_autocast_exit -> reduce_and_update_fp8_tensors(forward=True)) and at the end
+// of the region's first FP8 module's backward (ctx.reduce_and_update_bwd_fp8_tensors), TE >= 1.6
+// concatenates the amaxes of every FP8 module the rank registered (all its chunks: a module
+// registers once, for life), all-reduces them (MAX, async_op=False: the compute stream waits
+// for the NCCL stream) and runs one fused scale update (TE v1.8 fp8.py, module/linear.py). A
+// GEMM holds 3 fp32 amaxes forward (input, weight, output) and 2 backward (output gradient,
+// input gradient): 12 and 8 B (module/base.py set_meta_tensor; a GroupedLinear counts as one
+// GEMM here, its message latency-bound either way). Recomputation enters no region
+// (in_fp8_activation_recompute_phase) and adds none; inference reduces nothing (the exit
+// reduces only with grad enabled). Returns the op what follows must wait for.
+int add_amax_reduce(StepProgram& s, const Plan& plan, int vs, double fp8_gemms, bool forward,
+                    int after) {
+  const Strategy& st = plan.strategy;
+  if (st.dtype != DType::kFp8 || st.fp8_scaling != Fp8Scaling::kDelayed || fp8_gemms <= 0 ||
+      st.fp8_amax_reduction == Fp8AmaxReduction::kNone || plan.inference()) {
+    return after;
+  }
+  const GroupKind g = st.fp8_amax_reduction == Fp8AmaxReduction::kStage ? GroupKind::kStage
+                                                                       : GroupKind::kTensor;
+  if (plan.iteration.group(g).size <= 1) return after;
+  IterOp op = collective_op(IterOpKind::kFp8AmaxReduce, CommKind::kAllReduce, g, vs,
+                            fp8_gemms * (forward ? 12 : 8), 1, CollectiveAlgorithm::kAuto);
+  op.deps[0] = static_cast<int8_t>(after);
+  return push(s, op);
+}
+
 void add_send(StepProgram& s, const Plan& plan, IterOpKind kind, int vs, int after) {
   IterOp op;
   op.kind = kind;
@@ -229,7 +258,8 @@ void add_send(StepProgram& s, const Plan& plan, IterOpKind kind, int vs, int aft
   push(s, op);
 }
 
-StageProgram stage_program(const Plan& plan, int vs) {
+// `fp8_gemms`: the FP8 GEMMs of the stage's pipeline rank, all its chunks (add_amax_reduce).
+StageProgram stage_program(const Plan& plan, int vs, double fp8_gemms) {
   const VirtualStage& st = plan.stages[vs];
   const StageMap map = plan.stage_map();
   StageProgram p;
@@ -238,7 +268,8 @@ StageProgram stage_program(const Plan& plan, int vs) {
     const ZeroSplit z = add_zero_gather(f, plan, st, vs, true);
     const int compute =
         push(f, compute_op(IterOpKind::kForward, vs, stage_work(plan, st, Phase::kForward), z.first));
-    if (map.sends_forward(vs)) add_send(f, plan, IterOpKind::kSendActivation, vs, compute);
+    const int done = add_amax_reduce(f, plan, vs, fp8_gemms, true, compute);
+    if (map.sends_forward(vs)) add_send(f, plan, IterOpKind::kSendActivation, vs, done);
   }
   if (plan.inference()) return p;  // forward only: no backward step, nothing sent back
   {
@@ -252,8 +283,9 @@ StageProgram stage_program(const Plan& plan, int vs) {
     const bool split = splits_backward(plan.strategy.schedule);
     const Work all = stage_work(plan, st, Phase::kBackward);
     const Work weights = split ? weight_work(plan, st) : Work{};
-    const int backward = push(b, compute_op(IterOpKind::kBackward, vs,
+    const int computed = push(b, compute_op(IterOpKind::kBackward, vs,
                                             {all.flops - weights.flops, all.bytes}, dep));
+    const int backward = add_amax_reduce(b, plan, vs, fp8_gemms, false, computed);
     // Split: the gradient leaves after B; W and the gradients' reduce-scatter follow later.
     const int last = split ? backward : add_zero_reduce_scatter(b, plan, st, vs, backward);
     if (map.sends_backward(vs)) add_send(b, plan, IterOpKind::kSendGradient, vs, last);
@@ -411,6 +443,21 @@ std::vector<IterOp> rank_tail(const Plan& plan, int rank, double all_params, dou
   return tail;
 }
 
+// Per pipeline rank: its layers' GEMMs that run in FP8 (Kernel::fp8_eligible), all chunks.
+std::vector<double> rank_fp8_gemms(const Plan& plan) {
+  std::vector<double> gemms(plan.pp, 0.0);
+  for (const VirtualStage& st : plan.stages) {
+    for (const auto& [block, times] : plan.layer_runs(st)) {
+      if (block == nullptr || times <= 0) continue;
+      const auto n = std::count_if(block->forward.begin(), block->forward.end(), [](const Kernel& k) {
+        return k.phase == Phase::kForward && k.fp8_eligible;
+      });
+      gemms[st.rank] += times * static_cast<double>(n);
+    }
+  }
+  return gemms;
+}
+
 }  // namespace
 
 std::string_view iter_op_kind_name(IterOpKind k) {
@@ -431,6 +478,7 @@ std::string_view iter_op_kind_name(IterOpKind k) {
     case IterOpKind::kHostOptimizerStep: return "host_optimizer_step";
     case IterOpKind::kUploadParameters: return "upload_parameters";
     case IterOpKind::kFp8WeightCast: return "fp8_weight_cast";
+    case IterOpKind::kFp8AmaxReduce: return "fp8_amax_reduce";
   }
   return "?";
 }
@@ -454,6 +502,10 @@ void lower_iteration(Plan& plan) {
   it.groups[static_cast<int>(GroupKind::kShard)] = plan.shard_group;
   it.groups[static_cast<int>(GroupKind::kReplica)] = plan.replica_group;
   it.groups[static_cast<int>(GroupKind::kPlacement)] = plan.mp_group;
+  // A stage's ranks are consecutive in Megatron's order (tp, cp, dp fastest; then pp).
+  const int stage_ranks = plan.tp * plan.mp * plan.dp;
+  it.groups[static_cast<int>(GroupKind::kStage)] =
+      CommGroup{GroupKind::kStage, stage_ranks, std::min(stage_ranks, plan.hardware.node.devices)};
   // The first and the last stage share a node only when the whole job fits in one.
   const bool one_node = static_cast<long long>(plan.pp) * plan.tp * plan.mp * plan.dp <=
                         plan.hardware.node.devices;
@@ -471,8 +523,9 @@ void lower_iteration(Plan& plan) {
   }
   it.stages.clear();
   it.stages.reserve(plan.stages.size());
+  const std::vector<double> gemms = rank_fp8_gemms(plan);
   for (int vs = 0; vs < static_cast<int>(plan.stages.size()); ++vs) {
-    it.stages.push_back(stage_program(plan, vs));
+    it.stages.push_back(stage_program(plan, vs, gemms[plan.stages[vs].rank]));
   }
   it.tail.clear();
   for (int r = 0; r < plan.pp; ++r) {

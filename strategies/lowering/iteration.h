@@ -51,6 +51,11 @@ enum class IterOpKind : uint8_t {
   // fp8-transposed once per iteration (the first micro-batch's forward; is_first_microbatch
   // keeps the casts for the others); `bytes` the pass moves.
   kFp8WeightCast,
+  // Transformer Engine's delayed scaling (Strategy::fp8_amax_reduction): at the end of a
+  // chunk's forward and of its backward, one all-reduce (MAX) of the rank's amaxes over the
+  // stage's ranks (or its tensor-parallel ones), which the compute stream waits for; `bytes`
+  // the amax buffer. On the comm stream after the compute; what follows waits for it.
+  kFp8AmaxReduce,
 };
 std::string_view iter_op_kind_name(IterOpKind k);
 

@@ -60,6 +60,18 @@ std::string_view node_type(const IterOp& op) {
   return is_send(op) ? "COMM_SEND_NODE" : "COMM_COLL_NODE";
 }
 
+// Whether any op of the stages' programs spans group g.
+bool uses_group(const Plan& plan, GroupKind g) {
+  for (const StageProgram& st : plan.iteration.stages) {
+    for (const StepProgram* step : {&st.forward, &st.backward, &st.weight}) {
+      for (const IterOp& op : step->ops) {
+        if (op.stream == Stream::kComm && !is_send(op) && op.group == g) return true;
+      }
+    }
+  }
+  return false;
+}
+
 // The tag both ends of a pipeline message carry: direction, sending virtual stage, micro-batch.
 std::string message_tag(bool activation, int from_vstage, int micro_batch) {
   return std::string(activation ? "act/" : "grad/") + std::to_string(from_vstage) + "/" +
@@ -300,8 +312,9 @@ void header(Out& o, const Plan& plan) {
   for (GroupKind g : {GroupKind::kTensor, GroupKind::kData, GroupKind::kPipelineEmbedding,
                       GroupKind::kContext, GroupKind::kExpert, GroupKind::kExpertData,
                       GroupKind::kShard, GroupKind::kReplica, GroupKind::kPipelineMirror,
-                      GroupKind::kPlacement}) {
+                      GroupKind::kPlacement, GroupKind::kStage}) {
     const CommGroup c = plan.iteration.group(g);
+    if (g == GroupKind::kStage && !uses_group(plan, g)) continue;
     if ((g == GroupKind::kExpert || g == GroupKind::kExpertData) && plan.ep == 1) continue;
     if (g == GroupKind::kPipelineMirror && !plan.stage_map().bidirectional) continue;
     if (g == GroupKind::kPlacement && plan.mp == 1) continue;

@@ -146,6 +146,17 @@ enum class EpDispatch { kAllToAll, kDeepEP, kHybridEP };
 // Float8CurrentScaling (an amax pass over each tensor first); both cast weights once per
 // iteration and an activation or gradient in one fused cast-transpose kernel.
 enum class Fp8Scaling { kTensorwise, kRowwise, kDelayed, kCurrent };
+// Which ranks Transformer Engine's DelayedScaling reduces its amaxes over, once per
+// fp8_autocast region and direction (Megatron-Core: one region per model chunk, so a chunk's
+// forward and its backward each end with one all-reduce of the rank's amaxes, MAX, which the
+// compute stream waits for; strategies/lowering/iteration.cpp fp8_amax_reduce).
+//   kStage: the stage's tp x cp x dp ranks (Megatron-Core's get_amax_reduction_group with
+//     context parallelism, its default; TE's default at every version: from TE 1.6, #575,
+//     all_reduce(async_op=False) over the fp8_group).
+//   kTensor: the tensor-parallel ranks only (TE <= 1.5 with NVTE_DP_AMAX_REDUCE_INTERVAL=0, as
+//     NeMo-Framework-Launcher 24.03 set it; Megatron-Core's tp_only_amax_red from core 0.9).
+//   kNone: no reduction (one rank, or TE's reduce_amax False).
+enum class Fp8AmaxReduction { kStage, kTensor, kNone };
 // How overlap_tp hides a TP collective behind its GEMM: Transformer Engine's userbuffers
 // overlap every one (Megatron-Core's tp_comm_overlap); PyTorch's async TP (torch.compile's
 // micro-pipeline pass, torch/_inductor/fx_passes/micro_pipeline_tp.py) fuses only an all-gather
@@ -312,6 +323,8 @@ struct Strategy {
   // Engine's delayed scaling, torchao's tensorwise recipe) or one per row (torchao's rowwise
   // recipe: costlier casts and its own GEMM kernels, sim/cost/kernel_cost.cpp).
   Fp8Scaling fp8_scaling = Fp8Scaling::kTensorwise;
+  // fp8_scaling kDelayed only: the amax reduction per region and direction (Fp8AmaxReduction).
+  Fp8AmaxReduction fp8_amax_reduction = Fp8AmaxReduction::kStage;
   bool master_weights_fp32 = true;  // mixed precision keeps an fp32 copy in the optimizer
   // PyTorch automatic mixed precision (torch.autocast: PyTorch Lightning's "bf16"/"16-mixed"
   // precision, Hugging Face Trainer's --bf16/--fp16 without DeepSpeed): the parameters stay

@@ -162,7 +162,7 @@ uint8_t read_recompute_module_list(const JsonNode& m) {
 Strategy read_strategy(const JsonNode& n) {
   n.allow_keys({"tp", "pp", "dp", "cp", "cp_comm", "cp_merge", "cp_rotate", "cp_overlap", "kv_repeat", "ep", "expert_gemm", "ep_dispatch", "shard_group", "zero_stage", "zero3_reshard", "sequence_parallel", "schedule", "interleave",
                 "uneven_stages", "first_stage_layers", "last_stage_layers", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "stage_layers", "micro_batch", "global_batch", "recompute", "recompute_modules", "recompute_layers", "recompute_last_micro_batch", "fusion",
-                "overlap_dp", "overlap_tp", "overlap_ep", "overlap_p2p", "overlap_p2p_interleaved", "streams", "placement", "dp_bucket", "collective", "dtype", "fp8_saved_inputs", "fp8_scaling", "tp_overlap", "async_tp_grad_reduce",
+                "overlap_dp", "overlap_tp", "overlap_ep", "overlap_p2p", "overlap_p2p_interleaved", "streams", "placement", "dp_bucket", "collective", "dtype", "fp8_saved_inputs", "fp8_scaling", "fp8_amax_reduction", "tp_overlap", "async_tp_grad_reduce",
                 "master_weights_fp32", "autocast_weights", "grad_reduce_fp32", "sp_reorder_copies", "fp8_tp_all_gather", "fp8_fsdp_all_gather", "fp8_param_gather", "expert_fp8_padding", "fsdp_copies", "pp_keeps_outputs", "host_overhead", "optimizer", "optimizer_moments", "workload", "offload", "description"});
   Strategy s;
   s.tp = static_cast<int>(n.integer_or("tp", 1, 1, 1 << 20));
@@ -222,6 +222,10 @@ Strategy read_strategy(const JsonNode& n) {
   s.fp8_scaling = n.enum_or("fp8_scaling", kFp8ScalingNames, Fp8Scaling::kTensorwise);
   if (s.fp8_scaling != Fp8Scaling::kTensorwise && s.dtype != DType::kFp8) {
     n.at("fp8_scaling").fail("applies to FP8 training only; set dtype to \"fp8\"");
+  }
+  s.fp8_amax_reduction = n.enum_or("fp8_amax_reduction", kFp8AmaxReductionNames, Fp8AmaxReduction::kStage);
+  if (n.find("fp8_amax_reduction") && s.fp8_scaling != Fp8Scaling::kDelayed) {
+    n.at("fp8_amax_reduction").fail("applies to Transformer Engine's delayed scaling only; set fp8_scaling to \"delayed\"");
   }
   s.master_weights_fp32 = n.bool_or("master_weights_fp32", s.dtype != DType::kFp32);
   s.grad_reduce_fp32 = n.bool_or("grad_reduce_fp32", false);
@@ -302,6 +306,9 @@ Json to_json(const Strategy& s) {
   }
   if (s.fp8_scaling != Fp8Scaling::kTensorwise) {
     j["fp8_scaling"] = std::string(enum_to_name(kFp8ScalingNames, s.fp8_scaling));
+  }
+  if (s.fp8_scaling == Fp8Scaling::kDelayed && s.fp8_amax_reduction != Fp8AmaxReduction::kStage) {
+    j["fp8_amax_reduction"] = std::string(enum_to_name(kFp8AmaxReductionNames, s.fp8_amax_reduction));
   }
   if (s.cp_comm != CpComm::kRing) j["cp_comm"] = std::string(enum_to_name(kCpCommNames, s.cp_comm));
   if (s.cp_merge != CpMerge::kFused) j["cp_merge"] = std::string(enum_to_name(kCpMergeNames, s.cp_merge));

@@ -61,6 +61,9 @@ inline constexpr std::array<EnumName<TpOverlap>, 2> kTpOverlapNames = {{
 inline constexpr std::array<EnumName<Fp8Scaling>, 4> kFp8ScalingNames = {{
     {"tensorwise", Fp8Scaling::kTensorwise}, {"rowwise", Fp8Scaling::kRowwise},
     {"delayed", Fp8Scaling::kDelayed}, {"current", Fp8Scaling::kCurrent}}};
+inline constexpr std::array<EnumName<Fp8AmaxReduction>, 3> kFp8AmaxReductionNames = {{
+    {"stage", Fp8AmaxReduction::kStage}, {"tensor", Fp8AmaxReduction::kTensor},
+    {"none", Fp8AmaxReduction::kNone}}};
 inline constexpr std::array<EnumName<Optimizer>, 2> kOptimizerNames = {{
     {"adam", Optimizer::kAdam}, {"sgd", Optimizer::kSgd}}};
 inline constexpr std::array<EnumName<MomentDtype>, 2> kMomentDtypeNames = {{
