@@ -280,6 +280,34 @@ int qk_norm(Builder& B, const Dims& d, const LayerShape& sh, int qkv) {
   return normed;
 }
 
+// Megatron-Core's split of the fused QKV GEMM's output (FusionPlan::qkv_split_copies;
+// megatron/core/transformer/attention.py get_query_key_value_tensors at 0d8e0714, the same
+// reshape since core 0.4). mixed_qkv [s, b, ng, (np/ng + 2) hn] is split along its last dim into
+// views (torch.split, or Transformer Engine's SplitAlongDim where TE has it), then
+//   - the query is reshaped to [s, b, np, hn]: a view only when ng or np/ng is 1, else a copy
+//     (the ng stride is (np/ng + 2) hn, not np/ng hn): read and write 2 q e per token;
+//   - a key layernorm (qk_norm: Transformer Engine's RMSNorm) makes its strided input
+//     contiguous first: 2 kv e;
+//   - the fused RoPE writes new q and k, but v stays a strided view, so Transformer Engine's
+//     attention finds the layout unsupported and copies it (dot_product_attention/utils.py
+//     get_qkv_layout "not_supported", then x.contiguous() for q, k, v; TE v2.9): 2 kv e;
+// per rank q = np hn / tp, kv = ng hn / tp. The backward's copies are views or pass-throughs,
+// but split's backward concatenates dq, dk, dv into the mixed gradient (the grads are separate
+// tensors, so SplitAlongDim's no-copy path does not apply): read and write 2 (q + 2 kv) e, one
+// kernel (charged the forward's launches). Outside the core attention: selective recomputation
+// does not repeat it.
+void qkv_split_copies(Builder& B, const Dims& d, const TransformerSpec& t) {
+  const double groups_per_rank = std::max(1.0, double(t.kv_heads_or_heads()) / d.t);
+  const double heads_per_group = double(t.heads) / t.kv_heads_or_heads();
+  const bool query_copy = groups_per_rank > 1 && heads_per_group > 1;
+  const double q = d.n * d.q / d.t, kv = d.n * d.kv / d.t;
+  const double forward = 2 * d.e * ((query_copy ? q : 0) + (t.qk_norm ? kv : 0) + kv);
+  LayerOp& split = B.op("qkv_split", OpClass::kMemoryBound, {}, B.tensor(0, 0));
+  split.eager_bytes = forward;
+  split.eager_launches = static_cast<int16_t>(query_copy + t.qk_norm);  // beside the v copy
+  split.backward_bytes_factor = 2 * d.e * (q + 2 * kv) / forward;
+}
+
 // Rotary position embedding on q and k (Su et al. 2021): the attention reads the rotated q, k
 // (with v passed along; the copy of v is a small overcount). Fused (Transformer Engine,
 // Megatron-Core): one pass over q and k. Eager (torchtitan apply_rotary_emb): xq.float()
@@ -752,6 +780,20 @@ int moe_mlp(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSp
   dispatch.comm = CommKind::kAllToAll;
   dispatch.comm_bytes = received * d.h * d.e;
   dispatch.group = GroupKind::kExpert;
+  if (sh.expert_sort && sh.ep > 1) {
+    // Megatron-Core's all-to-all dispatcher sends the permuted router weights in an all-to-all
+    // of their own after the tokens' (token_dispatcher.py MoEAlltoAllTokenDispatcher.
+    // token_dispatch: global_probs = all_to_all(ep_group, permuted_probs, output_splits,
+    // input_splits), at 0d8e0714 and 3097d81d), and its backward returns their gradients the
+    // same way (tensor_parallel/mappings.py _AllToAll): one weight a copy in the router's
+    // 16-bit output dtype, a latency-bound exchange each way. DeepEP and HybridEP carry the
+    // weights inside their dispatch kernels.
+    int probs = B.tensor(received * d.e);
+    LayerOp& a2a = B.op("ep_dispatch_probs", OpClass::kCollective, {routes}, probs);
+    a2a.comm = CommKind::kAllToAll;
+    a2a.comm_bytes = received * d.e;
+    a2a.group = GroupKind::kExpert;
+  }
   // Tokens from an all-to-all arrive grouped by source rank; the local experts' GEMMs need them
   // grouped by expert: one more permutation of the received copies and their router weights
   // (Megatron-Core's alltoall dispatcher: "Permutation 2: Sort tokens by local expert",
@@ -864,6 +906,11 @@ int moe_mlp(Builder& B, const Dims& d, const LayerShape& sh, const TransformerSp
   LayerOp& unpermute = B.op("unpermute", OpClass::kMemoryBound, {combined, routes}, moe_out);
   unpermute.other_flops = copies * d.h;  // sum of the k weighted outputs per token
   unpermute.saves = kSaveInput1;  // the routing (index map) only
+  // Its backward scatters the output gradient back to the k copies: the permutation of the
+  // forward's bytes (Transformer Engine's _moe_unpermute_mask_map.backward without probs, the
+  // router weights having scaled the activation: one permute_with_mask_map of the gradient,
+  // TE v2.9 pytorch/permutation.py; Megatron-Core's combine_postprocess passes no probs).
+  unpermute.backward_bytes_factor = 1;
 
   int x = moe_out;
   if (m.shared_experts > 0) {
@@ -952,6 +999,7 @@ LayerGraph build_transformer_layer(const TransformerSpec& t, const LayerShape& s
     proj_qkv.mm_split = {d.q, d.kv, d.kv};  // wq, wk, wv (TorchTitan's and HF's Llama)
     if (t.qk_norm) qkv = qk_norm(B, d, sh, qkv);
     if (t.rotary) qkv = rotary(B, d, sh, t, qkv);
+    if (sh.fusion.qkv_split_copies) qkv_split_copies(B, d, t);
   }
   int context = attention_core(B, d, sh, t.dropout, qkv);
   int proj = B.tensor(d.n * d.h * d.e);

@@ -89,6 +89,13 @@ struct FusionPlan {
   // _apply_rotary_pos_emb_bshd when mscale != 1.0 ("mscale=... is not supported by TE's fused
   // RoPE. Using unfused implementation.", rope_utils.py at 0d8e0714 and 3097d81d).
   bool fused_rope_unscaled = false;
+  // Megatron-Core's attention splits its fused QKV GEMM's output [s, b, ng, (np/ng + 2) hn]
+  // into q, k, v views (attention.py get_query_key_value_tensors): the query's reshape to
+  // [s, b, np, hn] copies it when a rank holds several KV groups of several query heads each,
+  // Transformer Engine's attention copies the still-strided value (its qkv layout is then
+  // "not supported": x.contiguous()), a key layernorm copies the key, and split's backward
+  // concatenates dq, dk, dv (strategies/lowering/transformer_layer.cpp qkv_split_copies).
+  bool qkv_split_copies = false;
   // The layer runs under torch.compile: AOTAutograd partitions its forward and backward, and of
   // the outputs a per-op recomputation policy marks to save (Recompute::kOpSelective) keeps only
   // those the backward reads, directly or to recompute what it reads

@@ -221,10 +221,11 @@ TEST_CASE("moe: expert parallelism is reported as its own communication") {
   auto it = std::find_if(pr.comms.begin(), pr.comms.end(),
                          [](const CommStat& c) { return c.category == CommCategory::kExpertParallel; });
   REQUIRE(it != pr.comms.end());
-  // 4 all-to-alls of 2,097,152 B per layer and micro-batch, and the forward's all-gather of
-  // the 4 ranks' tokens per expert (8 experts x 8 B x 4 = 256 B); 4 layers, 16 / 8 = 2
+  // 4 all-to-alls of 2,097,152 B per layer and micro-batch (1024 token copies of 1024 x 2 B),
+  // the forward's all-gather of the 4 ranks' tokens per expert (8 experts x 8 B x 4 = 256 B)
+  // and the router weights' all-to-all each way (1024 copies x 2 B); 4 layers, 16 / 8 = 2
   // micro-batches.
-  CHECK(it->bytes == doctest::Approx((4 * 2097152.0 + 256) * 4 * 2));
+  CHECK(it->bytes == doctest::Approx((4 * 2097152.0 + 256 + 2 * 2048) * 4 * 2));
   CHECK(it->group_size == 4);
 }
 
