@@ -99,8 +99,8 @@ const char* context_comm_label(const Plan& plan) {
 
 const char* fp8_amax_label(const Plan& plan) {
   return plan.strategy.fp8_amax_reduction == Fp8AmaxReduction::kTensor
-             ? "fp8 amax all-reduce per chunk pass (tensor-parallel ranks)"
-             : "fp8 amax all-reduce per chunk pass (the stage's tp x cp x dp ranks)";
+             ? "fp8 amax all-reduce per chunk pass, tp"
+             : "fp8 amax all-reduce per chunk pass";  // over the stage's tp x cp x dp ranks
 }
 
 const CommGroup& fp8_amax_group(const Plan& plan) {
