@@ -446,6 +446,11 @@ std::vector<IterOp> rank_tail(const Plan& plan, int rank, double all_params, dou
 // Per pipeline rank: its layers' GEMMs that run in FP8 (Kernel::fp8_eligible), all chunks.
 std::vector<double> rank_fp8_gemms(const Plan& plan) {
   std::vector<double> gemms(plan.pp, 0.0);
+  const Strategy& s = plan.strategy;
+  if (s.dtype != DType::kFp8 || s.fp8_scaling != Fp8Scaling::kDelayed ||
+      s.fp8_amax_reduction == Fp8AmaxReduction::kNone) {
+    return gemms;  // no amax reduction to size (add_amax_reduce)
+  }
   for (const VirtualStage& st : plan.stages) {
     for (const auto& [block, times] : plan.layer_runs(st)) {
       if (block == nullptr || times <= 0) continue;
