@@ -187,6 +187,10 @@ Kernel backward_of(const LayerGraph& g, const Kernel& f) {
     launch_factor = std::max<int>(launch_factor, g.ops[i].backward_launch_factor);
   }
   b.launches = launch_factor * f.launches;
+  for (int i = f.first_op; i <= f.last_op; ++i) {
+    b.bytes += g.ops[i].backward_extra_bytes;
+    b.launches += g.ops[i].backward_extra_launches;
+  }
   // The weight gradient of a linear layer costs what its forward GEMM does (2 m n k).
   for (int i = f.first_op; i <= f.last_op; ++i) {
     const LayerOp& op = g.ops[i];

@@ -116,6 +116,10 @@ struct LayerOp {
   double backward_bytes_factor = 2;
   // Memory-bound ops: backward kernels per forward kernel.
   uint8_t backward_launch_factor = 1;
+  // Memory traffic and kernels only the backward has, beyond backward_bytes_factor x the
+  // forward's (autograd's sum of the gradients of an input several ops read).
+  double backward_extra_bytes = 0;
+  int16_t backward_extra_launches = 0;
   // Moves parameters or gradients, not activations (FSDP's copies): recomputation never redoes it.
   bool parameter_traffic = false;
   // GEMM shape for kMatmul ops: C[m x n] = A[m x k] B[k x n], `batch` independent GEMMs.

@@ -974,6 +974,38 @@ int mla_projections(Builder& B, const Dims& d, const LayerShape& sh, const Trans
 
 }  // namespace
 
+// Separate linears on one input (FusionPlan::separate_linears: TorchTitan's Llama runs wq, wk,
+// wv and w1, w3 as nn.Linear modules of their own on the normed input): each linear's backward
+// writes its own gradient of that input (n tokens x h, the sequence-parallel gather's output
+// under TP), and autograd sums the k of them (torch/csrc/autograd/input_buffer.cpp
+// InputBuffer::add: an in-place add as each arrives, read 2 and write 1 element). Eager: k - 1
+// adds of 3 n h e, one kernel each. Compiled, Inductor's backward graph holds the sum as
+// pointwise adds it cannot fuse into the extern mm kernels that produce them: without tensor
+// parallelism it fuses them into the norm's backward reduction (a prologue reading the k
+// gradients where the norm read one: (k - 1) n h e more, no kernel of its own); with it the
+// reduce-scatter of the summed gradient stands between, so one kernel reads k and writes 1:
+// (k + 1) n h e. Charged on the norm before the linears (its backward, whose input the sum is).
+void linear_grad_sums(LayerGraph& g, const Dims& d, const LayerShape& sh, const TransformerSpec& t) {
+  auto charge = [&](std::string_view norm_name, int readers) {
+    if (readers < 2) return;
+    for (LayerOp& op : g.ops) {
+      if (op.name != norm_name) continue;
+      const double grad = d.n * d.h * d.e;
+      if (!sh.fusion.compiled) {
+        op.backward_extra_bytes = (readers - 1) * 3 * grad;
+        op.backward_extra_launches = static_cast<int16_t>(readers - 1);
+      } else if (sh.tp == 1) {
+        op.backward_extra_bytes = (readers - 1) * grad;
+      } else {
+        op.backward_extra_bytes = (readers + 1) * grad;
+        op.backward_extra_launches = 1;
+      }
+    }
+  };
+  charge("norm1", 3);  // wq, wk, wv
+  if (!t.moe.enabled()) charge("norm2", t.activation == Activation::kSwiGLU ? 2 : 1);  // w1, w3
+}
+
 LayerGraph build_transformer_layer(const TransformerSpec& t, const LayerShape& sh) {
   LayerGraph g;
   g.tensors.reserve(32);
@@ -1016,6 +1048,7 @@ LayerGraph build_transformer_layer(const TransformerSpec& t, const LayerShape& s
     g.output_tensor = reduce_and_residual(B, d, sh, t, "tp_reduce2", down, mid, 2, true);
   }
 
+  if (sh.fusion.separate_linears && !t.mla.enabled()) linear_grad_sums(g, d, sh, t);
   if (sh.fsdp_gather_element_bytes > 0) fsdp_copies(B, g, d, sh);
   if (sh.fp8_shard_share > 0) fp8_fsdp_shard_cast(B, sh);
   if (sh.autocast_weights) autocast_weight_casts(g, d);

@@ -96,6 +96,10 @@ struct FusionPlan {
   // "not supported": x.contiguous()), a key layernorm copies the key, and split's backward
   // concatenates dq, dk, dv (strategies/lowering/transformer_layer.cpp qkv_split_copies).
   bool qkv_split_copies = false;
+  // The model code runs q, k, v (and a gated MLP's gate and up) as separate nn.Linear modules
+  // on one normed input (TorchTitan's and Hugging Face's Llama): autograd sums their input
+  // gradients in the backward (strategies/lowering/transformer_layer.cpp linear_grad_sums).
+  bool separate_linears = false;
   // The layer runs under torch.compile: AOTAutograd partitions its forward and backward, and of
   // the outputs a per-op recomputation policy marks to save (Recompute::kOpSelective) keeps only
   // those the backward reads, directly or to recompute what it reads
