@@ -182,7 +182,8 @@ TEST_CASE("fp8 amax reduction: latency-bound, exposed, and added to every step")
   // The TP-only variant over the 2 TP ranks: 2 log2(2) = 2 alphas a reduction.
   Strategy tensor = one;
   tensor.fp8_amax_reduction = Fp8AmaxReduction::kTensor;
-  const CommStat* tp = amax_stat(predict_analytical(lowered(tensor)));
+  const Prediction tensor_only = predict_analytical(lowered(tensor));
+  const CommStat* tp = amax_stat(tensor_only);
   REQUIRE(tp != nullptr);
   CHECK(tp->group_size == 2);
   CHECK(tp->total_s == doctest::Approx(m * 2 * (2 * alpha + 2 * k)).epsilon(0.01));
