@@ -142,7 +142,10 @@ ZeroSplit add_zero_gather(StepProgram& s, const Plan& plan, const VirtualStage& 
   if (plan.zero_stage < 3 || plan.shard <= 1) return z;
   const ZeroParams p = zero_params(plan, st);
   const int layers = p.layers;
-  const double edge = forward ? p.edge : 0;
+  // The root unit with the first layer before each forward, unless it stays gathered for the
+  // whole iteration (Strategy::fsdp_root_gather kIteration: gathered once in rank_tail).
+  const bool root_once = plan.strategy.fsdp_root_gather == FsdpRootGather::kIteration;
+  const double edge = forward && !root_once ? p.edge : 0;
   const double rest = layers - 1.0;
   const CollectiveAlgorithm a = plan.strategy.collective;
   const GroupKind g = plan.zero_group();
@@ -379,6 +382,17 @@ std::vector<IterOp> rank_tail(const Plan& plan, int rank, double all_params, dou
                                  plan.zero_group(), -1,
                                  plan.gathered_weight_bytes(params, linear_params - expert_params),
                                  1, s.collective));
+  }
+  // ZeRO-3 whose root unit (embedding, final norm, head: the rank's parameters outside its
+  // layers' linears) stays gathered for the iteration (Strategy::fsdp_root_gather kIteration,
+  // Megatron-FSDP): one gather of its updated shards an iteration rather than one a
+  // micro-batch (add_zero_gather), in its own dtype.
+  const double root = std::max(0.0, all_params - linear_params);
+  if (plan.shard > 1 && zero == 3 && root > 0 &&
+      s.fsdp_root_gather == FsdpRootGather::kIteration) {
+    tail.push_back(collective_op(IterOpKind::kParameterGather, CommKind::kAllGather,
+                                 plan.zero_group(), -1, plan.gathered_weight_bytes(root, 0), 1,
+                                 s.collective));
   }
   if (experts && (zero == 1 || zero == 2)) {
     tail.push_back(collective_op(IterOpKind::kParameterGather, CommKind::kAllGather,

@@ -183,6 +183,17 @@ enum class TpOverlap { kUserbuffers, kMicroPipeline };
 // first forward to its last backward, its gradients accumulate unsharded, in the reduction
 // dtype, and are reduce-scattered once. kAuto: kPerIteration when pp > 1, else kPerMicroBatch.
 enum class Zero3Reshard { kAuto, kPerMicroBatch, kPerIteration };
+// When ZeRO-3/FSDP gathers its root unit, the stage's parameters outside the wrapped layers
+// (the embedding, the final norm, the output head), when it reshards per micro-batch:
+// kMicroBatch: with the first layer before every micro-batch's forward (FSDP2: the root unit
+//   is resharded after each backward; not after the forward, so it is not re-gathered for
+//   the backward). kIteration: once per iteration, kept until the optimizer step updates its
+//   shards (Megatron-FSDP, Megatron-LM 0d8e0714 megatron_fsdp.py: only FSDP-unit modules are
+//   released after their forward and backward, so a non-unit module's buckets stay gathered
+//   and the all-gather of its every forward skips them, param_and_grad_buffer.py
+//   all_gather_params gathering only EMPTY buckets); its gradients are still reduce-scattered
+//   every micro-batch (_root_post_backward). Nothing changes below ZeRO-3.
+enum class FsdpRootGather { kMicroBatch, kIteration };
 
 // What an iteration runs: a training step (forward, backward, gradient sync, optimizer), or
 // inference (issue 16): micro-batches (frames, tiles, requests) streamed forward through the
@@ -249,6 +260,7 @@ struct Strategy {
   int ep = 1;
   int zero_stage = 0;
   Zero3Reshard zero3_reshard = Zero3Reshard::kAuto;
+  FsdpRootGather fsdp_root_gather = FsdpRootGather::kMicroBatch;
   Workload workload = Workload::kTraining;
   Offload offload = Offload::kNone;
   // Ranks one ZeRO/FSDP shard group spans; 0 = the whole data-parallel group (dp x cp). Smaller:

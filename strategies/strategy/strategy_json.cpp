@@ -164,7 +164,7 @@ uint8_t read_recompute_module_list(const JsonNode& m) {
 }
 
 Strategy read_strategy(const JsonNode& n) {
-  n.allow_keys({"tp", "pp", "dp", "cp", "cp_comm", "cp_merge", "cp_rotate", "cp_overlap", "kv_repeat", "ep", "expert_gemm", "ep_dispatch", "shard_group", "zero_stage", "zero3_reshard", "sequence_parallel", "schedule", "interleave",
+  n.allow_keys({"tp", "pp", "dp", "cp", "cp_comm", "cp_merge", "cp_rotate", "cp_overlap", "kv_repeat", "ep", "expert_gemm", "ep_dispatch", "shard_group", "zero_stage", "zero3_reshard", "fsdp_root_gather", "sequence_parallel", "schedule", "interleave",
                 "uneven_stages", "first_stage_layers", "last_stage_layers", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "stage_layers", "micro_batch", "global_batch", "recompute", "recompute_modules", "recompute_layers", "recompute_last_micro_batch", "fusion",
                 "overlap_dp", "overlap_tp", "overlap_ep", "overlap_p2p", "overlap_p2p_interleaved", "streams", "placement", "dp_bucket", "collective", "dtype", "fp8_saved_inputs", "fp8_scaling", "fp8_amax_reduction", "tp_overlap", "async_tp_grad_reduce",
                 "master_weights_fp32", "autocast_weights", "grad_reduce_fp32", "sp_reorder_copies", "fp8_tp_all_gather", "fp8_fsdp_all_gather", "fp8_param_gather", "expert_fp8_padding", "fsdp_copies", "pp_keeps_outputs", "host_overhead", "optimizer", "optimizer_moments", "workload", "offload", "description"});
@@ -188,6 +188,7 @@ Strategy read_strategy(const JsonNode& n) {
   s.shard_group = static_cast<int>(n.integer_or("shard_group", 0, 0, 1 << 24));
   s.zero_stage = static_cast<int>(n.integer_or("zero_stage", 0, 0, 3));
   s.zero3_reshard = n.enum_or("zero3_reshard", kZero3ReshardNames, Zero3Reshard::kAuto);
+  s.fsdp_root_gather = n.enum_or("fsdp_root_gather", kFsdpRootGatherNames, FsdpRootGather::kMicroBatch);
   s.sequence_parallel = n.bool_or("sequence_parallel", false);
   s.schedule = n.enum_or("schedule", kScheduleNames, ScheduleKind::k1F1B);
   s.interleave = static_cast<int>(n.integer_or("interleave", 1, 1, 1024));
@@ -291,6 +292,9 @@ Json to_json(const Strategy& s) {
   if (s.shard_group > 0) j["shard_group"] = s.shard_group;
   if (s.zero3_reshard != Zero3Reshard::kAuto) {
     j["zero3_reshard"] = std::string(enum_to_name(kZero3ReshardNames, s.zero3_reshard));
+  }
+  if (s.fsdp_root_gather != FsdpRootGather::kMicroBatch) {
+    j["fsdp_root_gather"] = std::string(enum_to_name(kFsdpRootGatherNames, s.fsdp_root_gather));
   }
   if (s.overlap_ep) j["overlap_ep"] = true;
   if (s.workload != Workload::kTraining) {

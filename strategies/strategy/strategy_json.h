@@ -47,6 +47,8 @@ inline constexpr std::array<EnumName<EpDispatch>, 3> kEpDispatchNames = {{
 inline constexpr std::array<EnumName<Zero3Reshard>, 3> kZero3ReshardNames = {{
     {"auto", Zero3Reshard::kAuto}, {"per_micro_batch", Zero3Reshard::kPerMicroBatch},
     {"per_iteration", Zero3Reshard::kPerIteration}}};
+inline constexpr std::array<EnumName<FsdpRootGather>, 2> kFsdpRootGatherNames = {{
+    {"micro_batch", FsdpRootGather::kMicroBatch}, {"iteration", FsdpRootGather::kIteration}}};
 inline constexpr std::array<EnumName<StageSplit>, 3> kStageSplitNames = {{
     {"auto", StageSplit::kAuto}, {"even", StageSplit::kEven}, {"balanced", StageSplit::kBalanced}}};
 inline constexpr std::array<EnumName<Offload>, 2> kOffloadNames = {{
