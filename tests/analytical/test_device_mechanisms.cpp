@@ -432,6 +432,30 @@ TEST_CASE("attention: the H100 curves reproduce the FlashAttention-3 paper's fig
         doctest::Approx(497.0 / 648).epsilon(0.02));
 }
 
+TEST_CASE("attention: cuDNN's causal backward keeps the measured share of its non-causal speed") {
+  // NVIDIA's cudnn-frontend benchmark (benchmark/benchmark_results.csv at b740542, May 2024,
+  // cuDNN 9.1 on H200, 16 heads of 128, batch x sequence = 16k) times both masks of the
+  // backward at one length; causal over non-causal, TFLOPS:
+  //   4k 438.45 / 535.06 = 0.819, 8k 461.89 / 536.95 = 0.860, 16k 488.56 / 546.53 = 0.894,
+  //   32k 504.14 / 546.31 = 0.923, 64k 508.07 / 549.29 = 0.925.
+  // The causal curve over the paper's non-causal one must give those shares within 1.5%. The
+  // assumption it replaced (the forward's causal/non-causal plateau and half-key ratios) gave
+  // 0.748 at 4k and 0.816 at 8k.
+  for (const char* name : {"H100-SXM5-80GB", "H200-SXM-141GB"}) {
+    CAPTURE(name);
+    const AttentionPass& b = catalog_device(name).cudnn.backward;
+    const double shares[][2] = {{4096, 0.8194}, {8192, 0.8602}, {16384, 0.8939},
+                                {32768, 0.9228}, {65536, 0.9250}};
+    for (const auto& [keys, measured] : shares) {
+      CAPTURE(keys);
+      CHECK(b.at(keys, true, 128) / b.at(keys, false, 128) == doctest::Approx(measured).epsilon(0.015));
+    }
+    // cuDNN 9.19 on H200 (the same repository's results/h200_919_only_cudnn, Llama 3.1's 64 query
+    // and 8 K/V heads, batch 1) at 2k, outside the fitted lengths: 370 / 504 = 0.734.
+    CHECK(b.at(2048, true, 128) / b.at(2048, false, 128) == doctest::Approx(370.0 / 504).epsilon(0.02));
+  }
+}
+
 TEST_CASE("attention: lowering records the keys per launch, the masking and the head dim") {
   ModelSpec m = model_preset("llama3-8b");  // seq 8192, head dim 128, causal
   HardwareModel hw = catalog_cluster("dgx_h100");
