@@ -1006,6 +1006,28 @@ void linear_grad_sums(LayerGraph& g, const Dims& d, const LayerShape& sh, const 
   if (!t.moe.enabled()) charge("norm2", t.activation == Activation::kSwiGLU ? 2 : 1);  // w1, w3
 }
 
+// A mixture-of-experts layer reads its normed input in two places, the router's GEMM and the
+// token permutation (Megatron-Core's MoELayer: router(hidden_states), then
+// token_dispatcher.dispatch_preprocess(hidden_states, ...); DeepEP's and HybridEP's dispatch
+// read it too), and in a third with shared experts (shared_experts(hidden_states)): each
+// backward writes its own gradient of that input (the rank's n / tp tokens x h) and autograd
+// sums them (torch/csrc/autograd/input_buffer.cpp InputBuffer::add), k - 1 adds of read 2 and
+// write 1 in eager mode, one kernel each; compiled, fused into the norm's backward reduction
+// ((k - 1) n h e more read, no kernel), as for the separate linears above. Charged on norm2.
+void moe_input_grad_sum(LayerGraph& g, const Dims& d, const LayerShape& sh, const TransformerSpec& t) {
+  const int readers = 2 + (t.moe.shared_experts > 0 ? 1 : 0);
+  const double grad = d.nr * d.h * d.e;
+  for (LayerOp& op : g.ops) {
+    if (op.name != "norm2") continue;
+    if (sh.fusion.compiled) {
+      op.backward_extra_bytes += (readers - 1) * grad;
+    } else {
+      op.backward_extra_bytes += (readers - 1) * 3 * grad;
+      op.backward_extra_launches = static_cast<int16_t>(op.backward_extra_launches + readers - 1);
+    }
+  }
+}
+
 LayerGraph build_transformer_layer(const TransformerSpec& t, const LayerShape& sh) {
   LayerGraph g;
   g.tensors.reserve(32);
@@ -1049,6 +1071,7 @@ LayerGraph build_transformer_layer(const TransformerSpec& t, const LayerShape& s
   }
 
   if (sh.fusion.separate_linears && !t.mla.enabled()) linear_grad_sums(g, d, sh, t);
+  if (t.moe.enabled()) moe_input_grad_sum(g, d, sh, t);
   if (sh.fsdp_gather_element_bytes > 0) fsdp_copies(B, g, d, sh);
   if (sh.fp8_shard_share > 0) fp8_fsdp_shard_cast(B, sh);
   if (sh.autocast_weights) autocast_weight_casts(g, d);

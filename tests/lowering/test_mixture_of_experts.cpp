@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <tuple>
+#include <utility>
 
 #include "sim/analytical/analytical_engine.h"
 #include "sim/cost/block_cost.h"
@@ -1006,6 +1008,47 @@ TEST_CASE("moe: the dropless all-to-all gathers every EP rank's tokens per exper
   Strategy one = ep16();  // ep 1: nothing to exchange
   one.ep = 1;
   CHECK_FALSE(forward_has(*lower(m, one, hw), "ep_token_count_gather"));
+}
+
+}  // namespace stratasim
+
+namespace stratasim {
+
+TEST_CASE("moe: autograd sums the gradients of the normed input the router and the permutation read") {
+  // tp 2 with sequence parallelism: the rank routes its 256 of the 512 tokens, so one gradient
+  // of norm2's output is 256 x 1024 x 2 B = 524,288 B. The dense model's norm2 (one reader, its
+  // fused fc1) is the baseline: the MoE layer's backward of the same norm adds the sum.
+  constexpr double kGrad = 256.0 * 1024 * 2;
+  ModelSpec dense = testing::small_gpt(4);
+  dense.transformer.activation = Activation::kSwiGLU, dense.transformer.norm = NormKind::kRMSNorm;
+  dense.transformer.linear_bias = false;
+  auto added = [&](const ModelSpec& m, bool compiled) {
+    Strategy s = moe_strategy(2, 4);
+    s.fusion.compiled = compiled;
+    Strategy plain = s;
+    plain.ep = 1;
+    const Plan moe = testing::lower_on_dgx_a100(m, s, 8);
+    const Plan base = testing::lower_on_dgx_a100(dense, plain, 8);
+    const Kernel& a = testing::kernel(moe.layer->backward, *moe.layer, "norm2");
+    const Kernel& b = testing::kernel(base.layer->backward, *base.layer, "norm2");
+    CHECK(testing::kernel(moe.layer->forward, *moe.layer, "norm2").bytes ==
+          doctest::Approx(testing::kernel(base.layer->forward, *base.layer, "norm2").bytes));
+    return std::pair{a.bytes - b.bytes, a.launches - b.launches};
+  };
+  // Eager, router and permutation: one in-place add, read 2 and write 1: 3 x 524,288 B.
+  auto [bytes, launches] = added(moe_model(), false);
+  CHECK(bytes == doctest::Approx(3 * kGrad));
+  CHECK(launches == 1);
+  // A shared expert reads it too: two adds.
+  ModelSpec shared = moe_model();
+  shared.transformer.moe.shared_experts = 1, shared.transformer.moe.shared_ffn_hidden = 256;
+  std::tie(bytes, launches) = added(shared, false);
+  CHECK(bytes == doctest::Approx(6 * kGrad));
+  CHECK(launches == 2);
+  // Compiled, the sum is read in the norm's backward: one gradient more, no kernel.
+  std::tie(bytes, launches) = added(moe_model(), true);
+  CHECK(bytes == doctest::Approx(kGrad));
+  CHECK(launches == 0);
 }
 
 }  // namespace stratasim
