@@ -286,6 +286,42 @@ void apply_attention_pass(const JsonNode& n, AttentionPass& a, bool partial) {
   });
 }
 
+// An older attention kernel against FlashAttention-2 (hardware_model.h AttentionRatio): per
+// head dim, per mask, [sequence length, kernel TFLOP/s, FA2 TFLOP/s] rows in ascending length.
+AttentionRatio read_attention_ratio(const JsonNode& n) {
+  n.require_object();
+  AttentionRatio r;
+  for (const auto& item : n.raw().items()) {
+    const JsonNode dim_node = n.at(item.key());
+    char* end = nullptr;
+    const double dim = std::strtod(item.key().c_str(), &end);
+    if (end == item.key().c_str() || *end != '\0' || !(dim >= 8 && dim <= 1024)) {
+      dim_node.fail("keys must be head dimensions between 8 and 1024 (e.g. \"64\")");
+    }
+    dim_node.require_object();
+    dim_node.allow_keys({"noncausal", "causal"});
+    for (const bool causal : {false, true}) {
+      const auto rows = dim_node.find(causal ? "causal" : "noncausal");
+      if (!rows) continue;
+      if (!rows->is_array() || rows->size() == 0) rows->fail("must be a non-empty array of [length, kernel, FA2] rows");
+      AttentionRatioSeries s{dim, causal, {}};
+      for (size_t i = 0; i < rows->size(); ++i) {
+        const JsonNode row = rows->element(i);
+        if (!row.is_array() || row.size() != 3) row.fail("must be [sequence length, kernel TFLOP/s, FA2 TFLOP/s]");
+        const double seq = row.element(0).as_number();
+        const double fa1 = row.element(1).as_number(), fa2 = row.element(2).as_number();
+        if (!(seq >= 1 && seq <= 1e7)) row.element(0).fail("must be a sequence length between 1 and 1e7");
+        if (!s.points.empty() && !(seq > s.points.back()[0])) row.element(0).fail("must exceed the previous row's length");
+        if (!(fa1 > 0 && fa1 < 1e5)) row.element(1).fail("must be a positive TFLOP/s figure below 1e5");
+        if (!(fa2 > 0 && fa2 < 1e5)) row.element(2).fail("must be a positive TFLOP/s figure below 1e5");
+        s.points.push_back({seq, fa1, fa2});
+      }
+      r.series.push_back(std::move(s));
+    }
+  }
+  return r;
+}
+
 void allow_device_keys(const JsonNode& n) {
   n.allow_keys({"name", "peak", "vector_flops", "memory", "memory_bandwidth", "efficiency",
                 "kernel_overhead", "reserved_memory", "cuda_context", "compute_units", "price_per_hour",
@@ -305,7 +341,9 @@ void apply(const JsonNode& n, DeviceSpec& d, bool partial, int /*depth*/) {
   });
   field(n, "efficiency", partial, [&](const JsonNode& e) {
     e.allow_keys({"matmul", "memory", "matmul_fp8", "matmul_fp8_rowwise", "flash2", "flash3",
-                   "cudnn"});
+                   "cudnn", "flash1", "flash_triton"});
+    optional_field(e, "flash1", [&](const JsonNode& c) { d.flash1 = read_attention_ratio(c); });
+    optional_field(e, "flash_triton", [&](const JsonNode& c) { d.flash_triton = read_attention_ratio(c); });
     field(e, "matmul", partial,
           [&](const JsonNode& c) { apply_curve(c, d.matmul, partial, Dimension::kFlops); });
     field(e, "memory", partial,
@@ -627,6 +665,18 @@ Json attention_pass_json(const AttentionPass& a) {
   return j;
 }
 
+Json attention_ratio_json(const AttentionRatio& r) {
+  Json j = Json::object();
+  for (const AttentionRatioSeries& series : r.series) {
+    char key[32];
+    std::snprintf(key, sizeof key, "%g", series.head_dim);
+    Json rows = Json::array();
+    for (const auto& p : series.points) rows.push_back(Json::array({p[0], p[1], p[2]}));
+    j[key][series.causal ? "causal" : "noncausal"] = std::move(rows);
+  }
+  return j;
+}
+
 Json curve_json(const EfficiencyCurve& c, Dimension size_dim) {
   Json j = Json::object();
   j["max_fraction"] = c.max_fraction;
@@ -665,6 +715,9 @@ Json to_json(const DeviceSpec& d) {
     if (!curves->present()) continue;
     j["efficiency"][key] = {{"forward", attention_pass_json(curves->forward)},
                             {"backward", attention_pass_json(curves->backward)}};
+  }
+  for (auto [key, ratio] : {std::pair{"flash1", &d.flash1}, std::pair{"flash_triton", &d.flash_triton}}) {
+    if (ratio->present()) j["efficiency"][key] = attention_ratio_json(*ratio);
   }
   j["kernel_overhead"] = quantity_text(d.kernel_overhead_s, Dimension::kTime);
   j["reserved_memory"] = quantity_text(d.reserved_memory_B, Dimension::kBytes);

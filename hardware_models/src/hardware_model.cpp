@@ -69,6 +69,43 @@ double AttentionPass::at(double keys, bool causal, double head_dim) const {
   return top * keys / (keys + half);
 }
 
+namespace {
+
+// y at x on the polyline `pts` (ascending x), held at its ends.
+double polyline_at(const std::vector<std::pair<double, double>>& pts, double x) {
+  if (x <= pts.front().first) return pts.front().second;
+  if (x >= pts.back().first) return pts.back().second;
+  for (size_t i = 1; i < pts.size(); ++i) {
+    if (x > pts[i].first) continue;
+    const double t = (x - pts[i - 1].first) / (pts[i].first - pts[i - 1].first);
+    return pts[i - 1].second + t * (pts[i].second - pts[i - 1].second);
+  }
+  return pts.back().second;
+}
+
+}  // namespace
+
+double AttentionRatioSeries::ratio_at(double keys) const {
+  std::vector<std::pair<double, double>> pts;
+  for (const auto& [seq, fa1, fa2] : points) pts.emplace_back(std::log2(seq), fa1 / fa2);
+  if (pts.empty()) return 1.0;
+  return keys > 0 ? polyline_at(pts, std::log2(keys)) : pts.back().second;
+}
+
+double AttentionRatio::at(double keys, bool causal, double head_dim) const {
+  bool has_mask = false;
+  for (const AttentionRatioSeries& s : series) has_mask = has_mask || s.causal == causal;
+  std::vector<std::pair<double, double>> by_dim;
+  for (const AttentionRatioSeries& s : series) {
+    if (s.causal == (has_mask ? causal : !causal) && !s.points.empty()) {
+      by_dim.emplace_back(std::log2(s.head_dim), s.ratio_at(keys));
+    }
+  }
+  if (by_dim.empty()) return 1.0;
+  std::sort(by_dim.begin(), by_dim.end());
+  return head_dim > 0 ? polyline_at(by_dim, std::log2(head_dim)) : by_dim.back().second;
+}
+
 double size_efficiency_at(const LinkSpec& l, double bytes) {
   const auto& c = l.size_efficiency;
   if (c.empty()) return 1.0;

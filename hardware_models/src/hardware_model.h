@@ -53,6 +53,29 @@ struct AttentionPass {
   bool operator==(const AttentionPass&) const = default;
 };
 
+// An older attention kernel (the first FlashAttention, flash-attn 0.x/1.x; FlashAttention's
+// Triton version) against FlashAttention-2 on this device, as a benchmark timed both side by
+// side: forward + backward TFLOP/s per sequence length, for a head dim and a mask. Its speed
+// relative to FA2's curve for a row attending `keys` keys is the ratio of the two, interpolated
+// in log2 of the keys (held at the measured ends) and then in log2 of the head dim (held at the
+// ends). Empty: no measurement on this device.
+struct AttentionRatioSeries {
+  double head_dim = 0;
+  bool causal = false;
+  std::vector<std::array<double, 3>> points;  // (sequence length, kernel, FA2 TFLOP/s), ascending
+  double ratio_at(double keys) const;
+  bool operator==(const AttentionRatioSeries&) const = default;
+};
+
+struct AttentionRatio {
+  std::vector<AttentionRatioSeries> series;
+  bool present() const { return !series.empty(); }
+  // The kernel's speed over FA2's for rows attending `keys` keys (<= 0: the longest measured)
+  // with this mask (the other mask's series where this one has none) and head dim.
+  double at(double keys, bool causal, double head_dim) const;
+  bool operator==(const AttentionRatio&) const = default;
+};
+
 struct AttentionCurves {
   AttentionPass forward;
   AttentionPass backward;
@@ -74,6 +97,8 @@ struct DeviceSpec {
   AttentionCurves flash2;  // FlashAttention-2 (any CUDA GPU since Ampere); absent = matmul
   AttentionCurves flash3;  // FlashAttention-3 (Hopper); absent = flash2
   AttentionCurves cudnn;   // cuDNN's fused flash attention; absent = flash3, else flash2
+  AttentionRatio flash1;        // FlashAttention-1 over FlashAttention-2, measured side by side
+  AttentionRatio flash_triton;  // FlashAttention's Triton version over FlashAttention-2
   double kernel_overhead_s = 0;  // fixed cost per kernel (launch, ramp-up, tail)
   int compute_units = 0;  // SMs (NVIDIA) / CUs (AMD) for GEMM wave quantization; 0 = none
   double reserved_memory_B = 0;  // not for the model's tensors: CUDA context, workspaces, allocator slack

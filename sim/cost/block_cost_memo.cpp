@@ -24,8 +24,18 @@ double attention_checksum(const AttentionCurves& a) {
   return sum;
 }
 
+// A number that changes with any row of a device's older-attention-kernel benchmark.
+double ratio_checksum(const AttentionRatio& r) {
+  double sum = static_cast<double>(r.series.size()), weight = 1;
+  for (const AttentionRatioSeries& s : r.series) {
+    sum += (weight *= 1.618) * (s.head_dim + (s.causal ? 0.5 : 0));
+    for (const auto& [seq, fa1, fa2] : s.points) sum += (weight *= 1.618) * (seq + fa1 / fa2);
+  }
+  return sum;
+}
+
 // Every number block_cost() reads from the plan besides the block itself.
-using Signature = std::array<double, 71>;
+using Signature = std::array<double, 73>;
 
 Signature signature_of(const Plan& plan) {
   const HardwareModel& hw = plan.hardware;
@@ -52,7 +62,7 @@ Signature signature_of(const Plan& plan) {
                    d.flash2.backward.half_keys, d.flash3.forward.max_fraction,
                    d.flash3.forward.half_keys, d.flash3.backward.max_fraction,
                    d.flash3.backward.half_keys, attention_checksum(d.flash2),
-                   attention_checksum(d.flash3), attention_checksum(d.cudnn),
+                   attention_checksum(d.flash3), attention_checksum(d.cudnn), ratio_checksum(d.flash1), ratio_checksum(d.flash_triton),
                    double(s.fusion.attention_kernel),
                    d.overlap_slowdown, d.sustained_clock, s.host_overhead_s, d.speed_variability, curve_checksum(hw.node.device_link),
                    curve_checksum(hw.node.nic), ep_paired_share(plan)}) {

@@ -61,36 +61,49 @@ const AttentionPass* attention_pass(const Kernel& k, const DeviceSpec& d, Attent
   return k.phase == Phase::kBackward ? &a.backward : &a.forward;
 }
 
-// The first FlashAttention (flash-attn 0.x/1.x) against FlashAttention-2 on the same device:
-// "around 2x speedup compared to FlashAttention, reaching 50-73% of the theoretical maximum
-// FLOPs/s on A100", where FlashAttention reached "only 25-40%" (Dao 2023, arXiv 2307.08691,
-// abstract and Sec. 1; Sec. 4.1 measures 1.7-3.0x over sequence lengths, head dims and masks).
-// The paper's central figure, 2x, for every pass, length and mask: FA2's curve at half speed
-// (its plateaus 0.73 forward and 0.63 backward on A100 become 0.37 and 0.32, inside the 25-40%
-// the paper gives FA1). On Hopper, flash-attn 1.x ran its Ampere code as FA2's sm80 kernels
-// do; the same ratio is assumed there, for want of a Hopper measurement of FA1.
-constexpr double kFlash1OverFlash2 = 0.5;
+// An older kernel against FlashAttention-2 on the same device, for rows attending `keys` keys
+// (<= 0: long sequences) with this mask and head dim. Where the catalog device has the
+// side-by-side benchmark (DeviceSpec::flash1 / flash_triton: the FA2 paper's Figure 4, forward
+// + backward, as flash-attn's README reproduces it for A100, with FA1 on H100 too), its ratio,
+// for both passes: FA1 is 0.55-0.69 of FA2 at head dim 64 and 0.41-0.56 at 128, not a flat
+// half; the Triton version 0.42-0.67 on A100. Elsewhere the paper's central figure: "around 2x
+// speedup compared to FlashAttention" (Dao 2023, arXiv 2307.08691, abstract), FA2's curve at
+// half speed, for the Triton version too ("overall Triton forward + backward is slightly slower
+// than CUDA forward + backward": flash_attn_triton.py's docstring).
+constexpr double kOlderOverFlash2 = 0.5;
 
-double generation_speed(AttentionKernel kernel) {
-  return kernel == AttentionKernel::kFlash1 ? kFlash1OverFlash2 : 1.0;
+double generation_speed(AttentionKernel kernel, const DeviceSpec& d, double keys, bool causal,
+                        double head_dim) {
+  const AttentionRatio* measured = kernel == AttentionKernel::kFlash1       ? &d.flash1
+                                   : kernel == AttentionKernel::kFlashTriton ? &d.flash_triton
+                                                                             : nullptr;
+  if (measured == nullptr) return 1.0;
+  return measured->present() ? measured->at(keys, causal, head_dim) : kOlderOverFlash2;
+}
+
+double generation_speed(AttentionKernel kernel, const DeviceSpec& d, const Kernel& k) {
+  return generation_speed(kernel, d, k.attention_keys, k.attention_causal, k.attention_head_dim);
 }
 
 // The attention curves are short benchmark loops; a training run holds the device at its
 // sustained clock (DeviceSpec::sustained_clock). The GEMM curves are sustained figures already.
-double attention_speed(const DeviceSpec& d, AttentionKernel kernel) {
-  return d.sustained_clock * generation_speed(kernel);
+double attention_speed(const DeviceSpec& d, AttentionKernel kernel, double keys, bool causal,
+                       double head_dim) {
+  return d.sustained_clock * generation_speed(kernel, d, keys, causal, head_dim);
 }
 
 double attention_fraction(const Kernel& k, const DeviceSpec& d, AttentionKernel kernel) {
   const AttentionPass* a = attention_pass(k, d, kernel);
-  if (a == nullptr) return generation_speed(kernel) * d.matmul.at(k.matmul_flops / k.launches);
-  return attention_speed(d, kernel) * a->at(k.attention_keys, k.attention_causal, k.attention_head_dim);
+  if (a == nullptr) return generation_speed(kernel, d, k) * d.matmul.at(k.matmul_flops / k.launches);
+  return attention_speed(d, kernel, k.attention_keys, k.attention_causal, k.attention_head_dim) *
+         a->at(k.attention_keys, k.attention_causal, k.attention_head_dim);
 }
 
 double attention_plateau(const Kernel& k, const DeviceSpec& d, AttentionKernel kernel) {
   const AttentionPass* a = attention_pass(k, d, kernel);
-  if (a == nullptr) return generation_speed(kernel) * d.matmul.max_fraction;
-  return attention_speed(d, kernel) * a->plateau(k.attention_causal, k.attention_head_dim);
+  if (a == nullptr) return generation_speed(kernel, d, 0, k.attention_causal, k.attention_head_dim) * d.matmul.max_fraction;
+  return attention_speed(d, kernel, 0, k.attention_causal, k.attention_head_dim) *
+         a->plateau(k.attention_causal, k.attention_head_dim);
 }
 
 // Sliding-window layers (Kernel::attention_band_share of the FLOP) walk unmasked-tile rows of
@@ -101,9 +114,10 @@ double attention_s(const Kernel& k, const DeviceSpec& d, double peak, AttentionK
   double s = (k.matmul_flops - band) / (peak * attention_fraction(k, d, kernel));
   if (band > 0) {
     const AttentionPass* a = attention_pass(k, d, kernel);
+    const double speed = generation_speed(kernel, d, k.attention_band_keys, false, k.attention_head_dim);
     const double f = a != nullptr
-                         ? attention_speed(d, kernel) * a->at(k.attention_band_keys, false, k.attention_head_dim)
-                         : generation_speed(kernel) * d.matmul.at(band / k.launches);
+                         ? d.sustained_clock * speed * a->at(k.attention_band_keys, false, k.attention_head_dim)
+                         : speed * d.matmul.at(band / k.launches);
     s += band / (peak * f);
   }
   return s;
@@ -114,8 +128,9 @@ double attention_plateau_s(const Kernel& k, const DeviceSpec& d, double peak, At
   double s = (k.matmul_flops - band) / (peak * attention_plateau(k, d, kernel));
   if (band > 0) {
     const AttentionPass* a = attention_pass(k, d, kernel);
-    s += band / (peak * (a != nullptr ? attention_speed(d, kernel) * a->plateau(false, k.attention_head_dim)
-                                      : generation_speed(kernel) * d.matmul.max_fraction));
+    const double speed = generation_speed(kernel, d, 0, false, k.attention_head_dim);
+    s += band / (peak * (a != nullptr ? d.sustained_clock * speed * a->plateau(false, k.attention_head_dim)
+                                      : speed * d.matmul.max_fraction));
   }
   return s;
 }

@@ -43,11 +43,13 @@ enum class CollectiveAlgorithm { kAuto, kRing, kTree, kHierarchical };
 // Which fused attention kernel runs: FlashAttention-2 (PyTorch SDPA, flash-attn 2),
 // FlashAttention-3 (flash-attn's Hopper kernels), cuDNN's fused flash attention (what
 // Transformer Engine's DotProductAttention runs on Hopper), or the first FlashAttention
-// (flash-attn 0.x/1.x, 2022 to 2023; xformers' memory-efficient attention dispatched to it).
-// Each is costed with the device's curve of that kernel (DeviceSpec::flash2/flash3/cudnn;
-// sim/cost/kernel_cost.cpp attention_curves picks it, falling back cuDNN -> FA3 -> FA2);
-// FlashAttention-1 runs at FlashAttention-2's curve over its measured speedup.
-enum class AttentionKernel { kFlash2, kFlash3, kCudnn, kFlash1 };
+// (flash-attn 0.x/1.x, 2022 to 2023; xformers' memory-efficient attention dispatched to it),
+// or FlashAttention's Triton version (flash-attn's flash_attn_triton.py, which MosaicML's MPT
+// ran as attn_impl triton in 2023). Each is costed with the device's curve of that kernel
+// (DeviceSpec::flash2/flash3/cudnn; sim/cost/kernel_cost.cpp attention_curves picks it, falling
+// back cuDNN -> FA3 -> FA2); FlashAttention-1 and the Triton version run at FlashAttention-2's
+// curve times their measured speed relative to it (DeviceSpec::flash1 / flash_triton).
+enum class AttentionKernel { kFlash2, kFlash3, kCudnn, kFlash1, kFlashTriton };
 enum class Optimizer { kAdam, kSgd };
 enum class MomentDtype { kFp32, kBf16 };
 

@@ -6,7 +6,7 @@
 namespace stratasim {
 namespace {
 
-// `attention_kernel` ("flash1", "flash2", "flash3", "cudnn"), or the older
+// `attention_kernel` ("flash1", "flash2", "flash3", "cudnn", "flash_triton"), or the older
 // `flash_attention_version` (1, 2 or 3), which names the same choice; both at once must agree.
 AttentionKernel read_attention_kernel(const JsonNode& n, AttentionKernel preset) {
   const AttentionKernel kernel = n.enum_or("attention_kernel", kAttentionKernelNames, preset);

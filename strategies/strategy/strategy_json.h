@@ -29,9 +29,10 @@ inline constexpr std::array<EnumName<CollectiveAlgorithm>, 4> kAlgorithmNames = 
 inline constexpr std::array<EnumName<CpComm>, 6> kCpCommNames = {{
     {"ring", CpComm::kRing}, {"a2a", CpComm::kAllToAll}, {"all_gather", CpComm::kAllGather},
     {"p2p", CpComm::kRing}, {"ulysses", CpComm::kAllToAll}, {"allgather", CpComm::kAllGather}}};
-inline constexpr std::array<EnumName<AttentionKernel>, 4> kAttentionKernelNames = {{
+inline constexpr std::array<EnumName<AttentionKernel>, 5> kAttentionKernelNames = {{
     {"flash2", AttentionKernel::kFlash2}, {"flash3", AttentionKernel::kFlash3},
-    {"cudnn", AttentionKernel::kCudnn}, {"flash1", AttentionKernel::kFlash1}}};
+    {"cudnn", AttentionKernel::kCudnn}, {"flash1", AttentionKernel::kFlash1},
+    {"flash_triton", AttentionKernel::kFlashTriton}}};
 inline constexpr std::array<EnumName<CpMerge>, 2> kCpMergeNames = {{
     {"fused", CpMerge::kFused}, {"eager_fp32", CpMerge::kEagerFp32}}};
 inline constexpr std::array<EnumName<CpRotate>, 4> kCpRotateNames = {{

@@ -497,7 +497,7 @@ TEST_CASE("validate: a source running all-gather context parallelism is read as 
   CHECK_FALSE(cp_probe([](Json&) {}).scenario.at("strategy").contains("cp_comm"));
 }
 
-TEST_CASE("validate: LLM Foundry and xformers runs of 2022-23 attend with the first FlashAttention") {
+TEST_CASE("validate: LLM Foundry runs of 2022-23 attend with FlashAttention's Triton version, xformers with the first") {
   auto run = [](const char* framework, const char* year, const char* arch = nullptr) {
     return expressible_probe([&](Json& c) {
       c["framework"] = framework;
@@ -509,11 +509,14 @@ TEST_CASE("validate: LLM Foundry and xformers runs of 2022-23 attend with the fi
   auto kernel = [](const TranslatedCase& t) {
     return t.scenario.at("strategy").at("fusion").value("attention_kernel", std::string("flash2"));
   };
-  // LLM Foundry's gpu extra pinned flash-attn 1.0.x until March 2024; xformers dispatched to
-  // FlashAttention-1 until 0.0.21 (August 2023).
+  // LLM Foundry's MPT configurations and benchmark script set attn_impl triton through 2023
+  // (MPT's copy of flash_attn_triton.py); a run naming attn_impl flash ran its gpu extra's
+  // flash-attn 1.0.x. xformers dispatched to FlashAttention-1 until 0.0.21 (August 2023).
   const TranslatedCase foundry = run("LLM Foundry (Composer, PyTorch FSDP)", "2023");
   CHECK(foundry.stack == "pytorch-fsdp");
-  CHECK(kernel(foundry) == "flash1");
+  CHECK(kernel(foundry) == "flash_triton");
+  CHECK(kernel(run("LLM Foundry (Composer, PyTorch FSDP), attn_impl: flash", "2023")) == "flash1");
+  CHECK(kernel(run("LLM Foundry (Composer, PyTorch FSDP)", "2023", "MPT, FlashAttention v1")) == "flash1");
   CHECK(kernel(run("xformers memory-efficient attention, FSDP", "arXiv (2023)")) == "flash1");
   // A case naming FlashAttention-2, or a 2024 source, keeps FlashAttention-2; so does a stack
   // outside those trainers.
