@@ -417,11 +417,12 @@ std::vector<IterOp> rank_tail(const Plan& plan, int rank, double all_params, dou
   // Mixed-precision Adam reads and writes both moments and the master weights, reads the
   // gradient and writes the 16-bit weights; ZeRO >= 1 shards the update over dp. Without a
   // master copy (fp32 training, torch.autocast's fp32 parameters) it updates the weights in
-  // place, reading them too.
+  // place, reading them too; so it does with a master kept as remainders (the fp32 value is
+  // the 16-bit weight's high bits and the remainder's low ones).
   const double shard = zero >= 1 ? plan.shard : 1;
   const double expert_shard = zero >= 1 ? plan.edp : 1;
   const double shard_params = params / shard + expert_params / expert_shard;
-  const bool master_copy = s.master_weights_fp32 && plan.weight_bytes_per_param < 4;
+  const bool master_copy = s.master_weights_fp32 && plan.weight_bytes_per_param < 4 && !s.master_param_remainders;
   IterOp step;
   step.kind = IterOpKind::kOptimizerStep;
   step.stream = Stream::kCompute;

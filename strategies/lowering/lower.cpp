@@ -293,7 +293,8 @@ void set_state_bytes(Plan& plan) {
   // m (+ v for Adam), 4 B each in fp32, 2 B in bf16 (Strategy::optimizer_moments).
   const double moment_bytes = s.optimizer_moments == MomentDtype::kBf16 ? 2 : 4;
   const double moments = (s.optimizer == Optimizer::kAdam ? 2 : 1) * moment_bytes;
-  const double master = s.master_weights_fp32 && e < 4 ? 4 : 0;    // fp32 master copy
+  // fp32 master copy, or its low 16 bits beside a bf16 parameter (master_param_remainders)
+  const double master = s.master_weights_fp32 && e < 4 ? (s.master_param_remainders && e == 2 ? 2 : 4) : 0;
   plan.optimizer_bytes_per_param = moments + master;  // mixed-precision Adam: 12 (ZeRO, Sec. 3.1)
   // Megatron-LM's default DDP bucket holds 40M parameters' gradients.
   constexpr double kDefaultBucketParams = 40'000'000;

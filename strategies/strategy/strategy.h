@@ -351,6 +351,11 @@ struct Strategy {
   // fp8_scaling kDelayed only: the amax reduction per region and direction (Fp8AmaxReduction).
   Fp8AmaxReduction fp8_amax_reduction = Fp8AmaxReduction::kStage;
   bool master_weights_fp32 = true;  // mixed precision keeps an fp32 copy in the optimizer
+  // With 16-bit parameters, the fp32 master copy kept as the low 16 bits only, the parameter
+  // holding the high ones: Apex's DistributedFusedAdam store_param_remainders, which NeMo 1.x
+  // turns on for bf16 O2 with fp32 optimizer states (megatron_base_model.py
+  // setup_optimization): 2 B a parameter in place of 4.
+  bool master_param_remainders = false;
   // PyTorch automatic mixed precision (torch.autocast: PyTorch Lightning's "bf16"/"16-mixed"
   // precision, Hugging Face Trainer's --bf16/--fp16 without DeepSpeed): the parameters stay
   // fp32 and every linear layer casts its weight and bias to the 16-bit dtype when it runs,

@@ -167,7 +167,7 @@ Strategy read_strategy(const JsonNode& n) {
   n.allow_keys({"tp", "pp", "dp", "cp", "cp_comm", "cp_merge", "cp_rotate", "cp_overlap", "kv_repeat", "ep", "expert_gemm", "ep_dispatch", "shard_group", "zero_stage", "zero3_reshard", "fsdp_root_gather", "sequence_parallel", "schedule", "interleave",
                 "uneven_stages", "first_stage_layers", "last_stage_layers", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "stage_layers", "micro_batch", "global_batch", "recompute", "recompute_modules", "recompute_layers", "recompute_last_micro_batch", "fusion",
                 "overlap_dp", "overlap_tp", "overlap_ep", "overlap_p2p", "overlap_p2p_interleaved", "streams", "placement", "dp_bucket", "collective", "dtype", "fp8_saved_inputs", "fp8_scaling", "fp8_amax_reduction", "tp_overlap", "async_tp_grad_reduce",
-                "master_weights_fp32", "autocast_weights", "grad_reduce_fp32", "sp_reorder_copies", "fp8_tp_all_gather", "fp8_fsdp_all_gather", "fp8_param_gather", "expert_fp8_padding", "fsdp_copies", "pp_keeps_outputs", "host_overhead", "optimizer", "optimizer_moments", "workload", "offload", "description"});
+                "master_weights_fp32", "master_param_remainders", "autocast_weights", "grad_reduce_fp32", "sp_reorder_copies", "fp8_tp_all_gather", "fp8_fsdp_all_gather", "fp8_param_gather", "expert_fp8_padding", "fsdp_copies", "pp_keeps_outputs", "host_overhead", "optimizer", "optimizer_moments", "workload", "offload", "description"});
   Strategy s;
   s.tp = static_cast<int>(n.integer_or("tp", 1, 1, 1 << 20));
   s.pp = static_cast<int>(n.integer_or("pp", 1, 1, 1 << 20));
@@ -233,6 +233,12 @@ Strategy read_strategy(const JsonNode& n) {
     n.at("fp8_amax_reduction").fail("applies to Transformer Engine's delayed scaling only; set fp8_scaling to \"delayed\"");
   }
   s.master_weights_fp32 = n.bool_or("master_weights_fp32", s.dtype != DType::kFp32);
+  s.master_param_remainders = n.bool_or("master_param_remainders", false);
+  if (s.master_param_remainders && (!s.master_weights_fp32 || storage_dtype(s.dtype) != DType::kBf16)) {
+    n.at("master_param_remainders")
+        .fail("needs bf16 parameters with an fp32 master copy (dtype \"bf16\" or \"fp8\", "
+              "master_weights_fp32 true): the remainders are the fp32 master's low 16 bits");
+  }
   s.grad_reduce_fp32 = n.bool_or("grad_reduce_fp32", false);
   s.autocast_weights = n.bool_or("autocast_weights", false);
   if (s.autocast_weights) check_autocast_keys(n, s);
@@ -269,6 +275,7 @@ Json to_json(const Strategy& s) {
          {"master_weights_fp32", s.master_weights_fp32},
          {"grad_reduce_fp32", s.grad_reduce_fp32},
          {"optimizer", s.optimizer == Optimizer::kAdam ? "adam" : "sgd"}};
+  if (s.master_param_remainders) j["master_param_remainders"] = true;
   if (!s.recompute_last_micro_batch) j["recompute_last_micro_batch"] = false;
   if (s.recompute_layers > 0) j["recompute_layers"] = s.recompute_layers;
   if (s.recompute == Recompute::kSelective && s.recompute_modules != kModuleCoreAttn) {

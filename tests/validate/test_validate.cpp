@@ -812,6 +812,37 @@ TEST_CASE("validate: Megatron-Core overlaps interleaved sends; NeMo 24.03/24.07 
   CHECK(longseq.scenario.at("strategy").at("fusion").at("attention_kernel") == "cudnn");
 }
 
+TEST_CASE("validate: NeMo 1.x launcher rows keep the master as remainders; Nemotron-4 340B's recipe keeps bf16 states") {
+  // rules.json: the launcher's recipes of 2024 name distributed_fused_adam (Apex), for which
+  // NeMo's setup_optimization sets store_param_remainders with bf16 parameters and fp32
+  // states; Nemotron-4 340B's recipe at tag 24.07 sets optim dtype bf16 (no master at all);
+  // the Nemotron 8B/22B example scripts leave grad_sync_dtype at the state dtype, fp32.
+  auto translated = [](const std::string& id, const std::string& framework, const std::string& precision) {
+    return expressible_probe([&](Json& c) {
+      c["id"] = id;
+      c["framework"] = framework;
+      c["precision"] = precision;
+    });
+  };
+  auto strategy = [](const TranslatedCase& t) { return t.scenario.at("strategy"); };
+  const TranslatedCase llama = translated("nemo2407_h100_fp8_llama2_7b_probe", "NeMo 24.07 container", "FP8");
+  CHECK(strategy(llama).value("master_param_remainders", false));
+  CHECK(strategy(llama).value("master_weights_fp32", true));  // the default: an fp32 master
+  CHECK_FALSE(strategy(llama).value("grad_reduce_fp32", false));
+  CHECK(strategy(translated("nemo_longseq_h100_llama2_7b_probe", "NeMo 24.03.01 container", "FP8"))
+            .value("master_param_remainders", false));
+  const TranslatedCase n340 = translated("nemo2407_h100_fp8_nemotron_340b_probe", "NeMo 24.07 container", "FP8");
+  CHECK_FALSE(strategy(n340).value("master_param_remainders", true));
+  CHECK_FALSE(strategy(n340).value("master_weights_fp32", true));
+  CHECK(strategy(n340).value("optimizer_moments", std::string()) == "bf16");
+  CHECK(strategy(translated("nemo2407_h100_fp8_nemotron_8b_probe", "NeMo 24.07 container", "FP8"))
+            .value("grad_reduce_fp32", false));
+  // Megatron-Bridge (Megatron-Core's distributed optimizer) and fp16 runs keep a whole master.
+  CHECK_FALSE(strategy(translated("mbridge2511_h100_llama3_8b_probe", "Megatron-Bridge in NeMo 25.11 container", "FP8"))
+                  .value("master_param_remainders", false));
+  CHECK_FALSE(strategy(translated("nemo_fp16_probe", "NeMo 24.07 container", "fp16")).value("master_param_remainders", false));
+}
+
 TEST_CASE("validate: Megatron-Bridge's FP8 current-scaling rows gather FP8 parameters, and only they") {
   // rules.json: Megatron-Bridge's bf16_with_fp8_current_scaling_mixed sets fp8_param_gather,
   // which its performance scripts take for every FP8-CS row; NeMo 24.07's delayed scaling and
