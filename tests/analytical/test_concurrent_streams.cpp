@@ -31,7 +31,7 @@ TEST_CASE("concurrent kernels: two branches take between the longer one and the 
   CHECK(run_concurrent({task(1, 0), task(1, 1)}, 2).makespan_s == doctest::Approx(1.0));
 }
 
-TEST_CASE("concurrent kernels: one stream runs everything after the last; dependencies and the stream count order the rest") {
+TEST_CASE("concurrent kernels: one stream runs everything after the last, dependencies and the stream count order the rest") {
   CHECK(run_concurrent({task(1, 0.1), task(2, 0.1), task(0.5, 0.1)}, 1).makespan_s == doctest::Approx(3.5));
   // A -> B, C independent, all demanding half the device: A and C together in [0, 1], B in [1, 2].
   const ConcurrentRun r = run_concurrent({task(1, 0.5), task(1, 0.5, {0}), task(1, 0.5)}, 2);

@@ -128,7 +128,7 @@ TEST_CASE("fp8: a GEMM fed or followed by an FP8 tensor-parallel gather copies t
   CHECK(kernel_time(k, d, DType::kFp8).total_s - plain == doctest::Approx(-6.75e-6 + 1e-6).epsilon(1e-9));
 }
 
-TEST_CASE("fp8: a weight gathered in FP8 (FSDP float8 all-gather) is not cast; its backward copies it transposed") {
+TEST_CASE("fp8: a weight gathered in FP8 (FSDP float8 all-gather) is not cast, its backward copies it transposed") {
   // linear_forward: 1000 x 4000 input, 4000 x 2000 weight; at 1 TB/s with 1 us launches.
   const DeviceSpec d = round_device();
   Kernel k = linear_forward();
@@ -403,7 +403,7 @@ TEST_CASE("attention: attention_kernel is read, written back, and agrees with th
                        doctest::Contains("strategy.fusion.attention_kernel: \"flash4\""), InputError);
 }
 
-TEST_CASE("attention: the catalog's A100 has FA2 curves only; H100 and H200 FA2, FA3, cuDNN") {
+TEST_CASE("attention: the catalog's A100 has FA2 curves only, H100 and H200 FA2, FA3, cuDNN") {
   CHECK(catalog_device("A100-SXM4-80GB").flash2.present());
   CHECK_FALSE(catalog_device("A100-SXM4-80GB").flash3.present());
   CHECK_FALSE(catalog_device("A100-SXM4-80GB").cudnn.present());

@@ -108,7 +108,7 @@ TEST_CASE("device variability: a layer on 1024 devices computes 1 + 0.011 x 3.23
   CHECK(compute_bound >= 4);  // qkv, scores, context, projection, fc1, fc2
 }
 
-TEST_CASE("device variability: the catalog's GPUs carry the SC'22 figure; a bad value is refused") {
+TEST_CASE("device variability: the catalog's GPUs carry the SC'22 figure, a bad value is refused") {
   for (const char* name : {"A100-SXM4-80GB", "H100-SXM5-80GB", "H200-SXM-141GB", "B200", "MI300X"}) {
     CAPTURE(name);
     const DeviceSpec d = catalog_device(name);

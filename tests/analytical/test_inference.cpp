@@ -49,7 +49,7 @@ TEST_CASE("inference: the forward stream takes sum(f) + (m - 1) max(f), one fram
   }
 }
 
-TEST_CASE("inference: no backward kernels, no sends back, no tail; weights only in memory") {
+TEST_CASE("inference: no backward kernels, no sends back, no tail, weights only in memory") {
   const Plan plan = testing::lower_on_dgx_a100(testing::small_gpt(4), inference(2, 4), 2);
   CHECK(plan.layer->backward.empty());
   CHECK(plan.layer->saved_activation_B == 0);

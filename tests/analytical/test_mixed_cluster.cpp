@@ -154,7 +154,7 @@ TEST_CASE("mixed cluster: data parallel across the groups runs at the slower gro
   CHECK(predict_analytical(*lower(m, s, h100)).iteration_s < 0.6 * mixed_s);
 }
 
-TEST_CASE("mixed cluster: the transfer between the groups crosses the slower NICs; each rank fits its own memory") {
+TEST_CASE("mixed cluster: the transfer between the groups crosses the slower NICs, each rank fits its own memory") {
   const ModelSpec m = model_preset("llama3-8b");
   const Strategy s = pipeline(8, 4, StageSplit::kEven);
   HardwareModel a100 = catalog_cluster("dgx_a100"), h100 = catalog_cluster("dgx_h100");

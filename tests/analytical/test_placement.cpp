@@ -145,7 +145,7 @@ TEST_CASE("placement: each device holds its ops' parameters and the tensors its 
   CHECK(pred.rank_memory[0].activations_B == doctest::Approx(2 * tensor));
 }
 
-TEST_CASE("placement: replicas are mp consecutive devices; data parallelism is over the rest") {
+TEST_CASE("placement: replicas are mp consecutive devices, data parallelism is over the rest") {
   const Plan p = testing::lower_on_dgx_a100(two_branches(), [] {
     Strategy s = b_on_device_1();
     s.global_batch = 4 * 64;
@@ -168,7 +168,7 @@ TEST_CASE("placement: replicas are mp consecutive devices; data parallelism is o
   CHECK(placement_reported);
 }
 
-TEST_CASE("placement: the longest key wins; a prefix takes names up to a dot only") {
+TEST_CASE("placement: the longest key wins, a prefix takes names up to a dot only") {
   ModelSpec m = two_branches();
   m.graph.ops[1].name = "a.fc2";  // "a" now takes both matmuls unless a longer key says otherwise
   Plan p = testing::lower_on_dgx_a100(m, placed({{"a", 1}, {"a.fc2", 0}, {"*", 0}}), 2);

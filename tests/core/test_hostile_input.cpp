@@ -140,7 +140,7 @@ TEST_CASE("hostile input: batch --out naming one of its scenarios is refused, th
   fs::remove_all(dir);
 }
 
-TEST_CASE("hostile input: counts are whole numbers in range; search spaces fit 64 bits") {
+TEST_CASE("hostile input: counts are whole numbers in range, search spaces fit 64 bits") {
   const std::string gpt3 = std::string(STRATASIM_SOURCE_DIR) + "/scenarios/gpt3_175b_1024_a100.json";
   const testing::CliRun top = testing::run_cli("search " + gpt3 + " --top 1e10");
   CHECK(top.code == 2);

@@ -468,7 +468,7 @@ TEST_CASE("error messages name the file, the JSON path, the value and the rule")
   }
 }
 
-TEST_CASE("overrides edit nested descriptions field by field; multi-node clusters need NICs") {
+TEST_CASE("overrides edit nested descriptions field by field, multi-node clusters need NICs") {
   const Json j = parse_json_text(
       R"({"preset": "dgx_a100", "devices": 16, "device": {"memory": "40GiB"},
           "node": {"nic": {"bandwidth": "100Gbps"}}})",

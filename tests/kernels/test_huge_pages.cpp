@@ -11,7 +11,7 @@
 
 using namespace stratasim::kernels;
 
-TEST_CASE("huge pages: a buffer of a huge page or more starts on a huge page; smaller ones on a cache line") {
+TEST_CASE("huge pages: a buffer of a huge page or more starts on a huge page, smaller ones on a cache line") {
   const BenchVec big(kHugePageBytes / sizeof(float) + 3, 1.5f);  // 2 MiB + 12 B: two huge pages
   CHECK(reinterpret_cast<std::uintptr_t>(big.data()) % kHugePageBytes == 0);
   CHECK(std::accumulate(big.begin(), big.end(), 0.0) == doctest::Approx(1.5 * double(big.size())));

@@ -73,7 +73,7 @@ TEST_CASE("dualpipe plan: virtual stage p + s holds stage s's layers on rank p -
   }
 }
 
-TEST_CASE("dualpipe plan: no message crosses between the two chains; the reverse one flows down") {
+TEST_CASE("dualpipe plan: no message crosses between the two chains, the reverse one flows down") {
   const Plan d = testing::lower_on_dgx_a100(testing::small_gpt(8), pipeline(ScheduleKind::kDualPipe, 8), 4);
   const auto& st = d.iteration.stages;
   // Forward chain 0 -> 1 -> 2 -> 3 (ranks 0..3), reverse chain 4 -> 5 -> 6 -> 7 (ranks 3..0).
@@ -91,7 +91,7 @@ TEST_CASE("dualpipe plan: no message crosses between the two chains; the reverse
   CHECK(map.prev_stage(4) == -1);
 }
 
-TEST_CASE("dualpipe plan: mirror ranks sum their gradients; tied embeddings need no sync of their own") {
+TEST_CASE("dualpipe plan: mirror ranks sum their gradients, tied embeddings need no sync of their own") {
   const Plan d = testing::lower_on_dgx_a100(testing::small_gpt(8), pipeline(ScheduleKind::kDualPipe, 8), 4);
   const Plan f = testing::lower_on_dgx_a100(testing::small_gpt(8), pipeline(ScheduleKind::k1F1B, 8), 4);
   CHECK(d.iteration.group(GroupKind::kPipelineMirror).size == 2);
@@ -168,7 +168,7 @@ TEST_CASE("dualpipe plan: illegal shapes are named with the field to change") {
         "DualPipe runs 2 chunks per rank, one per direction; leave interleave at 1 (interleave=3)");
 }
 
-TEST_CASE("zb-v plan: a V of 2p stages; the turn and the loss stay on their ranks") {
+TEST_CASE("zb-v plan: a V of 2p stages, the turn and the loss stay on their ranks") {
   Strategy s = pipeline(ScheduleKind::kZeroBubbleV, 8);
   const Plan v = testing::lower_on_dgx_a100(testing::small_gpt(8), s, 4);
   REQUIRE(v.stages.size() == 8);

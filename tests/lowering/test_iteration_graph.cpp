@@ -179,7 +179,7 @@ TEST_CASE("iteration graph: optimizer offload writes the host copies and the CPU
   CHECK(counts.at("upload_parameters") == plan.pp);
 }
 
-TEST_CASE("iteration graph: stratasim explain --graph writes it; a bad path is exit 2") {
+TEST_CASE("iteration graph: stratasim explain --graph writes it, a bad path is exit 2") {
   const std::string out = "iteration_graph_cli_test.json";
   std::remove(out.c_str());
   const std::string scenario = std::string(STRATASIM_SOURCE_DIR) + "/scenarios/tiny_2gpu_1layer.json";

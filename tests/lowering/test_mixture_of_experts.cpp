@@ -127,7 +127,7 @@ TEST_CASE("moe: dispatch and combine all-to-all bytes per token, grouped GEMM ro
   CHECK(fc1.model_flops == doctest::Approx(2.0 * 1024 * 1024 * 1024));
 }
 
-TEST_CASE("moe: the most loaded rank sets the pace; a capacity factor pads every expert") {
+TEST_CASE("moe: the most loaded rank sets the pace, a capacity factor pads every expert") {
   ModelSpec skewed = moe_model();
   skewed.transformer.moe.load_imbalance = 1.5;
   const Plan even = testing::lower_on_dgx_a100(moe_model(), moe_strategy(1, 4), 8);
@@ -456,7 +456,7 @@ TEST_CASE("moe: TEGroupedMLP runs a non-gated expert activation as eager ops, 12
         doctest::Approx(act(testing::lower_on_dgx_a100(moe_model(), grouped, 8), Phase::kForward, "expert_swiglu").bytes));
 }
 
-TEST_CASE("moe: an all-to-all dispatch sorts what a rank receives by local expert and back; DeepEP does not") {
+TEST_CASE("moe: an all-to-all dispatch sorts what a rank receives by local expert and back, DeepEP does not") {
   // ep 1 on one rank: 8 local experts; micro-batch 1 x 512 tokens, top-2: 1024 copies of
   // 1024 x 2 B received. Megatron-Core's alltoall dispatcher (token_dispatcher.py "Permutation
   // 2", sort_chunks_by_idxs) reads and writes them once after the dispatch and once before the

@@ -136,7 +136,7 @@ TEST_CASE("op-selective under torch.compile keeps only the policy's outputs the 
   CHECK_FALSE(to_json(Strategy{}).at("fusion").contains("compiled"));
 }
 
-TEST_CASE("op_selective and grad_reduce_fp32 are strategy keys; fp32 reduction doubles the bytes") {
+TEST_CASE("op_selective and grad_reduce_fp32 are strategy keys, fp32 reduction doubles the bytes") {
   const Json j = parse_json_text(
       R"({"global_batch": 8, "recompute": "op_selective", "grad_reduce_fp32": true})", "s.json");
   const Strategy s = read_strategy(JsonNode(j, "s.json", "strategy"));
@@ -152,7 +152,7 @@ TEST_CASE("op_selective and grad_reduce_fp32 are strategy keys; fp32 reduction d
   CHECK(b.bytes == doctest::Approx(fp32.iteration.rank_params[0] * 4));
 }
 
-TEST_CASE("eager RMSNorm and rotary embedding move their fp32 intermediates; fused ones do not") {
+TEST_CASE("eager RMSNorm and rotary embedding move their fp32 intermediates, fused ones do not") {
   // A Llama-style layer (RMSNorm, RoPE), b s = 512 tokens, h = 1024, 16 heads (MHA), bf16.
   auto layer_of = [](bool fused, bool complex_rope = false) {
     ModelSpec m = testing::small_gpt(4);
@@ -255,7 +255,7 @@ const Kernel& cross_entropy(const Plan& p, Phase phase) {
 
 }  // namespace
 
-TEST_CASE("an eager cross-entropy moves and holds fp32 copies of the logits; a fused one does not") {
+TEST_CASE("an eager cross-entropy moves and holds fp32 copies of the logits, a fused one does not") {
   // small_gpt: micro-batch 1 x seq 512 = 512 tokens, vocab 32000, tp 1: n V = 16,384,000
   // logits. TorchTitan's F.cross_entropy(pred.float()) per logit: the forward casts (read 2,
   // write 4 B) and log_softmax reads the fp32 copy once more (4 B): 10 B beyond a fused

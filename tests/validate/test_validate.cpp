@@ -736,7 +736,7 @@ TEST_CASE("validate: the gate fails when device GEMM efficiency is perturbed by 
   CHECK_FALSE(r.all_within_tolerance);
 }
 
-TEST_CASE("validate: TorchTitan's selective means its per-op policy; its loss is eager until 2025") {
+TEST_CASE("validate: TorchTitan's selective means its per-op policy, its loss is eager until 2025") {
   // rules.json: the torchtitan stack maps a plain "selective" to op_selective; a compiled run
   // of the 2024 benchmarks leaves the loss eager (train.py: "TODO: compiling loss function
   // causes CUDA errors"), one of the 2025 releases compiles it (loss.py).
@@ -784,7 +784,7 @@ TEST_CASE("validate: TorchTitan's compiled context parallelism waits for each ex
   CHECK_FALSE(other.scenario.at("strategy").contains("cp_overlap"));
 }
 
-TEST_CASE("validate: Megatron-Core overlaps interleaved sends; NeMo 24.03/24.07 rows run their launcher's settings") {
+TEST_CASE("validate: Megatron-Core overlaps interleaved sends, NeMo 24.03/24.07 rows run their launcher's settings") {
   // rules.json: the megatron-core stack sets overlap_p2p_interleaved (Megatron-Core's
   // overlap_p2p_comm, read by its interleaved schedule only); a modifier turns the stack's
   // userbuffers TP overlap off for NeMo 24.03's long-sequence Llama 2 7B rows, whose
@@ -805,14 +805,15 @@ TEST_CASE("validate: Megatron-Core overlaps interleaved sends; NeMo 24.03/24.07 
   CHECK(table.scenario.at("strategy").at("overlap_tp") == true);
   CHECK(table.scenario.at("strategy").at("overlap_p2p_interleaved") == true);
   // NeMo-Framework-Launcher 24.07 runs with NVTE_FUSED_ATTN=0: flash-attn 2, not cuDNN, except
-  // in the GPT-3 175B script (NVTE_FUSED_ATTN=1); the long-sequence rows keep the stack's cuDNN.
+  // in the GPT-3 175B script (NVTE_FUSED_ATTN=1); the long-sequence rows run the environment of
+  // launcher 24.05 (their container's), NVTE_FUSED_ATTN=0 too.
   CHECK(table.scenario.at("strategy").at("fusion").at("attention_kernel") == "flash2");
   const TranslatedCase gpt175 = translated("nemo2407_h100_fp8_gpt3_175b_probe", "NeMo 24.07 container");
   CHECK(gpt175.scenario.at("strategy").at("fusion").at("attention_kernel") == "cudnn");
-  CHECK(longseq.scenario.at("strategy").at("fusion").at("attention_kernel") == "cudnn");
+  CHECK(longseq.scenario.at("strategy").at("fusion").at("attention_kernel") == "flash2");
 }
 
-TEST_CASE("validate: NeMo 1.x launcher rows keep the master as remainders; Nemotron-4 340B's recipe keeps bf16 states") {
+TEST_CASE("validate: NeMo 1.x launcher rows keep the master as remainders, Nemotron-4 340B's recipe keeps bf16 states") {
   // rules.json: the launcher's recipes of 2024 name distributed_fused_adam (Apex), for which
   // NeMo's setup_optimization sets store_param_remainders with bf16 parameters and fp32
   // states; Nemotron-4 340B's recipe at tag 24.07 sets optim dtype bf16 (no master at all);
@@ -837,6 +838,16 @@ TEST_CASE("validate: NeMo 1.x launcher rows keep the master as remainders; Nemot
   CHECK(strategy(n340).value("optimizer_moments", std::string()) == "bf16");
   CHECK(strategy(translated("nemo2407_h100_fp8_nemotron_8b_probe", "NeMo 24.07 container", "FP8"))
             .value("grad_reduce_fp32", false));
+  // GPT-3 175B's and Nemotron-4 340B's recipes leave userbuffers off (ub_tp_comm_overlap
+  // False): TP collectives in line but for the input gradient's reduce-scatter; 340B's does not
+  // overlap the interleaved schedule's sends either. The other rows keep the stack's overlap.
+  const TranslatedCase gpt175 = translated("nemo2407_h100_fp8_gpt3_175b_probe", "NeMo 24.07 container", "FP8");
+  CHECK_FALSE(strategy(gpt175).value("overlap_tp", true));
+  CHECK(strategy(gpt175).value("async_tp_grad_reduce", false));
+  CHECK(strategy(gpt175).value("overlap_p2p_interleaved", false));
+  CHECK_FALSE(strategy(n340).value("overlap_tp", true));
+  CHECK_FALSE(strategy(n340).value("overlap_p2p_interleaved", true));
+  CHECK(strategy(llama).value("overlap_tp", false));
   // Megatron-Bridge (Megatron-Core's distributed optimizer) and fp16 runs keep a whole master.
   CHECK_FALSE(strategy(translated("mbridge2511_h100_llama3_8b_probe", "Megatron-Bridge in NeMo 25.11 container", "FP8"))
                   .value("master_param_remainders", false));
