@@ -256,6 +256,16 @@ void apply_curve(const JsonNode& n, EfficiencyCurve& curve, bool partial, Dimens
         [&](const JsonNode& c) { curve.half_size = c.as_quantity(size_dim); });
 }
 
+// A head dimension written as an object key ("64"), of `value`'s object.
+double head_dim_key(const std::string& key, const JsonNode& value) {
+  char* end = nullptr;
+  const double dim = std::strtod(key.c_str(), &end);
+  if (end == key.c_str() || *end != '\0' || !(dim >= 8 && dim <= 1024)) {
+    value.fail("keys must be head dimensions between 8 and 1024 (e.g. \"64\")");
+  }
+  return dim;
+}
+
 // One pass of a fused attention kernel (hardware_model.h AttentionPass).
 void apply_attention_pass(const JsonNode& n, AttentionPass& a, bool partial) {
   n.allow_keys({"max_fraction", "half_keys", "causal_fraction", "causal_half_keys",
@@ -274,11 +284,7 @@ void apply_attention_pass(const JsonNode& n, AttentionPass& a, bool partial) {
     a.head_dim_scale.clear();
     for (const auto& item : c.raw().items()) {
       const JsonNode v = c.at(item.key());
-      char* end = nullptr;
-      const double dim = std::strtod(item.key().c_str(), &end);
-      if (end == item.key().c_str() || *end != '\0' || !(dim >= 8 && dim <= 1024)) {
-        v.fail("keys must be head dimensions between 8 and 1024 (e.g. \"64\")");
-      }
+      const double dim = head_dim_key(item.key(), v);
       const double f = v.as_number();
       if (!(f > 0 && f <= 4)) v.fail("must be a plateau factor in (0, 4]");
       a.head_dim_scale.emplace_back(dim, f);
@@ -293,11 +299,7 @@ AttentionRatio read_attention_ratio(const JsonNode& n) {
   AttentionRatio r;
   for (const auto& item : n.raw().items()) {
     const JsonNode dim_node = n.at(item.key());
-    char* end = nullptr;
-    const double dim = std::strtod(item.key().c_str(), &end);
-    if (end == item.key().c_str() || *end != '\0' || !(dim >= 8 && dim <= 1024)) {
-      dim_node.fail("keys must be head dimensions between 8 and 1024 (e.g. \"64\")");
-    }
+    const double dim = head_dim_key(item.key(), dim_node);
     dim_node.require_object();
     dim_node.allow_keys({"noncausal", "causal"});
     for (const bool causal : {false, true}) {

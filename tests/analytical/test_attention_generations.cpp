@@ -12,6 +12,7 @@
 #include "sim/cost/kernel_cost.h"
 #include "strategies/strategy/strategy_json.h"
 #include "tests/support/input_error.h"
+#include "tests/support/simple_device.h"
 #include "tests/support/small_plans.h"
 
 using namespace stratasim;
@@ -22,13 +23,7 @@ namespace {
 // benchmark: head dim 64 causal at 50 and 80 of FA2's 100 TFLOP/s at 1K and 4K keys, head dim
 // 128 causal 40 of 100 at both, and head dim 64 non-causal 60 of 100 at 2K only.
 DeviceSpec benchmarked_device() {
-  DeviceSpec d;
-  d.name = "round";
-  d.peak_flops[static_cast<int>(DType::kBf16)] = 1000e12;
-  d.memory_bandwidth_Bps = 1e12;
-  d.matmul = {0.8, 0};
-  d.memory = {1.0, 0};
-  d.kernel_overhead_s = 1e-6;
+  DeviceSpec d = testing::simple_device();
   d.flash2 = {{0.4, 0}, {0.3, 0}};
   d.flash1.series = {{64, true, {{{1024, 50, 100}}, {{4096, 80, 100}}}},
                      {128, true, {{{1024, 40, 100}}, {{4096, 40, 100}}}},
