@@ -848,6 +848,10 @@ TEST_CASE("validate: NeMo 1.x launcher rows keep the master as remainders, Nemot
   CHECK_FALSE(strategy(n340).value("overlap_tp", true));
   CHECK_FALSE(strategy(n340).value("overlap_p2p_interleaved", true));
   CHECK(strategy(llama).value("overlap_tp", false));
+  // The launcher's recipes named distributed_fused_adam from release 23.03; NeMo 2.0 (24.09 on)
+  // uses Megatron-Core's distributed optimizer.
+  CHECK(strategy(translated("nemo_2023_probe", "NeMo Megatron 23.05 container", "bf16")).value("master_param_remainders", false));
+  CHECK_FALSE(strategy(translated("nemo_2412_probe", "NeMo 24.12 container", "bf16")).value("master_param_remainders", false));
   // Megatron-Bridge (Megatron-Core's distributed optimizer) and fp16 runs keep a whole master.
   CHECK_FALSE(strategy(translated("mbridge2511_h100_llama3_8b_probe", "Megatron-Bridge in NeMo 25.11 container", "FP8"))
                   .value("master_param_remainders", false));
