@@ -81,8 +81,22 @@ double generation_speed(AttentionKernel kernel, const DeviceSpec& d, double keys
   return measured->present() ? measured->at(keys, causal, head_dim) : kOlderOverFlash2;
 }
 
-double generation_speed(AttentionKernel kernel, const DeviceSpec& d, const Kernel& k) {
-  return generation_speed(kernel, d, k.attention_keys, k.attention_causal, k.attention_head_dim);
+// The head dim the kernel computes for a head of head_dim: FlashAttention-1 (flash-attn
+// 0.2-1.0, csrc/flash_attn/fmha_api.cpp at 4a6eaa9f: run_fmha_fwd_hdim32 / hdim64 / hdim128, the
+// same three for the backward, "head_size % 8 == 0 && head_size <= 128") runs a head dim
+// between them on the next kernel up, its tiles as wide as that kernel's: a head of 96 costs
+// what one of 128 does. FlashAttention's Triton version pads the head to a power of two
+// (flash_attn/flash_attn_triton.py: BLOCK_HEADDIM = max(triton.next_power_of_2(d), 16), d <=
+// 128). The other kernels take the head dim as it is (FlashAttention-2's kernels include 96;
+// cuDNN takes any multiple of 8).
+double kernel_head_dim(AttentionKernel kernel, double head_dim) {
+  if (head_dim <= 0) return head_dim;
+  if (kernel == AttentionKernel::kFlashTriton) return std::max(16.0, std::exp2(std::ceil(std::log2(head_dim))));
+  if (kernel != AttentionKernel::kFlash1) return head_dim;
+  for (double dim : {32.0, 64.0, 128.0}) {
+    if (head_dim <= dim) return dim;
+  }
+  return head_dim;
 }
 
 // The attention curves are short benchmark loops; a training run holds the device at its
@@ -92,45 +106,30 @@ double attention_speed(const DeviceSpec& d, AttentionKernel kernel, double keys,
   return d.sustained_clock * generation_speed(kernel, d, keys, causal, head_dim);
 }
 
-double attention_fraction(const Kernel& k, const DeviceSpec& d, AttentionKernel kernel) {
+// The kernel's share of the peak for rows of `keys` keys, counted in the FLOP of a head of
+// head_dim when it runs on a wider kernel (kernel_head_dim): the padding is work done.
+double attention_fraction(const Kernel& k, const DeviceSpec& d, AttentionKernel kernel, double flops,
+                          double keys, bool causal, bool plateau) {
+  const double dim = kernel_head_dim(kernel, k.attention_head_dim);
+  const double padding = dim > k.attention_head_dim && k.attention_head_dim > 0 ? k.attention_head_dim / dim : 1;
   const AttentionPass* a = attention_pass(k, d, kernel);
-  if (a == nullptr) return generation_speed(kernel, d, k) * d.matmul.at(k.matmul_flops / k.launches);
-  return attention_speed(d, kernel, k.attention_keys, k.attention_causal, k.attention_head_dim) *
-         a->at(k.attention_keys, k.attention_causal, k.attention_head_dim);
-}
-
-double attention_plateau(const Kernel& k, const DeviceSpec& d, AttentionKernel kernel) {
-  const AttentionPass* a = attention_pass(k, d, kernel);
-  if (a == nullptr) return generation_speed(kernel, d, 0, k.attention_causal, k.attention_head_dim) * d.matmul.max_fraction;
-  return attention_speed(d, kernel, 0, k.attention_causal, k.attention_head_dim) *
-         a->plateau(k.attention_causal, k.attention_head_dim);
+  if (a == nullptr) {
+    const double curve = plateau ? d.matmul.max_fraction : d.matmul.at(flops / k.launches);
+    return padding * generation_speed(kernel, d, plateau ? 0 : keys, causal, dim) * curve;
+  }
+  if (plateau) return padding * attention_speed(d, kernel, 0, causal, dim) * a->plateau(causal, dim);
+  return padding * attention_speed(d, kernel, keys, causal, dim) * a->at(keys, causal, dim);
 }
 
 // Sliding-window layers (Kernel::attention_band_share of the FLOP) walk unmasked-tile rows of
 // attention_band_keys keys at the kernel's non-causal rate for that many keys; the rest runs at
 // the rate of its own keys and masking.
-double attention_s(const Kernel& k, const DeviceSpec& d, double peak, AttentionKernel kernel) {
+double attention_s(const Kernel& k, const DeviceSpec& d, double peak, AttentionKernel kernel, bool plateau) {
   const double band = k.matmul_flops * k.attention_band_share;
-  double s = (k.matmul_flops - band) / (peak * attention_fraction(k, d, kernel));
+  double s = (k.matmul_flops - band) / (peak * attention_fraction(k, d, kernel, k.matmul_flops, k.attention_keys,
+                                                                   k.attention_causal, plateau));
   if (band > 0) {
-    const AttentionPass* a = attention_pass(k, d, kernel);
-    const double speed = generation_speed(kernel, d, k.attention_band_keys, false, k.attention_head_dim);
-    const double f = a != nullptr
-                         ? d.sustained_clock * speed * a->at(k.attention_band_keys, false, k.attention_head_dim)
-                         : speed * d.matmul.at(band / k.launches);
-    s += band / (peak * f);
-  }
-  return s;
-}
-
-double attention_plateau_s(const Kernel& k, const DeviceSpec& d, double peak, AttentionKernel kernel) {
-  const double band = k.matmul_flops * k.attention_band_share;
-  double s = (k.matmul_flops - band) / (peak * attention_plateau(k, d, kernel));
-  if (band > 0) {
-    const AttentionPass* a = attention_pass(k, d, kernel);
-    const double speed = generation_speed(kernel, d, 0, false, k.attention_head_dim);
-    s += band / (peak * (a != nullptr ? d.sustained_clock * speed * a->plateau(false, k.attention_head_dim)
-                                      : speed * d.matmul.max_fraction));
+    s += band / (peak * attention_fraction(k, d, kernel, band, k.attention_band_keys, false, plateau));
   }
   return s;
 }
@@ -273,8 +272,8 @@ KernelTime kernel_time(const Kernel& k, const DeviceSpec& d, DType dtype, Attent
   const bool attention_measured =
       k.cls == OpClass::kFlashAttention && k.matmul_flops > 0 && attention_pass(k, d, attention) != nullptr;
   if (k.cls == OpClass::kFlashAttention && k.matmul_flops > 0) {
-    t.compute_s += attention_s(k, d, peak, attention);
-    plateau_compute += attention_plateau_s(k, d, peak, attention);
+    t.compute_s += attention_s(k, d, peak, attention, false);
+    plateau_compute += attention_s(k, d, peak, attention, true);
   } else if (k.matmul_flops > 0) {
     t.compute_s += matmul_s(k, d, peak, curve);
     plateau_compute += k.matmul_flops / (peak * curve.max_fraction);

@@ -79,7 +79,7 @@ struct BlockKeyHash {
     mix(f.elementwise_epilogue | f.bias_dropout_residual << 1 | f.norm_residual << 2 |
         f.fused_softmax << 3 | f.flash_attention << 4 | f.fused_norm << 5 | f.fused_loss << 6 |
         f.megatron_loss_ops << 7 | f.loss_parallel << 8 | f.complex_rope << 9 | f.compiled << 10 |
-        f.fused_rope_unscaled << 11 | f.qkv_split_copies << 12 | f.separate_linears << 13);
+        f.fused_rope_unscaled << 11 | f.qkv_split_copies << 12 | f.separate_linears << 13 | f.gemm_activation << 14);
     mix(static_cast<int>(f.attention_kernel));
     return h;
   }

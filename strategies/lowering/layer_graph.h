@@ -37,6 +37,7 @@ enum class FusionRule : uint8_t {
   kNormResidual,        // residual add + following norm
   kSoftmax,             // scale + mask + softmax
   kGraphGroup,          // explicit group from the strategy (op graphs)
+  kGemmEpilogue,        // bias + activation in the GEMM's own epilogue (FusionPlan::gemm_activation)
 };
 
 struct TensorInfo {

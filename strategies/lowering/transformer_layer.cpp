@@ -52,6 +52,7 @@ class Builder {
     return o;
   }
 
+  bool gemm_activation() const { return s_.fusion.gemm_activation; }
   LayerOp& last() { return g_.ops.back(); }
   LayerGraph& g() { return g_; }
   // The Megatron-Core module (RecomputeModule bits) the ops made from now on belong to.
@@ -71,6 +72,7 @@ class Builder {
   bool rule_on(FusionRule r) const {
     switch (r) {
       case FusionRule::kEpilogue: return s_.fusion.elementwise_epilogue;
+      case FusionRule::kGemmEpilogue: return s_.fusion.gemm_activation;
       case FusionRule::kBiasDropoutResidual: return s_.fusion.bias_dropout_residual;
       case FusionRule::kSoftmax: return s_.fusion.fused_softmax;
       default: return false;
@@ -663,7 +665,12 @@ int attention_core(Builder& B, const Dims& d, const LayerShape& sh, bool dropout
   return context;
 }
 
-int mlp_activation(Builder& B, const Dims& d, const TransformerSpec& t, int up, double f) {
+// The fusion group of an up projection GEMM with its bias and activation in its epilogue
+// (FusionPlan::gemm_activation); the layer's other groups number below it.
+constexpr int kGemmEpilogueGroup = 7;
+
+int mlp_activation(Builder& B, const Dims& d, const TransformerSpec& t, int up, double f,
+                   bool in_gemm) {
   int x = up;
   const double region = d.n * f / d.t * d.e;
   if (t.activation == Activation::kSwiGLU) {
@@ -672,16 +679,17 @@ int mlp_activation(Builder& B, const Dims& d, const TransformerSpec& t, int up, 
     act.saves = kSaveInput0;  // gate and up projections: 2 * n * f / t
     return out;
   }
+  const FusionRule rule = in_gemm ? FusionRule::kGemmEpilogue : FusionRule::kEpilogue;
+  const int group = in_gemm ? kGemmEpilogueGroup : 0;
   if (t.linear_bias) {
     int biased = B.tensor(region);
-    B.elementwise("fc1_bias", {x}, biased, 1, FusionRule::kEpilogue, 0).weight_bytes =
-        f / d.t * d.e;
+    B.elementwise("fc1_bias", {x}, biased, 1, rule, group).weight_bytes = f / d.t * d.e;
     x = biased;
   }
   int out = B.tensor(region);
   LayerOp& act = B.elementwise(t.activation == Activation::kGeLU ? "gelu" : "relu", {x}, out,
-                               8, FusionRule::kEpilogue, 0);
-  act.saves = kSaveInput0;  // activation input: 8sbh/t
+                               8, rule, group);
+  act.saves = kSaveInput0;  // activation input: 8sbh/t (in a GEMM epilogue: its aux output)
   return out;
 }
 
@@ -693,7 +701,12 @@ int dense_mlp(Builder& B, const Dims& d, const TransformerSpec& t, int x, double
   int up = B.tensor(d.n * f_in / d.t * d.e);
   LayerOp& up_proj = B.matmul(up_name, x, up, d.h * f_in / d.t * d.e, d.n, f_in / d.t, d.h);
   if (t.activation == Activation::kSwiGLU) up_proj.mm_split = {f, f, 0};  // w1 (gate), w3 (up)
-  int act = mlp_activation(B, d, t, up, f);
+  // FusionPlan::gemm_activation: the bias and activation join the GEMM's kernel, so only the
+  // tensors that leave it (the activation, and the pre-activation the backward reads) go
+  // through memory, in the forward and, for the derivative, in the backward.
+  const bool in_gemm = B.gemm_activation() && t.activation != Activation::kSwiGLU;
+  if (in_gemm) up_proj.fusion = FusionRule::kGemmEpilogue, up_proj.fusion_group = kGemmEpilogueGroup;
+  int act = mlp_activation(B, d, t, up, f, in_gemm);
   int down = B.tensor(d.n * d.h * d.e);
   B.matmul(down_name, act, down, f * d.h / d.t * d.e, d.n, d.h, f / d.t);
   return down;

@@ -95,6 +95,7 @@ std::string describe_fusion(const FusionPlan& f) {
     if (on) s += (s.empty() ? "" : ", ") + std::string(what);
   };
   add(f.elementwise_epilogue, "bias+act");
+  add(f.gemm_activation, "gemm+bias+act");
   add(f.bias_dropout_residual, "bias+dropout+add");
   add(f.norm_residual, "add+norm");
   add(f.fused_softmax, "softmax");

@@ -111,6 +111,14 @@ struct FusionPlan {
   // (torch/utils/checkpoint.py _CachingTorchDispatchMode stores each MUST_SAVE op's output):
   // the output projection of the feed-forward, read by nothing in the backward, too.
   bool compiled = false;
+  // A non-gated MLP's bias and activation run in its up projection GEMM's epilogue (cuBLASLt
+  // CUBLASLT_EPILOGUE_GELU_AUX_BIAS: the GEMM writes the activation and, for the backward, the
+  // pre-activation; the down projection's data-gradient GEMM applies the activation's derivative
+  // and the bias gradient in its own epilogue, DGELU_BGRAD): flash-attn's FusedDenseGeluDense /
+  // FusedMLP (flash_attn/ops/fused_dense.py, heuristic 0 on A100), which its GPT training
+  // configs select with fused_dense_gelu_dense / fused_mlp. No separate bias+activation kernel,
+  // forward or backward; SwiGLU's gated MLPs are left as they are.
+  bool gemm_activation = false;
   AttentionKernel attention_kernel = AttentionKernel::kFlash2;  // with flash_attention
   // Operator graphs: every run of consecutive ops from a GEMM or convolution (or any op) through
   // the memory-bound ops after it (stencils, elementwise, norms, pools, softmax) that each read

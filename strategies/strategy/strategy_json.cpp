@@ -29,7 +29,7 @@ FusionPlan read_fusion(const JsonNode& n) {
     return f;
   }
   n.allow_keys({"preset", "elementwise_epilogue", "bias_dropout_residual", "norm_residual",
-                "fused_softmax", "fused_norm", "fused_loss", "megatron_loss_ops", "loss_parallel", "complex_rope", "fused_rope_unscaled", "qkv_split_copies", "separate_linears", "compiled", "flash_attention",
+                "fused_softmax", "fused_norm", "fused_loss", "megatron_loss_ops", "loss_parallel", "complex_rope", "fused_rope_unscaled", "qkv_split_copies", "separate_linears", "compiled", "gemm_activation", "flash_attention",
                 "flash_attention_version", "attention_kernel", "whole_chain", "graph_groups"});
   if (auto p = n.find("preset")) {
     if (!fusion_preset(p->as_string(), &f)) p->fail("is not one of: none, epilogues, megatron, all, chains");
@@ -61,6 +61,7 @@ FusionPlan read_fusion(const JsonNode& n) {
   f.qkv_split_copies = n.bool_or("qkv_split_copies", f.qkv_split_copies);
   f.separate_linears = n.bool_or("separate_linears", f.separate_linears);
   f.compiled = n.bool_or("compiled", f.compiled);
+  f.gemm_activation = n.bool_or("gemm_activation", f.gemm_activation);
   f.flash_attention = n.bool_or("flash_attention", f.flash_attention);
   f.whole_chain = n.bool_or("whole_chain", f.whole_chain);
   f.attention_kernel = read_attention_kernel(n, f.attention_kernel);
@@ -94,6 +95,7 @@ Json fusion_to_json(const FusionPlan& f) {
   if (f.qkv_split_copies) j["qkv_split_copies"] = true;
   if (f.separate_linears) j["separate_linears"] = true;
   if (f.compiled) j["compiled"] = true;
+  if (f.gemm_activation) j["gemm_activation"] = true;
   if (f.whole_chain) j["whole_chain"] = true;
   if (!f.graph_groups.empty()) j["graph_groups"] = f.graph_groups;
   return j;
