@@ -87,15 +87,21 @@ double generation_speed(AttentionKernel kernel, const DeviceSpec& d, double keys
 // between them on the next kernel up, its tiles as wide as that kernel's: a head of 96 costs
 // what one of 128 does. FlashAttention's Triton version pads the head to a power of two
 // (flash_attn/flash_attn_triton.py: BLOCK_HEADDIM = max(triton.next_power_of_2(d), 16), d <=
-// 128). The other kernels take the head dim as it is (FlashAttention-2's kernels include 96;
-// cuDNN takes any multiple of 8).
+// 128). FlashAttention-2 has kernels of 32, 64, 96, 128, 160, 192 and 256
+// (csrc/flash_attn/src/static_switch.h HEADDIM_SWITCH at v2.6.3; PyTorch's SDPA flash backend
+// vendors the same): a head of 80 runs the 96-wide one. The other kernels take the head dim as
+// it is (cuDNN takes any multiple of 8).
 double kernel_head_dim(AttentionKernel kernel, double head_dim) {
   if (head_dim <= 0) return head_dim;
   if (kernel == AttentionKernel::kFlashTriton) return std::max(16.0, std::exp2(std::ceil(std::log2(head_dim))));
-  if (kernel != AttentionKernel::kFlash1) return head_dim;
-  for (double dim : {32.0, 64.0, 128.0}) {
-    if (head_dim <= dim) return dim;
-  }
+  auto next_width = [&](std::initializer_list<double> widths) {
+    for (double dim : widths) {
+      if (head_dim <= dim) return dim;
+    }
+    return head_dim;
+  };
+  if (kernel == AttentionKernel::kFlash1) return next_width({32, 64, 128});
+  if (kernel == AttentionKernel::kFlash2) return next_width({32, 64, 96, 128, 160, 192, 256});
   return head_dim;
 }
 

@@ -57,12 +57,13 @@ TEST_CASE("attention: FlashAttention-1's speed is its benchmark's ratio to Flash
   CHECK(flash1_slowdown(attention(512, true, 64), d) == doctest::Approx(1 / 0.5));
   CHECK(flash1_slowdown(attention(32768, true, 64), d) == doctest::Approx(1 / 0.8));
   // Head dim 128: 0.4; the ratio between 64 and 128 in log2 (2^6.5 = 90.5): (0.65 + 0.4) / 2 =
-  // 0.525. FA1 has no kernel of that width: it runs head dim 128's (kernel_head_dim), at 0.4 of
-  // FA2 and on 128 / 90.5 times the FLOP: 1 / (0.4 x 90.5 / 128) = 3.54 (FA2's curve is flat).
+  // 0.525. Neither has a kernel of that width (kernel_head_dim): FA1 runs head dim 128's, at
+  // 0.4 of FA2 on 128 / 90.5 times the FLOP, FA2 its 96-wide one on 96 / 90.5 times: FA1 over
+  // FA2 = (128 / 0.4) / 96 = 3.33 (FA2's curve is flat).
   CHECK(flash1_slowdown(attention(2048, true, 128), d) == doctest::Approx(1 / 0.4));
   CHECK(d.flash1.at(2048, true, std::pow(2, 6.5)) == doctest::Approx(0.525));
   CHECK(flash1_slowdown(attention(2048, true, std::pow(2, 6.5)), d) ==
-        doctest::Approx(128 / (0.4 * std::pow(2, 6.5))));
+        doctest::Approx(128 / (0.4 * 96)));
   // Non-causal has only head dim 64 at 2K: 0.6 whatever the length and head dim.
   CHECK(flash1_slowdown(attention(8192, false, 128), d) == doctest::Approx(1 / 0.6));
   // The backward takes the same ratio (the benchmark times both passes together).
@@ -181,7 +182,7 @@ TEST_CASE("attention: FlashAttention-2's causal backward on H100 is what its REA
   CHECK(std::abs(together / 155 - 1) < 0.02);
 }
 
-TEST_CASE("attention: FlashAttention-1 and its Triton version run a head on the next kernel width up") {
+TEST_CASE("attention: FlashAttention 1, 2 and Triton run a head on the next kernel width up") {
   // flash-attn 0.2 (fmha_api.cpp at 4a6eaa9f) has kernels of head dim 32, 64 and 128; the
   // Triton version pads to a power of two. A head of 96 costs what a head of 128 does on the
   // same rows: the 96-wide kernel's FLOP (3/4 of the 128-wide one's) take the same time.
@@ -193,17 +194,23 @@ TEST_CASE("attention: FlashAttention-1 and its Triton version run a head on the 
     CHECK(kernel_time(narrow, d, DType::kBf16, kernel).total_s ==
           doctest::Approx(kernel_time(wide, d, DType::kBf16, kernel).total_s));
   }
-  // Triton: 48 runs as 64 (FA1's 64 too); FA1 runs 16 as 32 (its ratio held at 64's: 0.65 at
-  // 2K), Triton runs 16 as 16.
+  // Triton: 48 runs as 64 (FA1's 64 too). FA1 and FA2 both run 16 as 32: FA1 over FA2 is the
+  // ratio alone, held at head dim 64's (0.65 at 2K).
   Kernel k48 = attention(2048, true, 48), k64 = attention(2048, true, 64);
   k48.matmul_flops = k64.matmul_flops * 48 / 64;
   CHECK(kernel_time(k48, d, DType::kBf16, AttentionKernel::kFlashTriton).total_s ==
         doctest::Approx(kernel_time(k64, d, DType::kBf16, AttentionKernel::kFlashTriton).total_s));
-  CHECK(flash1_slowdown(attention(2048, true, 16), d) == doctest::Approx(32 / (16 * 0.65)));
+  CHECK(flash1_slowdown(attention(2048, true, 16), d) == doctest::Approx(1 / 0.65));
   // FlashAttention-2 has a 96-wide kernel: no padding. On the flat forward curve (0.4) the
   // 96-wide FLOP take 3/4 of the 128-wide time.
   Kernel narrow = attention(2048, true, 96);
   narrow.matmul_flops = 1.2e10 * 96 / 128;
   CHECK(kernel_time(narrow, d, DType::kBf16, AttentionKernel::kFlash2).total_s ==
+        doctest::Approx(0.9e10 / (1e15 * 0.4) + 1e-6));
+  // A head of 80 (GPT-3 2.7B's) runs FlashAttention-2's 96-wide kernel: the 80-wide FLOP take
+  // the 96-wide time, 0.9e10 / 0.4 of 1000 TFLOP/s = 22.5 us (+ 1 us launch).
+  Kernel k80 = attention(2048, true, 80);
+  k80.matmul_flops = 1.2e10 * 80 / 128;
+  CHECK(kernel_time(k80, d, DType::kBf16, AttentionKernel::kFlash2).total_s ==
         doctest::Approx(0.9e10 / (1e15 * 0.4) + 1e-6));
 }

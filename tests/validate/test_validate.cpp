@@ -536,6 +536,25 @@ TEST_CASE("validate: LLM Foundry runs of 2022-23 attend with FlashAttention's Tr
   CHECK(mpt.scenario.at("model").value("linear_bias", true) == false);
 }
 
+TEST_CASE("validate: flash-attn's training scripts fuse the MLP's GeLU into its GEMM, except on Hopper") {
+  auto run = [](const char* gpu) {
+    return expressible_probe([&](Json& c) {
+      c["framework"] = "flash-attention training scripts";
+      c["hardware"]["gpu"] = gpu;
+    });
+  };
+  auto in_gemm = [](const TranslatedCase& t) {
+    return t.scenario.at("strategy").at("fusion").value("gemm_activation", false);
+  };
+  // FusedDenseGeluDense / FusedMLP: cuBLASLt's GELU_AUX epilogue (heuristic 0) on A100; FusedMLP's
+  // heuristic "auto" is -1 on compute capability 9.0, a plain GEMM and a GeLU kernel.
+  const TranslatedCase a100 = run("A100-SXM4-80GB");
+  CHECK(a100.stack == "flash-attention-scripts");
+  CHECK(in_gemm(a100));
+  CHECK_FALSE(in_gemm(run("H100-SXM5-80GB")));
+  CHECK_FALSE(in_gemm(run("H200")));
+}
+
 TEST_CASE("validate: every stack and modifier composes a strategy the reader accepts") {
   // The rules compose a strategy from a stack and any modifiers that match; no combination of
   // framework text, year and GPU may give one the scenario reader refuses (a modifier setting
