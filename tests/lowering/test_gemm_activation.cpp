@@ -17,9 +17,7 @@ namespace {
 using testing::kernel;
 
 Strategy fused(bool in_gemm) {
-  Strategy s;
-  s.global_batch = 8, s.micro_batch = 1;
-  fusion_preset("all", &s.fusion);
+  Strategy s = testing::all_fused();
   s.fusion.gemm_activation = in_gemm;
   return s;
 }

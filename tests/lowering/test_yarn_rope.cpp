@@ -29,9 +29,7 @@ ModelSpec yarn_gpt(double factor) {
 }
 
 Strategy fused(bool unscaled) {
-  Strategy s;
-  s.global_batch = 8, s.micro_batch = 1;
-  fusion_preset("all", &s.fusion);
+  Strategy s = testing::all_fused();
   s.fusion.fused_rope_unscaled = unscaled;
   return s;
 }

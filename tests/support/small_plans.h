@@ -43,6 +43,14 @@ inline ModelSpec small_gpt(int layers) {
   return m;
 }
 
+// Micro-batch 1 of a global batch of 8, every fusion of the "all" preset.
+inline Strategy all_fused(int global_batch = 8) {
+  Strategy s;
+  s.global_batch = global_batch, s.micro_batch = 1;
+  fusion_preset("all", &s.fusion);
+  return s;
+}
+
 inline Plan lower_on(const std::string& cluster, const ModelSpec& m, const Strategy& s, int devices) {
   HardwareModel hw = catalog_cluster(cluster);
   hw.num_devices = devices;
