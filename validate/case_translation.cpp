@@ -119,8 +119,11 @@ Json model_of(const JsonNode& c, const CaseRules& rules) {
   }
   if (has_number(m.raw(), "experts") && m.raw().at("experts").get<double>() > 1) {
     Json moe = {{"experts", m.raw().at("experts")}};
+    // Group-limited routing as the source configures it (Megatron-Core's moe_router_num_groups /
+    // moe_router_group_topk, Hugging Face's n_group / topk_group).
     for (auto [from, to] : {std::pair{"top_k", "top_k"}, {"moe_ffn_hidden", "expert_ffn_hidden"},
-                            {"shared_experts", "shared_experts"}}) {
+                            {"shared_experts", "shared_experts"}, {"router_groups", "groups"},
+                            {"router_group_top_k", "group_top_k"}}) {
       if (has_number(m.raw(), from)) moe[to] = m.raw().at(from);
     }
     merge_into(model, Json{{"moe", moe}});

@@ -536,6 +536,26 @@ TEST_CASE("validate: LLM Foundry runs of 2022-23 attend with FlashAttention's Tr
   CHECK(mpt.scenario.at("model").value("linear_bias", true) == false);
 }
 
+TEST_CASE("validate: a case's group-limited routing reaches the scenario's MoE") {
+  // Megatron-LM's MoE layer benchmark's DeepSeek proxy (moe_perf/test_cases.py DEEPSEEK_PROXY:
+  // moe_router_num_groups 8, moe_router_group_topk 4): router_groups, router_group_top_k.
+  const TranslatedCase grouped = expressible_probe([](Json& c) {
+    c["model"]["experts"] = 32;
+    c["model"]["top_k"] = 8;
+    c["model"]["router_groups"] = 8;
+    c["model"]["router_group_top_k"] = 4;
+  });
+  const Json& moe = grouped.scenario.at("model").at("moe");
+  CHECK(moe.at("groups") == 8);
+  CHECK(moe.at("group_top_k") == 4);
+  // Without them, no limit.
+  const TranslatedCase open = expressible_probe([](Json& c) {
+    c["model"]["experts"] = 32;
+    c["model"]["top_k"] = 8;
+  });
+  CHECK_FALSE(open.scenario.at("model").at("moe").contains("groups"));
+}
+
 TEST_CASE("validate: flash-attn's training scripts fuse the MLP's GeLU into its GEMM, except on Hopper") {
   auto run = [](const char* gpu) {
     return expressible_probe([&](Json& c) {
