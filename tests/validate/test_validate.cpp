@@ -1105,8 +1105,11 @@ TEST_CASE("validate: a framework names its stack: NeMo, Megatron-Bridge and Mega
   recent["source"] = {{"title", "a paper"}, {"venue_year", "arXiv 2024"}};
   CHECK(translate_probe(recent).stack == "pytorch-modern");
   CHECK(stack_of("Megatron-LM with PyTorch FSDP", "A100-SXM4-80GB").stack == "megatron-lm");
-  // DeepSpeed without Megatron: its config defaults (overlap_comm only for ZeRO-3; 5e8-element
-  // reduce buckets, 1 GB of 16-bit gradients); a case naming FlashAttention runs it fused.
+  // DeepSpeed without Megatron: its config defaults (5e8-element reduce buckets, 1 GB of 16-bit
+  // gradients); a case naming FlashAttention runs it fused. ZeRO-3's gathers and reduce-scatters
+  // stay in series with the compute, as below ZeRO-3: DeepSpeed ZeRO-3 measured over 384 V100 at
+  // 100-800 Gb/s (cases/zeropp_zero3_v100.json) runs no faster than that series, where crediting
+  // its overlap_comm and one-submodule prefetch with the overlap rule made the model 9-57% fast.
   auto deepspeed = [](int zero, const std::string& framework) {
     Json x = probe_json();
     x["framework"] = framework;
@@ -1119,7 +1122,8 @@ TEST_CASE("validate: a framework names its stack: NeMo, Megatron-Bridge and Mega
   CHECK(ds2.scenario.at("strategy").at("dp_bucket") == "1GB");
   CHECK(ds2.scenario.at("strategy").at("fusion").at("preset") == "none");
   const TranslatedCase ds3 = deepspeed(3, "DeepSpeed ZeRO-3 with FlashAttention-2");
-  CHECK(ds3.scenario.at("strategy").at("overlap_dp") == true);
+  CHECK(ds3.stack == "deepspeed");
+  CHECK(ds3.scenario.at("strategy").at("overlap_dp") == false);
   CHECK(ds3.scenario.at("strategy").at("fusion").at("preset") == "none");
   CHECK(ds3.scenario.at("strategy").at("fusion").at("flash_attention") == true);
   CHECK(deepspeed(1, "Megatron-DeepSpeed").stack == "megatron-deepspeed");
