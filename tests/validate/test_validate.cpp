@@ -798,6 +798,30 @@ TEST_CASE("validate: TorchTitan's selective means its per-op policy, its loss is
   CHECK(s25.at("fusion").at("fused_loss") == true);
 }
 
+TEST_CASE("validate: a case that says it ran without torch.compile stays eager") {
+  // rules.json's compile modifier matches the word "compile" in the framework or the notes;
+  // the IBM/PyTorch FSDP blog's rows say "no torch.compile" (eager FSDP), which the word alone
+  // had read as compiled (Inductor's fused norms, rotary and SwiGLU).
+  auto strategy = [](const std::string& framework) {
+    return expressible_probe([&](Json& c) {
+             c["id"] = "fsdp_compile_probe";
+             c["framework"] = framework;
+           })
+        .scenario.at("strategy");
+  };
+  const Json compiled = strategy("PyTorch FSDP, SDPA FlashAttention v2, torch.compile");
+  CHECK(compiled.at("fusion").at("compiled") == true);
+  CHECK(compiled.at("fusion").at("preset") == "all");
+  for (const char* eager : {"PyTorch FSDP, SDPA FlashAttention v2, no torch.compile",
+                            "PyTorch FSDP without torch.compile", "PyTorch FSDP (not compiled)",
+                            "PyTorch FSDP, torch.compile=False"}) {
+    CAPTURE(eager);
+    const Json s = strategy(eager);
+    CHECK_FALSE(s.at("fusion").contains("compiled"));
+    CHECK_FALSE(s.at("fusion").contains("preset"));
+  }
+}
+
 TEST_CASE("validate: TorchTitan's compiled context parallelism waits for each exchange where it is issued") {
   // rules.json modifier: TorchTitan compiles each block with fullgraph=True, so its ring
   // attention is traced and each functional collective waited at once (cp_overlap false); an
