@@ -358,7 +358,7 @@ double saved_bytes_with(const LayerGraph& g, const std::vector<bool>& saved, Rec
     }
   }
   for (int i = 0; i < static_cast<int>(g.ops.size()) && i <= last_op; ++i) {
-    if (op_state_kept(g, g.ops[i], mode)) bytes += g.ops[i].aux_saved_bytes;
+    if (op_state_kept(g, g.ops[i], mode)) bytes += g.ops[i].aux_saved_bytes + g.ops[i].eager_saved_bytes;
   }
   return bytes;
 }

@@ -86,6 +86,9 @@ struct LayerOp {
   // tensors beyond the op's own input and output, and the kernels beyond one.
   double eager_bytes = 0;
   int16_t eager_launches = 0;
+  // Of those intermediates, the bytes autograd keeps for the backward where the op's state is
+  // kept (as aux_saved_bytes, but their traffic is in eager_bytes already).
+  double eager_saved_bytes = 0;
   // Memory live beyond the saved tensors while this op runs its backward (eager intermediates
   // such as the fp32 gradients of an unfused cross-entropy); part of the block's peak.
   double workspace_B = 0;

@@ -53,6 +53,7 @@ class Builder {
   }
 
   bool gemm_activation() const { return s_.fusion.gemm_activation; }
+  bool fused_norm() const { return s_.fusion.fused_norm; }
   LayerOp& last() { return g_.ops.back(); }
   LayerGraph& g() { return g_; }
   // The Megatron-Core module (RecomputeModule bits) the ops made from now on belong to.
@@ -669,6 +670,25 @@ int attention_core(Builder& B, const Dims& d, const LayerShape& sh, bool dropout
 // (FusionPlan::gemm_activation); the layer's other groups number below it.
 constexpr int kGemmEpilogueGroup = 7;
 
+// SwiGLU as the eager PyTorch model code writes it, F.silu(w1(x)) * w3(x) (TorchTitan's and
+// Hugging Face's Llama FeedForward, IBM FMS's GatedLinearUnit), where the model code's other
+// elementwise ops are eager too (no fused norm: FusionPlan::fused_norm; a fused stack runs one
+// kernel: Megatron's bias_swiglu_impl, Transformer Engine's swiglu, Inductor's fusion). Per
+// output element of r bytes: silu reads the gate and writes its output (2r), mul reads that
+// output and the up projection and writes (3r), where one fused kernel reads 2r and writes r:
+// 2r more, one kernel more. Autograd saves silu's output for mul's backward, beside the gate
+// and the up projection the fused kernel's backward reads (r more kept). The backward runs
+// three kernels: mul's two gradients (each reads the output gradient and the other factor and
+// writes, 3r) and silu's (reads the gradient and the gate, writes, 3r): 9r, 1.8x the forward's
+// 5r, one launch beyond the forward's two.
+void eager_swiglu(LayerOp& act, double region) {
+  act.eager_bytes = 2 * region;
+  act.eager_launches = 1;
+  act.backward_bytes_factor = 1.8;
+  act.backward_extra_launches = 1;
+  act.eager_saved_bytes = region;
+}
+
 int mlp_activation(Builder& B, const Dims& d, const TransformerSpec& t, int up, double f,
                    bool in_gemm) {
   int x = up;
@@ -677,6 +697,7 @@ int mlp_activation(Builder& B, const Dims& d, const TransformerSpec& t, int up, 
     int out = B.tensor(region);
     LayerOp& act = B.elementwise("swiglu", {x}, out, 6, FusionRule::kEpilogue, 0);
     act.saves = kSaveInput0;  // gate and up projections: 2 * n * f / t
+    if (!B.fused_norm()) eager_swiglu(act, region);
     return out;
   }
   const FusionRule rule = in_gemm ? FusionRule::kGemmEpilogue : FusionRule::kEpilogue;

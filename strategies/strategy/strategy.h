@@ -61,7 +61,8 @@ struct FusionPlan {
   bool flash_attention = false;        // tiled attention, no s x s scores in memory
   // RMSNorm and rotary embedding as one kernel each (apex, Transformer Engine, Triton). Without,
   // they run as eager PyTorch ops through fp32 intermediates (LayerNorm is one native kernel
-  // either way).
+  // either way), and so does a gated MLP's SwiGLU, silu and mul as two kernels (the model
+  // code's F.silu(w1(x)) * w3(x); transformer_layer.cpp eager_swiglu).
   bool fused_norm = false;
   // The loss as one fused kernel that works in place on the fp32 logits (Megatron's
   // vocab-parallel cross-entropy, flash-attn's xentropy). Without, PyTorch's eager

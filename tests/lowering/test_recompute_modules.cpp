@@ -30,6 +30,7 @@ TransformerSpec moe_like() {
 LayerShape shape(uint8_t modules, int tp = 1, bool sp = false, bool flash = false) {
   LayerShape s{.micro_batch = 2, .tp = tp, .sequence_parallel = sp};
   s.fusion.flash_attention = flash;
+  s.fusion.fused_norm = true;  // Megatron-Core's fused norms and SwiGLU (bias_swiglu_impl)
   s.recompute_modules = modules;
   return s;
 }
