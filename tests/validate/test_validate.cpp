@@ -637,6 +637,10 @@ TEST_CASE("validate: 3D-parallel DeepSpeed with Megatron and FSDP trainers with 
     c["hardware"]["gpu"] = "A100-SXM4-80GB";
   });
   CHECK(mtnlg.stack == "megatron-deepspeed");
+  // Megatron's fused kernels, but its Llama-style layers' RMSNorm, rotary and SwiGLU in eager
+  // PyTorch (megatron/model/rmsnorm.py, transformer.py's swiglu): fused_norm off.
+  CHECK(mtnlg.scenario.at("strategy").at("fusion").at("preset") == "megatron");
+  CHECK(mtnlg.scenario.at("strategy").at("fusion").at("fused_norm") == false);
   // In bf16 it trains through DeepSpeed's BF16_Optimizer: fp32 gradients, reduced in fp32; in
   // fp16 (the FP16 optimizer) in fp16.
   CHECK(mtnlg.scenario.at("strategy").value("grad_reduce_fp32", false));
