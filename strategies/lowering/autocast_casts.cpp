@@ -1,5 +1,6 @@
 #include "strategies/lowering/autocast_casts.h"
 
+#include <algorithm>
 #include <string_view>
 
 namespace stratasim {
@@ -33,6 +34,26 @@ void prepend_autocast_casts(LayerGraph& g, double elements, int tensors, double 
   cast.backward_bytes_factor = (element_bytes + kCastBackWrite + kAccumulate) / forward;
   cast.backward_launch_factor = 2;  // the cast back and the accumulation
   g.ops.insert(g.ops.begin(), cast);
+}
+
+void append_hp_grad_accumulation(LayerGraph& g, double elements, int tensors) {
+  if (elements <= 0 || tensors <= 0) return;
+  constexpr double kCast = 2 + kFp32Bytes, kAdd = 3 * kFp32Bytes;
+  LayerOp pass;
+  pass.name = "hp_grad_accumulate";
+  pass.cls = OpClass::kMemoryBound;
+  pass.comm_phases = CommPhases::kBackwardOnly;  // no forward kernel; never recomputed
+  pass.parameter_traffic = true;
+  pass.eager_bytes = elements * (kCast + kAdd);
+  pass.eager_launches = static_cast<int16_t>(std::min(2 * tensors - 1, 32767));
+  pass.backward_bytes_factor = 1;
+  g.ops.insert(g.ops.begin(), pass);  // first in the forward list: last in the backward
+}
+
+int parameter_tensors(const LayerGraph& g) {
+  int tensors = 0;
+  for (const LayerOp& o : g.ops) tensors += o.weight_bytes > 0;
+  return tensors;
 }
 
 }  // namespace stratasim

@@ -28,4 +28,18 @@ void prepend_autocast_casts(LayerGraph& g, double elements, int tensors, double 
 // The ops whose parameters autocast casts: GEMMs with weights and bias additions (not norms).
 bool autocast_casts_parameters(const LayerOp& op);
 
+// Strategy::hp_grad_accumulation: DeepSpeed's BF16_Optimizer adds each micro-batch's 16-bit
+// gradients into its fp32 gradient buffers in a pass of its own after the backward
+// (deepspeed/runtime/bf16_optimizer.py _update_hp_grad: hp_grad.add_(lp.grad.to(fp32)), called
+// from update_hp_grads after every micro-batch's backward, pipe/engine.py _exec_backward_pass,
+// since PR #1801 of April 2022). Per parameter element: the cast reads the 16-bit gradient and
+// writes an fp32 copy (2 + 4 B), the add reads both fp32 tensors and writes the buffer
+// (4 + 4 + 4 B): 18 B, two kernels a parameter tensor. Appends that backward-only pass over
+// the `elements` parameter elements of g's `tensors` parameter tensors (its parameters after
+// tensor parallelism).
+void append_hp_grad_accumulation(LayerGraph& g, double elements, int tensors);
+
+// The parameter tensors of g: its ops that read weights, each counted as one.
+int parameter_tensors(const LayerGraph& g);
+
 }  // namespace stratasim

@@ -1,7 +1,9 @@
 #include "strategies/lowering/block_cache.h"
 
+#include <algorithm>
 #include <unordered_map>
 
+#include "strategies/lowering/autocast_casts.h"
 #include "strategies/lowering/block_lowering.h"
 #include "strategies/lowering/edge_blocks.h"
 
@@ -31,6 +33,7 @@ struct BlockKey {
   bool fp8_weight_gather;
   double fp8_shard_share;
   bool autocast_weights;
+  bool hp_grad_accumulation;
 
   bool operator==(const BlockKey& o) const {
     return t == o.t && micro_batch == o.micro_batch && tp == o.tp && cp == o.cp && ep == o.ep &&
@@ -46,7 +49,8 @@ struct BlockKey {
            fsdp_skips_experts == o.fsdp_skips_experts && fusion == o.fusion && recompute == o.recompute &&
            recompute_modules == o.recompute_modules && expert_gemm_streams == o.expert_gemm_streams &&
            expert_sort == o.expert_sort && routing_map_gather == o.routing_map_gather && expert_fp8_padding == o.expert_fp8_padding && fp8_weight_gather == o.fp8_weight_gather &&
-           fp8_shard_share == o.fp8_shard_share && autocast_weights == o.autocast_weights;
+           fp8_shard_share == o.fp8_shard_share && autocast_weights == o.autocast_weights &&
+           hp_grad_accumulation == o.hp_grad_accumulation;
   }
 };
 
@@ -73,7 +77,8 @@ struct BlockKeyHash {
         static_cast<long long>(k.fp8_weight_gather) << 30 |
         static_cast<long long>(k.autocast_weights) << 31 |
         static_cast<long long>(k.routing_map_gather) << 32 |
-        static_cast<long long>(k.expert_fp8_padding) << 33);
+        static_cast<long long>(k.expert_fp8_padding) << 33 |
+        static_cast<long long>(k.hp_grad_accumulation) << 34);
     mix(static_cast<long long>(k.element_bytes));
     const FusionPlan& f = k.fusion;  // the hash may leave fields out; equality may not
     mix(f.elementwise_epilogue | f.bias_dropout_residual << 1 | f.norm_residual << 2 |
@@ -85,9 +90,14 @@ struct BlockKeyHash {
   }
 };
 
-std::shared_ptr<Block> make_block(LayerGraph graph, Recompute mode, bool forward_only,
-                                        double params, double expert_params = 0) {
+// `hp_pass`: Strategy::hp_grad_accumulation's pass over the block's parameters on this rank
+// (autocast_casts.h), appended before the block is lowered.
+std::shared_ptr<Block> make_block(LayerGraph graph, Recompute mode, bool forward_only, bool hp_pass,
+                                  double params, double expert_params = 0) {
   auto b = std::make_shared<Block>();
+  if (hp_pass && !forward_only) {
+    append_hp_grad_accumulation(graph, params + expert_params, std::max(1, parameter_tensors(graph)));
+  }
   b->graph = std::move(graph);
   lower_block(*b, mode, forward_only);
   b->params = params + expert_params;
@@ -107,19 +117,19 @@ TransformerBlocks build(const TransformerSpec& t, const LayerShape& shape, Recom
   layer.fsdp_params = (layer_params(t) - experts - replicated) / tp + replicated +
                       (shape.fsdp_skips_experts ? 0.0 : experts / shape.ep);
   layer.fp8_cast_params = (layer_params(t) - experts - replicated) / tp + replicated;
-  out.layer = make_block(build_transformer_layer(t, layer), recompute, fo,
+  out.layer = make_block(build_transformer_layer(t, layer), recompute, fo, shape.hp_grad_accumulation,
                          (layer_params(t) - experts - replicated) / tp + replicated,
                          experts / shape.ep);
   if (t.moe.enabled() && t.moe.first_dense_layers > 0) {
     const TransformerSpec dense = dense_variant(t);
     layer.fsdp_params = (dense_layer_params(t) - replicated) / tp + replicated;
     layer.fp8_cast_params = layer.fsdp_params;
-    out.dense_layer = make_block(build_transformer_layer(dense, layer), recompute, fo,
+    out.dense_layer = make_block(build_transformer_layer(dense, layer), recompute, fo, shape.hp_grad_accumulation,
                                  (dense_layer_params(t) - replicated) / tp + replicated);
   }
   // The embedding and head are never recomputed (Megatron checkpoints transformer layers only).
   // The word embedding is vocabulary-parallel; learned positions are replicated.
-  out.embedding = make_block(build_embedding(t, shape), Recompute::kNone, fo,
+  out.embedding = make_block(build_embedding(t, shape), Recompute::kNone, fo, shape.hp_grad_accumulation,
                              vocab * h / tp + (t.learned_positions ? double(t.seq_len) * h : 0));
   // With tied embeddings and pp > 1, the last stage keeps a copy of the word embedding.
   const bool output_matrix = !t.tied_embeddings || pipelined;
@@ -133,7 +143,7 @@ TransformerBlocks build(const TransformerSpec& t, const LayerShape& shape, Recom
   const double mtp_linear = mtp * ((layer_params(t) - experts - replicated) / tp + replicated + 2 * h * h / tp);
   const double mtp_params =
       mtp_linear + mtp * 3 * norm + (mtp > 0 && pipelined && !t.tied_embeddings ? vocab * h / tp : 0);
-  auto head = make_block(build_head(t, shape), Recompute::kNone, fo,
+  auto head = make_block(build_head(t, shape), Recompute::kNone, fo, shape.hp_grad_accumulation,
                          norm_params + (output_matrix ? vocab * h / tp : 0) + mtp_params,
                          mtp * experts / shape.ep);
   head->mtp_linear_params = mtp_linear + mtp * experts / shape.ep;
@@ -149,7 +159,7 @@ TransformerBlocks transformer_blocks(const TransformerSpec& t, const LayerShape&
                shape.sequence_parallel, shape.sp_reorder_copies, shape.fp8_tp_gather, shape.tp_micro_pipeline, shape.causal, shape.fp8_saved_inputs, shape.forward_only,
                shape.element_bytes, shape.fsdp_gather_element_bytes, shape.fsdp_reduce_element_bytes,
                shape.fsdp_skips_experts, shape.fusion, recompute, shape.recompute_modules, shape.expert_gemm_streams, shape.expert_sort, shape.routing_map_gather, shape.expert_fp8_padding, shape.fp8_weight_gather,
-               shape.fp8_shard_share, shape.autocast_weights};
+               shape.fp8_shard_share, shape.autocast_weights, shape.hp_grad_accumulation};
   thread_local std::unordered_map<BlockKey, TransformerBlocks, BlockKeyHash> cache;
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;

@@ -35,7 +35,8 @@ LayerShape shape_of(const Strategy& s, bool causal) {
                     .routing_map_gather = s.ep > 1 && s.ep_dispatch == EpDispatch::kHybridEP,
                     .expert_fp8_padding = s.expert_fp8_padding && s.dtype == DType::kFp8 &&
                                           s.ep_dispatch != EpDispatch::kHybridEP,
-                    .autocast_weights = s.autocast_weights};
+                    .autocast_weights = s.autocast_weights,
+                    .hp_grad_accumulation = s.hp_grad_accumulation};
 }
 
 // Explicit op groups from the strategy ("fuse conv1, bn1, relu1"); they must be consecutive.

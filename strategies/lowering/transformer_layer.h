@@ -71,6 +71,9 @@ struct LayerShape {
   // Strategy::autocast_weights: fp32 parameters cast to the activations' dtype at each use
   // (strategies/lowering/autocast_casts.h).
   bool autocast_weights = false;
+  // Strategy::hp_grad_accumulation: a backward-only pass adding the block's 16-bit gradients
+  // into fp32 buffers (autocast_casts.h append_hp_grad_accumulation).
+  bool hp_grad_accumulation = false;
 };
 
 LayerGraph build_transformer_layer(const TransformerSpec& t, const LayerShape& shape);

@@ -372,6 +372,11 @@ struct Strategy {
   // cast to fp32 and accumulated into the fp32 .grad. Parameters and gradients are 4 B, the
   // optimizer keeps no separate master copy (strategies/lowering/autocast_casts.h).
   bool autocast_weights = false;
+  // DeepSpeed's BF16_Optimizer (bf16 under ZeRO 0/1: Megatron-DeepSpeed's bf16 runs, BLOOM's):
+  // after every micro-batch's backward it adds each parameter's 16-bit gradient into an fp32
+  // buffer, a pass of its own over all the rank's parameters (update_hp_grads;
+  // strategies/lowering/autocast_casts.h append_hp_grad_accumulation). Needs dtype bf16.
+  bool hp_grad_accumulation = false;
   // Gradients reduced (and their shards kept) in fp32: FSDP2's reduce_dtype float32
   // (TorchTitan's default), Megatron's grad_reduce_in_fp32.
   bool grad_reduce_fp32 = false;

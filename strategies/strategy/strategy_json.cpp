@@ -169,7 +169,7 @@ Strategy read_strategy(const JsonNode& n) {
   n.allow_keys({"tp", "pp", "dp", "cp", "cp_comm", "cp_merge", "cp_rotate", "cp_overlap", "kv_repeat", "ep", "expert_gemm", "ep_dispatch", "shard_group", "zero_stage", "zero3_reshard", "fsdp_root_gather", "sequence_parallel", "schedule", "interleave",
                 "uneven_stages", "first_stage_layers", "last_stage_layers", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "stage_layers", "micro_batch", "global_batch", "recompute", "recompute_modules", "recompute_layers", "recompute_last_micro_batch", "fusion",
                 "overlap_dp", "overlap_tp", "overlap_ep", "overlap_p2p", "overlap_p2p_interleaved", "streams", "placement", "dp_bucket", "collective", "dtype", "fp8_saved_inputs", "fp8_scaling", "fp8_amax_reduction", "tp_overlap", "async_tp_grad_reduce",
-                "master_weights_fp32", "master_param_remainders", "autocast_weights", "grad_reduce_fp32", "sp_reorder_copies", "fp8_tp_all_gather", "fp8_fsdp_all_gather", "fp8_param_gather", "expert_fp8_padding", "fsdp_copies", "pp_keeps_outputs", "host_overhead", "optimizer", "optimizer_moments", "workload", "offload", "description"});
+                "master_weights_fp32", "master_param_remainders", "autocast_weights", "hp_grad_accumulation", "grad_reduce_fp32", "sp_reorder_copies", "fp8_tp_all_gather", "fp8_fsdp_all_gather", "fp8_param_gather", "expert_fp8_padding", "fsdp_copies", "pp_keeps_outputs", "host_overhead", "optimizer", "optimizer_moments", "workload", "offload", "description"});
   Strategy s;
   s.tp = static_cast<int>(n.integer_or("tp", 1, 1, 1 << 20));
   s.pp = static_cast<int>(n.integer_or("pp", 1, 1, 1 << 20));
@@ -244,6 +244,12 @@ Strategy read_strategy(const JsonNode& n) {
   s.grad_reduce_fp32 = n.bool_or("grad_reduce_fp32", false);
   s.autocast_weights = n.bool_or("autocast_weights", false);
   if (s.autocast_weights) check_autocast_keys(n, s);
+  s.hp_grad_accumulation = n.bool_or("hp_grad_accumulation", false);
+  if (s.hp_grad_accumulation && s.dtype != DType::kBf16) {
+    n.at("hp_grad_accumulation")
+        .fail("needs dtype \"bf16\": it is DeepSpeed's BF16_Optimizer adding bf16 gradients into "
+              "fp32 buffers after each micro-batch");
+  }
   s.sp_reorder_copies = n.bool_or("sp_reorder_copies", false);
   s.fp8_tp_all_gather = n.bool_or("fp8_tp_all_gather", false);
   s.fp8_fsdp_all_gather = n.bool_or("fp8_fsdp_all_gather", false);
@@ -295,6 +301,7 @@ Json to_json(const Strategy& s) {
   if (s.fsdp_copies) j["fsdp_copies"] = true;
   if (s.pp_keeps_outputs) j["pp_keeps_outputs"] = true;
   if (s.autocast_weights) j["autocast_weights"] = true;
+  if (s.hp_grad_accumulation) j["hp_grad_accumulation"] = true;
   if (s.dp > 0) j["dp"] = s.dp;
   if (s.cp > 1) j["cp"] = s.cp;
   if (s.ep > 1) j["ep"] = s.ep;

@@ -207,7 +207,9 @@ TEST_CASE("qk_norm: Qwen3's norms on the query and key heads, worked by hand") {
   CHECK(k.bytes == 384 + 384 + 16);
   CHECK(k.launches == 2);
   // Eager: each norm is six kernels through fp32 (2e + 28 more bytes an element).
-  const Kernel eager = kernel_of(build_transformer_layer(normed, shape(0)));
+  LayerShape unfused = shape(0);
+  unfused.fusion.fused_norm = false;
+  const Kernel eager = kernel_of(build_transformer_layer(normed, unfused));
   CHECK(eager.bytes == 384 + 384 + 16 + 128 * (2 * 2 + 28));
   CHECK(eager.launches == 12);
   // Two gains of one head's width more per layer.
