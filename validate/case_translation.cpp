@@ -17,6 +17,35 @@ bool has_number(const Json& obj, const char* key) {
   return obj.is_object() && obj.contains(key) && obj.at(key).is_number();
 }
 
+// How a source names its sharding, in `parallel.fsdp` or a text `parallel.zero_stage`: the ZeRO
+// stage it means, with the shard group it implies (0: the whole data-parallel group), or none.
+// PyTorch FSDP's ShardingStrategy names (torch/distributed/fsdp/api.py): FULL_SHARD is ZeRO-3,
+// SHARD_GRAD_OP ZeRO-2, NO_SHARD plain data parallelism, HYBRID_SHARD ZeRO-3 inside each node
+// and replicas across the nodes (FSDP's default process groups for it: the intra-node ranks),
+// _HYBRID_SHARD_ZERO2 the same at ZeRO-2; and "ZeRO-n" / "stage n" / a bare digit.
+struct ShardingText {
+  int stage = -1;
+  bool node_groups = false;
+};
+ShardingText sharding_from_text(std::string text) {
+  std::replace(text.begin(), text.end(), '-', '_');
+  std::replace(text.begin(), text.end(), ' ', '_');
+  auto has = [&](const char* s) { return text.find(s) != std::string::npos; };
+  if (has("no_shard")) return {0, false};
+  if (has("hybrid_shard_zero2")) return {2, true};
+  if (has("hybrid_shard") || has("hsdp")) return {3, true};
+  if (has("shard_grad_op") || has("grad_op")) return {2, false};
+  if (has("full_shard") || has("fully_shard") || has("fsdp")) return {3, false};
+  for (const char* prefix : {"zero_stage_", "zero_", "zero", "stage_", "stage"}) {
+    const size_t at = text.find(prefix);
+    if (at == std::string::npos) continue;
+    const size_t digit = at + std::string(prefix).size();
+    if (digit < text.size() && text[digit] >= '0' && text[digit] <= '3') return {text[digit] - '0', false};
+  }
+  if (text.size() == 1 && text[0] >= '0' && text[0] <= '3') return {text[0] - '0', false};
+  return {};
+}
+
 // Half a unit of the last digit the source printed, relative: 1.9 -> 0.05 / 1.9.
 double relative_rounding(const Json& value) {
   const std::string text = json_text(value);
@@ -299,12 +328,20 @@ void stated_parallel(const JsonNode& c, Json& strategy, Json& search, const Json
     add_free(search, free, "sequence_parallel");
   }
   if (tp == 1) strategy["sequence_parallel"] = false;
-  if (has_number(pr, "zero_stage")) strategy["zero_stage"] = pr.at("zero_stage");
+  if (has_number(pr, "zero_stage")) {
+    strategy["zero_stage"] = pr.at("zero_stage");
+  } else if (const ShardingText z = sharding_from_text(lowercase(case_field_text(pr, "zero_stage"))); z.stage >= 0) {
+    strategy["zero_stage"] = z.stage;
+  }
   // The source's own split of layers (an operator graph's ops) over the pipeline stages.
   if (pr.contains("stage_layers") && pr.at("stage_layers").is_array()) strategy["stage_layers"] = pr.at("stage_layers");
-  const std::string fsdp = lowercase(case_field_text(pr, "fsdp"));
-  if (fsdp.find("fsdp") != std::string::npos || (has_number(pr, "fsdp") && pr.at("fsdp") > 0)) {
-    strategy["zero_stage"] = 3;
+  if (has_number(pr, "fsdp")) {
+    if (pr.at("fsdp") > 0) strategy["zero_stage"] = 3;
+  } else if (const ShardingText z = sharding_from_text(lowercase(case_field_text(pr, "fsdp"))); z.stage >= 0) {
+    strategy["zero_stage"] = z.stage;
+    const Json& hw = c.raw().contains("hardware") ? c.raw().at("hardware") : Json::object();
+    const int per_node = has_number(hw, "gpus_per_node") ? hw.at("gpus_per_node").get<int>() : 0;
+    if (z.node_groups && per_node > 0) strategy["shard_group"] = per_node;
   }
   const std::string schedule = pp > 1 ? schedule_of(pr) : "1f1b";
   if (pp <= 1) {  // no pipeline, or its depth searched: plain 1F1B where it has one

@@ -802,6 +802,35 @@ TEST_CASE("validate: TorchTitan's selective means its per-op policy, its loss is
   CHECK(s25.at("fusion").at("fused_loss") == true);
 }
 
+TEST_CASE("validate: FSDP's sharding strategy names and ZeRO stages written as text") {
+  // torch.distributed.fsdp's ShardingStrategy: FULL_SHARD is ZeRO-3, SHARD_GRAD_OP ZeRO-2,
+  // NO_SHARD none, HYBRID_SHARD ZeRO-3 inside each node (FSDP's default intra-node groups)
+  // with replicas across nodes; a zero_stage written "ZeRO-2" or "stage 1" is read as its digit.
+  auto strategy = [](const Json& fsdp, const Json& zero) {
+    return expressible_probe([&](Json& c) {
+             c["parallel"]["fsdp"] = fsdp;
+             c["parallel"]["zero_stage"] = zero;
+             c["hardware"]["num_gpus"] = 16;
+             c["parallel"]["dp"] = 16, c["parallel"]["global_batch"] = 16;
+           })
+        .scenario.at("strategy");
+  };
+  CHECK(strategy("FULL_SHARD", nullptr).at("zero_stage") == 3);
+  CHECK(strategy("fully sharded (FSDP2)", nullptr).at("zero_stage") == 3);
+  CHECK(strategy("SHARD_GRAD_OP", nullptr).at("zero_stage") == 2);
+  const Json hybrid = strategy("HYBRID_SHARD", nullptr);
+  CHECK(hybrid.at("zero_stage") == 3);
+  CHECK(hybrid.at("shard_group") == 8);  // the probe's 8 GPUs a node
+  CHECK(strategy("_HYBRID_SHARD_ZERO2", nullptr).at("zero_stage") == 2);
+  CHECK(strategy("NO_SHARD", nullptr).value("zero_stage", 0) == 0);
+  CHECK(strategy(nullptr, "ZeRO-2").at("zero_stage") == 2);
+  CHECK(strategy(nullptr, "stage 1 (distributed optimizer)").at("zero_stage") == 1);
+  CHECK(strategy(nullptr, 3).at("zero_stage") == 3);
+  // Text that names no stage leaves the stack's choice (TorchTitan's: FSDP, ZeRO-3 by its stack
+  // only where the case says so; the probe's none).
+  CHECK(strategy(nullptr, "not stated").value("zero_stage", 0) == strategy(nullptr, nullptr).value("zero_stage", 0));
+}
+
 TEST_CASE("validate: a case that says it ran without torch.compile stays eager") {
   // rules.json's compile modifier matches the word "compile" in the framework or the notes;
   // the IBM/PyTorch FSDP blog's rows say "no torch.compile" (eager FSDP), which the word alone
