@@ -202,7 +202,13 @@ std::string recompute_text(const std::string& raw) {
     // recomputation recomputes the attention core only.
     return has("op sac") || has("per-op") || has("'op'") ? "op_selective" : "selective";
   }
-  if (text.rfind("none", 0) == 0 || is({"no", "off", "false", "disabled", "0"})) return "none";
+  // Said off: "none", "no", "no activation checkpointing", "without recomputation",
+  // "checkpointing: no", "disabled" (before the words that name it on).
+  if (text.rfind("none", 0) == 0 || text.rfind("no ", 0) == 0 || has("without") ||
+      has("disabled") || has("not used") || has(": no") || has("=false") || has("= false") ||
+      is({"no", "off", "false", "disabled", "0"})) {
+    return "none";
+  }
   if (text.rfind("full", 0) == 0 || text.rfind("all but last", 0) == 0 || has("uniform") ||
       has("block") || has("checkpointing") || has("full recompute") || is({"yes", "on", "true", "enabled", "1"})) {
     return "full";

@@ -802,6 +802,24 @@ TEST_CASE("validate: TorchTitan's selective means its per-op policy, its loss is
   CHECK(s25.at("fusion").at("fused_loss") == true);
 }
 
+TEST_CASE("validate: recomputation named on or off in the source's words") {
+  auto recompute = [](const Json& text) {
+    return expressible_probe([&](Json& c) { c["parallel"]["recompute"] = text; })
+        .scenario.at("strategy")
+        .at("recompute");
+  };
+  CHECK(recompute("full activation checkpointing") == "full");
+  CHECK(recompute("activation checkpointing") == "full");
+  CHECK(recompute("yes") == "full");
+  CHECK(recompute(true) == "full");
+  CHECK(recompute("no activation checkpointing") == "none");
+  CHECK(recompute("without activation checkpointing") == "none");
+  CHECK(recompute("activation checkpointing: no") == "none");
+  CHECK(recompute("checkpointing disabled") == "none");
+  CHECK(recompute("none") == "none");
+  CHECK(recompute(false) == "none");
+}
+
 TEST_CASE("validate: FSDP's sharding strategy names and ZeRO stages written as text") {
   // torch.distributed.fsdp's ShardingStrategy: FULL_SHARD is ZeRO-3, SHARD_GRAD_OP ZeRO-2,
   // NO_SHARD none, HYBRID_SHARD ZeRO-3 inside each node (FSDP's default intra-node groups)
