@@ -860,6 +860,11 @@ TEST_CASE("validate: a case that says it ran without torch.compile stays eager")
            })
         .scenario.at("strategy");
   };
+  // IBM's foundation-model-stack: separate q/k/v and wg/w1 linears, K/V expanded before SDPA.
+  const Json fms = strategy("PyTorch FSDP, IBM foundation-model-stack, no torch.compile");
+  CHECK(fms.at("fusion").at("separate_linears") == true);
+  CHECK(fms.at("kv_repeat") == true);
+  CHECK_FALSE(strategy("PyTorch FSDP").contains("kv_repeat"));
   const Json compiled = strategy("PyTorch FSDP, SDPA FlashAttention v2, torch.compile");
   CHECK(compiled.at("fusion").at("compiled") == true);
   CHECK(compiled.at("fusion").at("preset") == "all");
