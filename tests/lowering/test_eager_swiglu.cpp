@@ -35,22 +35,22 @@ TEST_CASE("eager swiglu: silu and mul as two kernels, three in the backward, sil
   const double r = 512.0 * 2816 * 2;
   const Plan fused = testing::lower_on_dgx_a100(small_llama(), stack(true), 8);
   const Plan eager = testing::lower_on_dgx_a100(small_llama(), stack(false), 8);
-  const Kernel& ff = kernel(fused.layer->forward, *fused.layer, "swiglu");
-  const Kernel& ef = kernel(eager.layer->forward, *eager.layer, "swiglu");
-  // Fused: read gate | up (2r), write the output (r). Eager: silu writes its output and mul
-  // reads it back, 2r more; one kernel more.
-  CHECK(ff.bytes == doctest::Approx(3 * r));
-  CHECK(ef.bytes == doctest::Approx(5 * r));
-  CHECK(ff.launches == 1);
-  CHECK(ef.launches == 2);
+  // One phase's swiglu kernel, fused and eager: bytes in units of r, and kernels.
+  auto expect = [&](const std::vector<Kernel> Block::*phase, double fused_r, double eager_r,
+                    int eager_launches) {
+    const Kernel& f = kernel(fused.layer.get()->*phase, *fused.layer, "swiglu");
+    const Kernel& e = kernel(eager.layer.get()->*phase, *eager.layer, "swiglu");
+    CHECK(f.bytes == doctest::Approx(fused_r * r));
+    CHECK(e.bytes == doctest::Approx(eager_r * r));
+    CHECK(f.launches == 1);
+    CHECK(e.launches == eager_launches);
+  };
+  // Forward. Fused: read gate | up (2r), write the output (r). Eager: silu writes its output
+  // and mul reads it back, 2r more; one kernel more.
+  expect(&Block::forward, 3, 5, 2);
   // Backward: fused 2x the forward's traffic (6r); eager mul's two gradients and silu's, 3r
   // each (9r), three kernels.
-  const Kernel& fb = kernel(fused.layer->backward, *fused.layer, "swiglu");
-  const Kernel& eb = kernel(eager.layer->backward, *eager.layer, "swiglu");
-  CHECK(fb.bytes == doctest::Approx(6 * r));
-  CHECK(eb.bytes == doctest::Approx(9 * r));
-  CHECK(fb.launches == 1);
-  CHECK(eb.launches == 3);
+  expect(&Block::backward, 6, 9, 3);
   // Without recomputation autograd keeps silu's output for mul's backward: r more a layer. The
   // eager norms and rotary keep nothing more than their fused kernels (their intermediates are
   // freed), so the layers differ by r exactly.
