@@ -820,6 +820,26 @@ TEST_CASE("validate: recomputation named on or off in the source's words") {
   CHECK(recompute(false) == "none");
 }
 
+TEST_CASE("validate: Hugging Face Llama models run separate projections, and repeat K/V under SDPA") {
+  auto strategy = [](const std::string& framework, const std::string& arch) {
+    return expressible_probe([&](Json& c) {
+             c["framework"] = framework;
+             c["model"]["arch"] = arch;
+           })
+        .scenario.at("strategy");
+  };
+  const Json sdpa = strategy("Hugging Face Trainer with DeepSpeed ZeRO-3, SDPA attention", "Llama 3");
+  CHECK(sdpa.at("fusion").at("separate_linears") == true);
+  CHECK(sdpa.at("kv_repeat") == true);
+  const Json flash = strategy("Hugging Face transformers, flash_attention_2, FSDP", "Llama 3");
+  CHECK(flash.at("fusion").at("separate_linears") == true);
+  CHECK_FALSE(flash.contains("kv_repeat"));
+  // GPT-2's fused c_attn: not a Llama-family model, nothing changes.
+  const Json gpt2 = strategy("Hugging Face transformers, SDPA", "GPT-2");
+  CHECK_FALSE(gpt2.at("fusion").contains("separate_linears"));
+  CHECK_FALSE(gpt2.contains("kv_repeat"));
+}
+
 TEST_CASE("validate: FSDP's sharding strategy names and ZeRO stages written as text") {
   // torch.distributed.fsdp's ShardingStrategy: FULL_SHARD is ZeRO-3, SHARD_GRAD_OP ZeRO-2,
   // NO_SHARD none, HYBRID_SHARD ZeRO-3 inside each node (FSDP's default intra-node groups)
