@@ -1295,6 +1295,12 @@ TEST_CASE("validate: hardware rules for the export, PCIe and other parts read th
   const HardwareModel nvl = hardware_of("H100 NVL");
   CHECK(nvl.device.peak_flops[bf16] == doctest::Approx(835e12));
   CHECK(nvl.device.memory_bandwidth_Bps == doctest::Approx(3.9e12));
+  CHECK(hardware_of("NVIDIA H100NVL 94GB").device.peak_flops[bf16] == doctest::Approx(835e12));
+  // An SXM part a source describes by its NVLink ("NVLink 4th Generation", Megatron-MoE-ModelZoo's
+  // Qwen3 readme) is not the NVL card: the substring "NVL" alone had read it as PCIe-linked.
+  const HardwareModel sxm = hardware_of("H100-SXM5-80GB (source: 'H100', NVLink 4th Generation)");
+  CHECK(sxm.device.peak_flops[bf16] == doctest::Approx(989e12));
+  CHECK(sxm.node.device_link.bandwidth_Bps == doctest::Approx(450e9));
   const HardwareModel a100_pcie = hardware_of("A100 PCIe 80GB");
   CHECK(a100_pcie.device.peak_flops[bf16] == doctest::Approx(312e12));
   CHECK(a100_pcie.device.memory_bandwidth_Bps == doctest::Approx(1.935e12));
