@@ -327,7 +327,7 @@ AttentionRatio read_attention_ratio(const JsonNode& n) {
 void allow_device_keys(const JsonNode& n) {
   n.allow_keys({"name", "peak", "vector_flops", "memory", "memory_bandwidth", "efficiency",
                 "kernel_overhead", "reserved_memory", "cuda_context", "compute_units", "price_per_hour",
-                "overlap_slowdown", "sustained_clock", "speed_variability", "kernel_factors", "task", "source",
+                "overlap_slowdown", "ep_overlap_rate", "sustained_clock", "speed_variability", "kernel_factors", "task", "source",
                 "preset", "file"});
 }
 
@@ -380,6 +380,13 @@ void apply(const JsonNode& n, DeviceSpec& d, bool partial, int /*depth*/) {
     const double v = c.as_number();
     if (v < 1 || v > 4) c.fail("must be between 1 and 4 (compute time factor while overlapped)");
     d.overlap_slowdown = v;
+  });
+  optional_field(n, "ep_overlap_rate", [&](const JsonNode& c) {
+    const double v = c.as_number();
+    if (!(v > 0 && v <= 1)) {
+      c.fail("must be above 0 and at most 1 (an exchange's rate beside compute over its rate alone)");
+    }
+    d.ep_overlap_rate = v;
   });
   optional_field(n, "sustained_clock", [&](const JsonNode& c) {
     const double v = c.as_number();
@@ -727,6 +734,7 @@ Json to_json(const DeviceSpec& d) {
   if (d.compute_units != 0) j["compute_units"] = d.compute_units;
   if (d.price_per_hour != 0) j["price_per_hour"] = d.price_per_hour;
   if (d.overlap_slowdown != 1) j["overlap_slowdown"] = d.overlap_slowdown;
+  if (d.ep_overlap_rate != 0) j["ep_overlap_rate"] = d.ep_overlap_rate;
   if (d.sustained_clock != 1) j["sustained_clock"] = d.sustained_clock;
   if (d.speed_variability != 0) j["speed_variability"] = d.speed_variability;
   if (d.task_flops > 0) {

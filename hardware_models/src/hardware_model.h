@@ -109,6 +109,12 @@ struct DeviceSpec {
   // Compute that runs while a collective runs on the same device takes this many times longer
   // (the communication kernels occupy SMs and memory bandwidth); 1 = no interference.
   double overlap_slowdown = 1.0;
+  // The rate at which an expert-parallel token exchange (DeepEP's or HybridEP's SM-driven
+  // dispatch and combine kernels) progresses while the other stream's compute runs, over its
+  // rate alone: Megatron-Core's EP overlap (the combined 1F1B schedule) hides rate x the
+  // partner compute of each exchange, the compute itself unslowed. 0 = not measured: the
+  // overlap_slowdown rule applies to it as to the other collectives.
+  double ep_overlap_rate = 0;
   // The tensor-core throughput the device holds under sustained load over what short benchmark
   // loops see: under a continuous training load the power limit lowers the clock. It scales the
   // fused-attention curves (flash2/flash3/cudnn), which are short-loop measurements; the matmul

@@ -146,20 +146,24 @@ namespace {
 
 // Strategy::overlap_ep: a forward and a backward of different micro-batches run interleaved,
 // each pass's token all-to-alls beside the other pass's compute (its kernels without exposed
-// communication): what exceeds that compute stays exposed, and the compute runs
-// overlap_slowdown times slower while they overlap, as for TP overlap above. Only the
-// steady state's passes have a partner (ep_paired_share): the warm-up forwards and cool-down
-// backwards run alone, their all-to-alls exposed.
+// communication). Where the device states the exchange's rate beside compute
+// (DeviceSpec::ep_overlap_rate, measured), the partner compute P hides rate x P of the
+// exchange's time C, unslowed itself: C - rate P stays exposed. Otherwise what exceeds P stays
+// exposed and the compute runs overlap_slowdown times slower while they overlap, as for TP
+// overlap above. Only the steady state's passes have a partner (ep_paired_share): the warm-up
+// forwards and cool-down backwards run alone, their all-to-alls exposed.
 void overlap_expert_all_to_all(PhaseSums& f, PhaseSums& b, const Plan& plan) {
   if (!plan.strategy.overlap_ep || f.ep_total_s + b.ep_total_s <= 0) return;
   const double interference = 1 - 1 / plan.hardware.device.overlap_slowdown;
+  const double rate = plan.hardware.device.ep_overlap_rate;
   const double paired = ep_paired_share(plan);
   auto compute = [](const PhaseSums& s) {
     return s.time_s - s.comm_exposed_s - s.cp_exposed_s - s.ep_exposed_s;
   };
   const double beside_f = compute(b), beside_b = compute(f);
   auto hide = [&](PhaseSums& s, double partner) {
-    const double overlapped = std::max(s.ep_total_s - partner, interference * s.ep_total_s);
+    const double overlapped = rate > 0 ? std::max(s.ep_total_s - rate * partner, 0.0)
+                                       : std::max(s.ep_total_s - partner, interference * s.ep_total_s);
     const double exposed = paired * overlapped + (1 - paired) * s.ep_total_s;
     s.time_s += exposed - s.ep_exposed_s;
     s.ep_exposed_s = exposed;

@@ -35,7 +35,7 @@ double ratio_checksum(const AttentionRatio& r) {
 }
 
 // Every number block_cost() reads from the plan besides the block itself.
-using Signature = std::array<double, 73>;
+using Signature = std::array<double, 74>;
 
 Signature signature_of(const Plan& plan) {
   const HardwareModel& hw = plan.hardware;
@@ -64,7 +64,7 @@ Signature signature_of(const Plan& plan) {
                    d.flash3.backward.half_keys, attention_checksum(d.flash2),
                    attention_checksum(d.flash3), attention_checksum(d.cudnn), ratio_checksum(d.flash1), ratio_checksum(d.flash_triton),
                    double(s.fusion.attention_kernel),
-                   d.overlap_slowdown, d.sustained_clock, s.host_overhead_s, d.speed_variability, curve_checksum(hw.node.device_link),
+                   d.overlap_slowdown, d.ep_overlap_rate, d.sustained_clock, s.host_overhead_s, d.speed_variability, curve_checksum(hw.node.device_link),
                    curve_checksum(hw.node.nic), ep_paired_share(plan)}) {
     sig.at(i++) = v;
   }

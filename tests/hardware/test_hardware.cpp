@@ -500,4 +500,21 @@ TEST_CASE("hostile input: absurd but positive hardware figures are refused with 
   CHECK_THROWS_WITH_AS(device_from(R"({"preset": "A100-SXM4-80GB", "memory": "1e30GB"})"),
                        "hw.json: device.memory: \"1e30GB\" must be between 1 MB and 100 TB",
                        InputError);
+  CHECK_THROWS_WITH_AS(device_from(R"({"preset": "A100-SXM4-80GB", "ep_overlap_rate": 0})"),
+                       "hw.json: device.ep_overlap_rate: 0 must be above 0 and at most 1 (an "
+                       "exchange's rate beside compute over its rate alone)",
+                       InputError);
+}
+
+TEST_CASE("the H100's and H200's expert-exchange rate beside compute is the EP-overlap profile's") {
+  // Megatron-Bridge's MoE communication-overlap card (nsys A/B, Qwen3-30B-A3B, 16 H100):
+  // communication kernels 8254 ms alone, 10832 ms with the overlap of which 3959 ms overlap
+  // compute; so 10832 - 3959 = 6873 ms alone and (8254 - 6873) / 3959 = 0.349 done beside it.
+  const double rate = (8254.0 - (10832.0 - 3959.0)) / 3959.0;
+  CHECK(catalog_device("H100-SXM5-80GB").ep_overlap_rate == doctest::Approx(rate).epsilon(0.002));
+  CHECK(catalog_device("H200-SXM-141GB").ep_overlap_rate == catalog_device("H100-SXM5-80GB").ep_overlap_rate);
+  CHECK(catalog_device("A100-SXM4-80GB").ep_overlap_rate == 0);  // not measured: the old rule
+  // The catalog round-trips it.
+  const DeviceSpec h100 = catalog_device("H100-SXM5-80GB");
+  CHECK(to_json(h100).at("ep_overlap_rate").get<double>() == doctest::Approx(0.349));
 }

@@ -263,6 +263,55 @@ TEST_CASE("moe: overlap_ep hides each pass's all-to-alls behind the other pass's
         doctest::Approx(a.forward_s + a.backward_s - (a.ep_exposed_s - c.ep_exposed_s)));
 }
 
+TEST_CASE("moe: a measured exchange rate beside compute hides rate x the partner's compute") {
+  // DeviceSpec::ep_overlap_rate (H100: 0.349, from Megatron-Bridge's EP-overlap nsys A/B: the
+  // exchange kernels do 0.349 of their alone-rate work per unit of time beside compute, and
+  // the compute is not slowed). Per pass, with the exchange's time C and the other pass's
+  // compute P (its kernels less exposed communication): C - rate P exposed when positive, else
+  // nothing; the unpaired warm-up and cool-down passes keep all of C. Worked here on the pass
+  // sums the block itself reports.
+  Strategy s = moe_strategy(1, 8);
+  s.global_batch = 128;  // 8 micro-batches: 7 of 8 passes paired
+  HardwareModel hw = catalog_cluster("dgx_a100");
+  hw.num_devices = 16;
+  const Plan plain = *lower(moe_model(), s, hw);
+  const BlockCost a = block_cost(*plain.layer, plain);
+  // Each direction's exchanges (the forward's also gathers the token counts first) and its
+  // compute (the kernels that are not collectives).
+  auto sum_of = [&](const std::vector<Kernel>& ks, bool exchange) {
+    const std::vector<KernelTiming> t = kernel_timings(ks, plain);
+    double sum = 0;
+    for (size_t i = 0; i < ks.size(); ++i) {
+      const bool is_exchange = ks[i].cls == OpClass::kCollective && ks[i].group == GroupKind::kExpert;
+      if (exchange && is_exchange) sum += t[i].total_s;
+      if (!exchange && ks[i].cls != OpClass::kCollective) sum += t[i].exposed_s;
+    }
+    return sum;
+  };
+  const double c_f = sum_of(plain.layer->forward, true), c_b = sum_of(plain.layer->backward, true);
+  const double compute_f = sum_of(plain.layer->forward, false);
+  const double compute_b = sum_of(plain.layer->backward, false);
+  REQUIRE(c_f + c_b == doctest::Approx(a.ep_total_s));
+  s.overlap_ep = true;
+  for (double rate : {0.349, 0.05}) {
+    hw.device.ep_overlap_rate = rate;
+    const Plan p = *lower(moe_model(), s, hw);
+    REQUIRE(ep_paired_share(p) == doctest::Approx(7.0 / 8));
+    const BlockCost b = block_cost(*p.layer, p);
+    auto exposed = [&](double c, double partner) {
+      return 7.0 / 8 * std::max(c - rate * partner, 0.0) + 1.0 / 8 * c;
+    };
+    const double expected = exposed(c_f, compute_b) + exposed(c_b, compute_f);
+    CHECK(b.ep_exposed_s == doctest::Approx(expected).epsilon(1e-6));
+    // The compute keeps its time: only the exposed exchange changes the passes.
+    CHECK(b.forward_s + b.backward_s ==
+          doctest::Approx(a.forward_s + a.backward_s - (a.ep_exposed_s - b.ep_exposed_s)));
+  }
+  // At 0.05 the backward's compute (about 2x the forward's) no longer covers the forward's
+  // exchange: some of it stays exposed even in the paired passes.
+  CHECK(c_f > 0.05 * compute_b);
+}
+
 TEST_CASE("moe: the combined 1F1B's unpaired warm-up passes, worked by hand") {
   // Megatron-Core schedules.py: interleaved over v chunks, rank r warms up with
   // (pp - r - 1) x 2 + (v - 1) pp + 1 chunk forwards; over ranks on average pp - 1 + (v - 1) pp

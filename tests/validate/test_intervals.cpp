@@ -151,8 +151,9 @@ TEST_CASE("intervals: evaluate reports one, validate --cross checks them on the 
   // (Megatron-MoE-ModelZoo, xtuner/Pai-Megatron-Patch on H800, Megatron-LM's MoE recipes):
   // the Megatron-Bridge MoE rows, the only MoE source of their kind before, are now 92.9%
   // covered by the others' errors (14.3% before). Both views are inside the issue's 75-85%.
-  // The floors sit just under what is measured (79.5% and 76.5%): a change that narrows the
-  // intervals further fails here.
+  // With the H100's measured exchange rate beside compute (ep_overlap_rate) the MoE rows err
+  // less and the intervals narrow: 76.0% and 75.3%. The floors sit just under what is
+  // measured (75.5% and 75.0%): a change that narrows the intervals further fails here.
   const testing::CliRun cross = testing::run_cli("validate --published --cross");
   CHECK(cross.code == 0);
   const size_t at = cross.output.find("leave-one-source-out");
@@ -160,13 +161,13 @@ TEST_CASE("intervals: evaluate reports one, validate --cross checks them on the 
   const size_t all = cross.output.find("\nall ", at);
   REQUIRE(all != std::string::npos);
   const double covered = std::stod(cross.output.substr(cross.output.find_last_of(' ', cross.output.find('%', all + 5)) + 1));
-  CHECK(covered >= 79.5);
+  CHECK(covered >= 75.5);
   CHECK(covered <= 85.0);
   // Each source counted once: a new source is what a user's run is.
   const size_t once = cross.output.find("\neach source once ", at);
   REQUIRE(once != std::string::npos);
   const double per_source = std::stod(cross.output.substr(cross.output.find_last_of(' ', cross.output.find('%', once + 5)) + 1));
-  CHECK(per_source >= 76.5);
+  CHECK(per_source >= 75.0);
   CHECK(per_source <= 85.0);
 }
 
