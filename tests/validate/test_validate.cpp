@@ -626,6 +626,9 @@ TEST_CASE("validate: Megatron-LM's bf16 gradients are accumulated and reduced in
   // The loss: Megatron's ops unless the case names the fusion; NeMo fuses it.
   CHECK(loss_ops(run("Megatron-LM", "bf16")));
   CHECK_FALSE(loss_ops(run("Megatron-LM", "bf16", "--cross-entropy-loss-fusion")));
+  // The same flag as a harness describes it (Megatron-MoE-ModelZoo: "TE cross-entropy fusion").
+  CHECK(loss_ops(run("Megatron-Core (dev branch)", "bf16", "router fp32, manual GC 5")));
+  CHECK_FALSE(loss_ops(run("Megatron-Core (dev branch)", "bf16", "router fp32, TE cross-entropy fusion, manual GC 5")));
   CHECK_FALSE(loss_ops(run("NeMo 24.07 (Megatron-Core)", "bf16")));
 }
 
